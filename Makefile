@@ -1,0 +1,39 @@
+# The two commands that matter: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,redis,openapi]'
+	touch $(STAMP)
+
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py demo_setup
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
+	$(BIN)/pytest
+
+bench: $(VENV)/.bench-installed
+	$(BIN)/python -m bench.store
+
+docs: $(STAMP)
+	$(BIN)/pip install --quiet mkdocs
+	$(BIN)/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) build *.egg-info demo.sqlite3

@@ -1,0 +1,170 @@
+"""The v4 blob helpers: new_session, assert_session (engine-spec §3), migrate_session, dates."""
+
+from __future__ import annotations
+
+import copy
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from warlock_sessions.engine import assert_session, migrate_session, new_session
+from warlock_sessions.engine.isotime import iso_from_ms, ms_from_iso, to_iso
+from warlock_sessions.errors import InvalidSessionError
+from warlock_sessions.testing import T0, T0_MS, realistic_session, run_blob, session_blob
+
+
+def test_a_fresh_session_has_exactly_the_upstream_keys() -> None:
+    assert new_session("s1") == {
+        "id": "s1",
+        "v": 4,
+        "version": 0,
+        "data": {},
+        "runs": [],
+        "claims": {},
+        "inputs": [],
+        "metadata": {},
+    }
+
+
+def test_t0_renders_as_javascript_would() -> None:
+    assert (T0, T0_MS) == ("2026-09-20T10:00:00.000Z", 1789898400000)
+    assert iso_from_ms(1789898400123) == "2026-09-20T10:00:00.123Z"
+    assert ms_from_iso("2026-09-20T10:00:00.123Z") == 1789898400123
+    assert ms_from_iso("2026-09-20T07:00:00-03:00") == T0_MS
+    assert to_iso(datetime(2026, 9, 20, 10, tzinfo=UTC)) == T0
+    assert (to_iso("not a date"), to_iso(True), to_iso(None)) == (None, None, None)
+
+
+def test_assert_session_returns_only_session_keys() -> None:
+    blob = {**realistic_session("s1"), "createdAt": "x", "updatedAt": "y"}
+    checked = assert_session(blob, "s1")
+    assert "createdAt" not in checked and "updatedAt" not in checked
+    assert checked == realistic_session("s1")
+
+
+def _with(**changes):  # type: ignore[no-untyped-def]
+    blob = session_blob("s1", runs=[run_blob()])
+    for path, value in changes.items():
+        target = blob
+        *parents, last = path.split("__")
+        for key in parents:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        if value is KeyError:
+            del target[last]
+        else:
+            target[last] = value
+    return blob
+
+
+@pytest.mark.parametrize(
+    ("blob", "why"),
+    [
+        ([], "expected an object, got a list"),
+        (_with(v=3), "v is 3, expected 4"),
+        (_with(v=KeyError), "v is missing, expected 4"),
+        (_with(id="s2"), 'id is "s2", expected "s1"'),
+        (_with(version=-1), "version is -1, expected a whole number"),
+        (_with(version=1.5), "version is 1.5, expected a whole number"),
+        (_with(data=[]), "data is a list, expected an object"),
+        (_with(metadata=None), "metadata is null, expected an object"),
+        (_with(runs={}), "runs is an object, expected a list"),
+        (_with(claims={"k": {"at": 1}}), "claims is not a map of { at }"),
+        (_with(inputs=["m1", 2]), "inputs is not a list of ids"),
+        (_with(history="h"), 'history is "h", expected a list'),
+        (_with(lastUserAt=5), "lastUserAt is not text"),
+        (_with(runs__0__status="done"), 'runs[0].status is "done"'),
+        (_with(runs__0__stepId=3), "runs[0].stepId is 3, expected text or null"),
+        (_with(runs__0__hop=-1), "runs[0].hop is -1, expected a whole number"),
+        (_with(runs__0__outcomes=None), "runs[0].outcomes is null, expected a list"),
+        (_with(runs__0__trigger={"kind": "message"}), "runs[0].trigger needs kind and key"),
+        (_with(runs__0__flowId=None), "runs[0].flowId is null, expected text"),
+        (_with(runs__0__visits=[]), "runs[0].visits is a list, expected an object"),
+        (_with(runs__0__waiting="soon"), 'runs[0].waiting is "soon", expected an object'),
+    ],
+)
+def test_assert_session_names_what_is_wrong(blob, why) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidSessionError) as caught:
+        assert_session(blob, "s1")
+    assert str(caught.value) == (
+        f'[InvalidSessionError] stored session "s1" is unreadable: {why}. '
+        "Repair or delete the row; it is never replaced by a fresh conversation."
+    )
+
+
+def test_migrating_a_3x_session_keeps_data_and_claims_what_already_happened() -> None:
+    legacy = {
+        "data": {"nome": "Ana"},
+        "currentFlow": {"id": "qualificacao", "enteredAt": "2026-09-20T09:00:00Z"},
+        "currentStep": {"id": "pergunta"},
+        "flowHistory": [
+            {"flowId": "boas-vindas", "completed": True, "exitedAt": T0_MS},
+            {"flowId": "abandonado", "completed": False},
+        ],
+        "signals": {"triggers": {"promo-signal": {"lastTriggeredAt": T0}}},
+        "metadata": {"seenAt": datetime(2026, 9, 20, 10, tzinfo=UTC), "tags": ["a"]},
+        "pendingDirective": {"dropped": True},
+    }
+    before = copy.deepcopy(legacy)
+
+    session = migrate_session(legacy, "s1", flow_id_of=lambda key: key.removesuffix("-signal"))
+
+    assert legacy == before
+    assert session["version"] == 0
+    assert session["data"] == {"nome": "Ana"}
+    assert session["metadata"] == {"seenAt": T0, "tags": ["a"]}
+    assert session["claims"] == {
+        "boas-vindas:s1:": {"at": T0},
+        "promo:s1:": {"at": T0},
+        "qualificacao:s1:": {"at": "2026-09-20T09:00:00.000Z"},
+    }
+    [run] = session["runs"]
+    assert run == {
+        "id": "qualificacao#legacy",
+        "flowId": "qualificacao",
+        "anchor": "s1",
+        "dedupeKey": "qualificacao:s1:",
+        "stepId": "pergunta",
+        "status": "asking",
+        "trigger": {"kind": "message", "key": "legacy"},
+        "hop": 0,
+        "startedAt": "2026-09-20T09:00:00.000Z",
+        "asked": {},
+        "visits": {},
+        "outcomes": [],
+    }
+    assert assert_session(session, "s1") == session
+
+
+def test_a_3x_flow_entered_before_its_first_step_migrates_as_running() -> None:
+    session = migrate_session(
+        {"data": {}, "currentFlow": "bv"}, "s1", now=datetime(2026, 9, 20, 10, tzinfo=UTC)
+    )
+    assert [(r["id"], r["status"], r["stepId"], r["startedAt"]) for r in session["runs"]] == [
+        ("bv#legacy", "running", None, T0)
+    ]
+
+
+def test_a_v4_blob_passes_through_migration_unchanged() -> None:
+    blob = realistic_session("s1")
+    assert migrate_session(blob, "s1") == blob
+    with pytest.raises(InvalidSessionError, match="v is 3"):
+        migrate_session({**blob, "v": 3}, "s1")
+
+
+@pytest.mark.parametrize(
+    ("blob", "why"),
+    [
+        ("text", 'expected an object, got "text"'),
+        ({"currentFlow": "x"}, "data is missing, expected an object; not a 3.x session either"),
+        ({"data": {}, "currentFlow": 7}, "currentFlow is 7, expected { id } or text"),
+        ({"data": {}, "flowHistory": [{"completed": True}]}, "flowHistory[0] is not a flow entry"),
+        (
+            {"data": {}, "signals": {"triggers": {"x": 1}}},
+            "signals.triggers.x is not a trigger state",
+        ),
+    ],
+)
+def test_an_unrecognisable_blob_never_migrates_to_a_fresh_session(blob, why) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidSessionError, match=re.escape(f"unreadable: {why}")):
+        migrate_session(blob, "s1")

@@ -1,0 +1,55 @@
+"""Where the test PostgreSQL and Redis are, and whether they answer.
+
+Service-backed tests skip with the reason when a service is unreachable, unless
+``WARLOCK_REQUIRE_SERVICES=1`` (set by ``.ci/run``), where the run fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+import psycopg
+
+POSTGRES_URL = os.environ.get(
+    "WARLOCK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("WARLOCK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+REQUIRE_SERVICES = os.environ.get("WARLOCK_REQUIRE_SERVICES") == "1"
+
+
+@cache
+def postgres_unreachable() -> str | None:
+    """Why PostgreSQL cannot be used, or None when it answers."""
+    try:
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3) as connection:
+            connection.execute("SELECT 1")
+    except psycopg.Error as error:
+        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {error}".strip()
+    return None
+
+
+@cache
+def redis_unreachable() -> str | None:
+    """Why Redis cannot be used, or None when it answers."""
+    try:
+        import redis
+    except ImportError:
+        return "the redis client is not installed (pip install 'warlock-sessions[redis]')"
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
+    except redis.RedisError as error:
+        return f"Redis at {REDIS_URL} is unreachable: {error}"
+    return None
+
+
+def postgres_database_settings() -> dict[str, object]:
+    params = psycopg.conninfo.conninfo_to_dict(POSTGRES_URL)
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": params.get("dbname", "test"),
+        "USER": params.get("user", "postgres"),
+        "PASSWORD": params.get("password", ""),
+        "HOST": params.get("host", "127.0.0.1"),
+        "PORT": str(params.get("port", "5432")),
+    }

@@ -1,0 +1,51 @@
+"""Test settings: SQLite by default, plus a ``postgres`` alias when PostgreSQL answers."""
+
+import os
+import tempfile
+
+from tests.services import postgres_database_settings, postgres_unreachable
+
+SECRET_KEY = "tests"
+USE_TZ = True
+TIME_ZONE = "UTC"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "rest_framework",
+    "warlock_sessions",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": ":memory:",
+        # A file, not memory: tests that fork worker processes need them to see the same data.
+        "TEST": {
+            "NAME": os.path.join(tempfile.gettempdir(), f"warlock-tests-{os.getpid()}.sqlite3")
+        },
+    },
+}
+if postgres_unreachable() is None:
+    DATABASES["postgres"] = postgres_database_settings()

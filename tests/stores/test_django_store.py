@@ -1,0 +1,104 @@
+"""DjangoStore beyond the shared contract: derived columns, agents, outer transactions."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections, transaction
+
+from warlock_sessions.errors import InvalidSessionError, SessionConflictError
+from warlock_sessions.models import Session
+from warlock_sessions.stores import DjangoStore
+from warlock_sessions.testing import run_blob, session_blob
+from warlock_sessions.testing.factories import SessionFactory
+
+from .conftest import needs_postgres
+
+pytestmark = pytest.mark.django_db(
+    databases=["default", "postgres"] if "postgres" in connections else ["default"]
+)
+
+
+def test_filter_columns_follow_the_runs_on_every_save() -> None:
+    store = DjangoStore(agent="support")
+    session = store.save(
+        session_blob(
+            "s1",
+            runs=[
+                run_blob("triagem", status="asking"),
+                run_blob("retomar", status="waiting", step_id="w1"),
+            ],
+        ),
+        0,
+    )
+
+    assert list(Session.objects.with_flow("triagem").values_list("id", flat=True)) == ["s1"]
+    assert list(Session.objects.with_run_status("waiting").values_list("id", flat=True)) == ["s1"]
+    assert not Session.objects.with_flow("triage").exists()  # whole tokens only, no prefixes
+
+    store.save({**session, "runs": [run_blob("funil", status="suspended")]}, 1)
+
+    row = Session.objects.get(id="s1")
+    assert (row.run_flows, row.run_statuses, row.agent) == (" funil ", " suspended ", "support")
+    assert not Session.objects.with_flow("triagem").exists()
+
+
+def test_the_model_reads_its_blob_back() -> None:
+    row = SessionFactory(runs=[run_blob("bv")])
+    assert row.session["runs"][0]["flowId"] == "bv"
+    assert DjangoStore().load(row.id) == row.session
+
+
+def test_an_unreadable_row_raises_instead_of_starting_over() -> None:
+    SessionFactory(id="broken", blob='{"v": 3}')
+    with pytest.raises(InvalidSessionError, match='"broken" is unreadable: v is 3, expected 4'):
+        DjangoStore().load("broken")
+    Session.objects.filter(id="broken").update(blob="{not json")
+    with pytest.raises(InvalidSessionError, match="not JSON"):
+        DjangoStore().load("broken")
+
+
+@pytest.mark.parametrize("alias", ["default", pytest.param("postgres", marks=needs_postgres)])
+def test_a_conflict_inside_an_outer_transaction_leaves_it_usable(alias: str) -> None:
+    store = DjangoStore(using=alias)
+    store.save(session_blob("s1"), 0)
+    with transaction.atomic(using=alias):
+        with pytest.raises(SessionConflictError):
+            store.save(session_blob("s1"), 0)
+        with pytest.raises(SessionConflictError):
+            store.save(session_blob("s1"), 5)
+        store.save(session_blob("s1", data={"after": "conflicts"}), 1)
+    loaded = store.load("s1")
+    assert loaded is not None and loaded["data"] == {"after": "conflicts"}
+
+
+@needs_postgres
+@pytest.mark.django_db(transaction=True, databases=["default", "postgres"])
+def test_a_concurrent_save_waits_for_the_outer_transaction_then_conflicts() -> None:
+    store = DjangoStore(using="postgres")
+    store.save(session_blob("s1"), 0)
+    outcome: list[object] = []
+    saved_in_transaction = threading.Event()
+
+    def rival() -> None:
+        saved_in_transaction.wait(10)
+        try:
+            DjangoStore(using="postgres").save(session_blob("s1", data={"rival": True}), 1)
+        except SessionConflictError as error:
+            outcome.append(error.actual_version)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=rival)
+    thread.start()
+    with transaction.atomic(using="postgres"):
+        store.save(session_blob("s1", data={"holder": True}), 1)
+        saved_in_transaction.set()
+        thread.join(0.5)
+        assert thread.is_alive(), "the rival must wait on the row lock until the commit"
+    thread.join(10)
+
+    assert outcome == [2]
+    loaded = store.load("s1")
+    assert loaded is not None and loaded["data"] == {"holder": True}

@@ -1,0 +1,68 @@
+"""The WARLOCK_SESSIONS settings object and the system checks that guard it."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+from django.test import override_settings
+
+from warlock_sessions.conf import warlock_settings
+from warlock_sessions.stores import DjangoStore, MemoryStore, default_store
+
+
+def warlock_check_ids() -> list[str]:
+    return [
+        message.id for message in checks.run_checks() if message.id.startswith("warlock_sessions")
+    ]
+
+
+def test_defaults_apply_and_overrides_reload() -> None:
+    assert warlock_settings.STORE is DjangoStore
+    with override_settings(WARLOCK_SESSIONS={"STORE": "warlock_sessions.stores.MemoryStore"}):
+        assert warlock_settings.STORE is MemoryStore
+        assert isinstance(default_store(), MemoryStore)
+    assert warlock_settings.STORE is DjangoStore
+
+
+def test_a_bad_import_string_names_the_setting() -> None:
+    with (
+        override_settings(WARLOCK_SESSIONS={"STORE": "myapp.nowhere.Store"}),
+        pytest.raises(ImportError, match=r"for setting WARLOCK_SESSIONS\['STORE'\]"),
+    ):
+        warlock_settings.STORE  # noqa: B018
+
+
+def test_an_unknown_attribute_is_an_error() -> None:
+    with pytest.raises(AttributeError, match="Invalid WARLOCK_SESSIONS setting: 'STOER'"):
+        warlock_settings.STOER  # noqa: B018
+
+
+def test_the_default_configuration_passes_the_checks() -> None:
+    assert warlock_check_ids() == []
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        ({"STORE": "myapp.nowhere.Store"}, ["warlock_sessions.E001"]),
+        ({"STORE": "warlock_sessions.errors.WarlockError"}, ["warlock_sessions.E002"]),
+        ({"STORE_OPTIONS": {"usign": "default"}}, ["warlock_sessions.E004"]),
+        ({"STORE_OPTIONS": "default"}, ["warlock_sessions.E004"]),
+        ({"STOER": "x"}, ["warlock_sessions.W001"]),
+        (
+            {
+                "STORE": "warlock_sessions.stores.FileStore",
+                "STORE_OPTIONS": {"directory": "/tmp/x"},
+            },
+            [],
+        ),
+    ],
+)
+def test_misconfiguration_is_reported_with_a_stable_id(configured, expected) -> None:  # type: ignore[no-untyped-def]
+    with override_settings(WARLOCK_SESSIONS=configured):
+        assert warlock_check_ids() == expected
+
+
+def test_a_non_dict_setting_is_reported() -> None:
+    with override_settings(WARLOCK_SESSIONS=["STORE"]):
+        assert warlock_check_ids() == ["warlock_sessions.E005"]

@@ -1,0 +1,3 @@
+"""warlock_sessions: durable, concurrency-safe conversation state for Django."""
+
+__version__ = "0.1.0.dev0"

@@ -1,0 +1,99 @@
+"""The ``WARLOCK_SESSIONS`` settings dict, read the way DRF reads ``REST_FRAMEWORK``.
+
+``from warlock_sessions.conf import warlock_settings`` then ``warlock_settings.STORE``: values
+come from the project's dict, else from :data:`DEFAULTS`; settings named in
+:data:`IMPORT_STRINGS` are imported on first access, and a bad import string raises an
+``ImportError`` that names the setting. Values are cached and dropped whenever Django's
+``setting_changed`` fires (``override_settings`` in tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils.module_loading import import_string
+
+SETTING_NAME = "WARLOCK_SESSIONS"
+
+DEFAULTS: dict[str, Any] = {
+    # The session Store class (import string) and the keyword arguments it is built with.
+    "STORE": "warlock_sessions.stores.DjangoStore",
+    "STORE_OPTIONS": {},
+}
+
+#: Settings whose value is an import string (or a list of them) resolved on access.
+IMPORT_STRINGS: frozenset[str] = frozenset({"STORE"})
+
+#: Settings that used to exist, with what replaced them; using one is an error, not a no-op.
+REMOVED_SETTINGS: dict[str, str] = {}
+
+
+def perform_import(value: Any, setting: str) -> Any:
+    """Import ``value`` if it is an import string (or a list of them); name ``setting`` on error."""
+    if isinstance(value, str):
+        return import_from_string(value, setting)
+    if isinstance(value, list | tuple):
+        return [import_from_string(item, setting) for item in value]
+    return value
+
+
+def import_from_string(path: str, setting: str) -> Any:
+    try:
+        return import_string(path)
+    except ImportError as error:
+        raise ImportError(
+            f"Could not import '{path}' for setting {SETTING_NAME}['{setting}']. "
+            f"{type(error).__name__}: {error}."
+        ) from error
+
+
+class WarlockSettings:
+    """Lazy, cached access to ``settings.WARLOCK_SESSIONS`` with defaults applied."""
+
+    def __init__(self) -> None:
+        self._cached: set[str] = set()
+        self._user_settings: dict[str, Any] | None = None
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        if self._user_settings is None:
+            configured = getattr(settings, SETTING_NAME, {}) or {}
+            if not isinstance(configured, dict):
+                raise TypeError(
+                    f"settings.{SETTING_NAME} must be a dict, not {type(configured).__name__}"
+                )
+            for name in configured:
+                if name in REMOVED_SETTINGS:
+                    raise RuntimeError(
+                        f"{SETTING_NAME}['{name}'] was removed: {REMOVED_SETTINGS[name]}"
+                    )
+            self._user_settings = configured
+        return self._user_settings
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid {SETTING_NAME} setting: '{name}'")
+        value = self.user_settings.get(name, DEFAULTS[name])
+        if name in IMPORT_STRINGS:
+            value = perform_import(value, name)
+        self._cached.add(name)
+        setattr(self, name, value)
+        return value
+
+    def reload(self) -> None:
+        for name in self._cached:
+            delattr(self, name)
+        self._cached.clear()
+        self._user_settings = None
+
+
+warlock_settings = WarlockSettings()
+
+
+@receiver(setting_changed)
+def _reload_on_change(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING_NAME:
+        warlock_settings.reload()

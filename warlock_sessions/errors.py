@@ -1,0 +1,144 @@
+"""The exception family of warlock_sessions.
+
+Every error the package raises on purpose is a :class:`WarlockError`, so a host can catch the
+family at one place; each subclass is named after what went wrong and carries the values a
+caller needs to act on it (ids, versions), not only a sentence.
+
+This module imports nothing from Django: the pure engine raises these too.
+"""
+
+from __future__ import annotations
+
+
+class WarlockError(Exception):
+    """Base class of every error raised by warlock_sessions."""
+
+
+class SessionConflictError(WarlockError):
+    """A conditional save found another version than the one the caller loaded.
+
+    ``actual_version`` is the version found in the store, or ``None`` when the row is gone.
+    Nothing was written: reload, replay the same input and save again.
+    """
+
+    def __init__(self, session_id: str, expected_version: int, actual_version: int | None) -> None:
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+        found = "no row" if actual_version is None else f"version {actual_version}"
+        super().__init__(
+            f'session "{session_id}" changed under you: expected version {expected_version}, '
+            f"found {found}. Reload it and replay the input."
+        )
+
+
+class InvalidSessionError(WarlockError):
+    """A blob is not a readable v4 session, or cannot be stored as JSON.
+
+    The message is the upstream one, so logs read the same in a TypeScript and a Django host.
+    """
+
+    def __init__(self, session_id: str, why: str) -> None:
+        self.session_id = session_id
+        self.why = why
+        super().__init__(
+            f'[InvalidSessionError] stored session "{session_id}" is unreadable: {why}. '
+            "Repair or delete the row; it is never replaced by a fresh conversation."
+        )
+
+
+class FlowConfigurationError(WarlockError):
+    """An agent's flow definition is invalid; ``path`` names the offending key."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(f"{path}: {why}" if path else why)
+
+
+class SessionNotFoundError(WarlockError):
+    """An operation needs a stored session and there is none with that id."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'there is no session "{session_id}"')
+
+
+class SessionExistsError(WarlockError):
+    """A create-only operation met a session that already exists."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'session "{session_id}" already exists')
+
+
+class ToolPairError(WarlockError):
+    """A conversation history would split a tool call from its tool result."""
+
+
+class DriftError(WarlockError):
+    """A stored run was saved by another definition than the one asked to resume it.
+
+    The check runs before anything executes and writes nothing; ``resume(..., force=True)``
+    skips it. ``code`` is stable for callers to switch on; ``category`` is ``"drift"``.
+    """
+
+    kind = "definition"
+    code = "DRIFT"
+    category = "drift"
+
+    def __init__(self, run_id: str, saved_signature: str, current_signature: str) -> None:
+        self.run_id = run_id
+        self.saved_signature = saved_signature
+        self.current_signature = current_signature
+        super().__init__(
+            f'{self.kind} run "{run_id}" was saved with signature {saved_signature}, but the '
+            f"{self.kind} now has signature {current_signature}; resume with force=True only "
+            "if the change is safe for runs in flight"
+        )
+
+
+class WorkflowDriftError(DriftError):
+    """The workflow's steps changed since the run was saved."""
+
+    kind = "workflow"
+    code = "WORKFLOW_DRIFT"
+
+
+class SupervisorDriftError(DriftError):
+    """The supervisor's workers or routing changed since the run was saved."""
+
+    kind = "supervisor"
+    code = "SUPERVISOR_DRIFT"
+
+
+class AgentDriftError(DriftError):
+    """The agent's definition changed since the run was saved."""
+
+    kind = "agent"
+    code = "AGENT_DRIFT"
+
+
+class SessionLockTimeout(WarlockError):
+    """A session lock could not be acquired in time."""
+
+    def __init__(self, key: str, timeout: float) -> None:
+        self.key = key
+        self.timeout = timeout
+        super().__init__(f'could not lock "{key}" within {timeout:g} s')
+
+
+class SessionLockAborted(WarlockError):
+    """Waiting for a session lock was cancelled before it was acquired."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f'waiting for the lock on "{key}" was aborted')
+
+
+class SnapshotConflictError(WarlockError):
+    """A snapshot write lost against a concurrent writer of the same key."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f'snapshot "{key}" was written by someone else meanwhile')

@@ -1,0 +1,84 @@
+"""The session Store contract that every backend implements, and the checks they share.
+
+Two methods, one rule (engine-spec §3): ``load(id)`` returns the checked session or ``None``;
+``save(session, expected_version)`` is one atomic check-and-write that inserts when
+``expected_version`` is 0 (an existing row is a conflict) and otherwise writes only when the
+stored version is exactly ``expected_version``. A failed check raises
+:class:`~warlock_sessions.errors.SessionConflictError` and writes nothing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from ..engine.session import Session
+from ..errors import SessionConflictError
+
+#: Longest session id every backend accepts (the database column's length).
+MAX_SESSION_ID_LENGTH = 255
+
+
+def check_session_id(session_id: object) -> str:
+    """Refuse an id no backend can key a session by, with a message that says why."""
+    if not isinstance(session_id, str):
+        raise TypeError(f"a session id is text, not {type(session_id).__name__}")
+    if not session_id:
+        raise ValueError("a session id cannot be empty")
+    if "\x00" in session_id:
+        raise ValueError(f"session id {session_id!r} contains a NUL character")
+    if len(session_id) > MAX_SESSION_ID_LENGTH:
+        raise ValueError(
+            f"session id is {len(session_id)} characters long; the limit is {MAX_SESSION_ID_LENGTH}"
+        )
+    return session_id
+
+
+def check_expected_version(expected_version: object) -> int:
+    if type(expected_version) is not int or expected_version < 0:
+        raise ValueError(
+            f"expected_version must be a whole number >= 0 (0 inserts), not {expected_version!r}"
+        )
+    return expected_version
+
+
+def session_id_of(session: object) -> str:
+    if not isinstance(session, dict):
+        raise TypeError(f"a session is a dict, not {type(session).__name__}")
+    return check_session_id(session.get("id"))
+
+
+def check_stored_version(session_id: str, expected: int, actual: int | None) -> None:
+    """The save rule for stores that read the stored version under their own lock.
+
+    Expected 0 means "no row yet"; any other number must be the stored version exactly.
+    """
+    if actual != (expected or None):
+        raise SessionConflictError(session_id, expected, actual)
+
+
+def saved_copy(session: Session, version: int) -> Session:
+    """What ``save`` returns: the caller's session with the stored version, argument untouched.
+
+    The copy is shallow; the store never mutates either object.
+    """
+    return {**session, "version": version}  # type: ignore[return-value]
+
+
+class Store(ABC):
+    """A versioned session store. Subclasses implement the three methods atomically."""
+
+    @abstractmethod
+    def load(self, session_id: str) -> Session | None:
+        """The stored session (checked with ``assert_session``), or ``None``. Never migrates."""
+
+    @abstractmethod
+    def save(self, session: Session, expected_version: int) -> Session:
+        """Store ``session`` as version ``expected_version + 1`` if the check holds.
+
+        Raises ``SessionConflictError`` (nothing written) when it does not, and
+        ``InvalidSessionError`` when ``session`` is not a storable v4 blob.
+        """
+
+    @abstractmethod
+    def delete(self, session_id: str) -> bool:
+        """Remove the session; ``True`` if there was one."""

@@ -1,0 +1,109 @@
+"""DjangoStore: sessions in the ``warlock_sessions.Session`` model, on any Django database."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.db import IntegrityError, connections, router, transaction
+from django.db.backends.utils import CursorWrapper
+from django.db.models.constants import OnConflict
+from django.utils import timezone
+
+from ..engine.session import Session, decode_session, encode_session
+from ..errors import SessionConflictError
+from ..models import Session as SessionRow
+from ..models import run_summary
+from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
+
+
+class DjangoStore(Store):
+    """The default store: one ``Session`` row per conversation, saved by a conditional write.
+
+    * ``save(s, 0)`` is one ``INSERT … ON CONFLICT DO NOTHING`` (an existing row is a conflict);
+      any other version is one ``UPDATE … WHERE id = %s AND version = %s``. Zero rows written is
+      a :class:`SessionConflictError` whose ``actual_version`` is read back (``None`` when the
+      row is gone). No exception is raised inside the database, so a conflict never breaks an
+      enclosing transaction.
+    * Each operation is a single statement, so the store needs no transaction of its own and
+      works with ``ATOMIC_REQUESTS`` on: inside an outer transaction the write becomes visible
+      when that transaction commits, and a concurrent save of the same session waits on the row
+      lock until then and is refused as a conflict if the version moved.
+    * The statements are written once, by hand, against the model's own table and columns: the
+      ORM's query compilation cost more than the database round trip (``bench/store.py``).
+
+    ``using`` picks the database alias (default: the router's choice for writes). ``agent`` is
+    the name written on rows this store creates, so the admin and API can filter by agent.
+    """
+
+    def __init__(self, using: str | None = None, agent: str = "") -> None:
+        self.using = using or router.db_for_write(SessionRow)
+        self.agent = agent
+
+    @cached_property
+    def _sql(self) -> dict[str, str]:
+        connection = connections[self.using]
+        quote = connection.ops.quote_name
+        meta = SessionRow._meta
+        table = quote(meta.db_table)
+        column = {field.name: quote(field.column) for field in meta.concrete_fields}
+        written = ["blob", "version", "run_flows", "run_statuses", "updated_at"]
+        insert_columns = ", ".join(column[name] for name in ["id", "agent", "created_at", *written])
+        ignore = connection.features.supports_ignore_conflicts
+        insert = connection.ops.insert_statement(on_conflict=OnConflict.IGNORE if ignore else None)
+        suffix = (
+            connection.ops.on_conflict_suffix_sql([], OnConflict.IGNORE, [], []) if ignore else ""
+        )
+        assignments = ", ".join(f"{column[name]} = %s" for name in written)
+        placeholders = ", ".join(["%s"] * (3 + len(written)))
+        by_id = f"WHERE {column['id']} = %s"
+        return {
+            "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}",
+            "version": f"SELECT {column['version']} FROM {table} {by_id}",
+            "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
+            "update": f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s",
+            "delete": f"DELETE FROM {table} {by_id}",
+        }
+
+    def load(self, session_id: str) -> Session | None:
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(self._sql["load"], [check_session_id(session_id)])
+            row = cursor.fetchone()
+        return None if row is None else decode_session(row[0], session_id, row[1])
+
+    def save(self, session: Session, expected_version: int) -> Session:
+        session_id = session_id_of(session)
+        expected = check_expected_version(expected_version)
+        text = encode_session(session, expected + 1)
+        summary = run_summary(session)
+        connection = connections[self.using]
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        written = [text, expected + 1, summary["run_flows"], summary["run_statuses"], now]
+        with connection.cursor() as cursor:
+            if expected == 0:
+                rowcount = self._insert(cursor, [session_id, self.agent, now, *written])
+            else:
+                cursor.execute(self._sql["update"], [*written, session_id, expected])
+                rowcount = cursor.rowcount
+            if rowcount != 1:
+                cursor.execute(self._sql["version"], [session_id])
+                row = cursor.fetchone()
+                raise SessionConflictError(session_id, expected, None if row is None else row[0])
+        return saved_copy(session, expected + 1)
+
+    def _insert(self, cursor: CursorWrapper, params: list[object]) -> int:
+        if connections[self.using].features.supports_ignore_conflicts:
+            cursor.execute(self._sql["insert"], params)
+            return cursor.rowcount
+        # Backends without ON CONFLICT: a savepoint keeps the duplicate from breaking an
+        # enclosing transaction.
+        try:
+            with transaction.atomic(using=self.using):
+                cursor.execute(self._sql["insert"], params)
+        except IntegrityError:
+            return 0
+        return 1
+
+    def delete(self, session_id: str) -> bool:
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(self._sql["delete"], [check_session_id(session_id)])
+            return cursor.rowcount == 1

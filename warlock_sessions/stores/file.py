@@ -1,0 +1,149 @@
+"""FileStore: one JSON file per session in a directory, safe against crashes and other processes."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from urllib.parse import quote
+
+from ..engine.session import Session, decode_session, encode_session
+from ..errors import InvalidSessionError
+from .base import (
+    Store,
+    check_expected_version,
+    check_session_id,
+    check_stored_version,
+    saved_copy,
+    session_id_of,
+)
+
+#: Longest encoded file name (plus ``.json``) kept below every common filesystem's 255 bytes.
+MAX_FILE_NAME_BYTES = 250
+
+
+def check_mode(mode: object, name: str, *, owner_needs: int) -> int:
+    """A permission mode that keeps sessions private: no group/other write, owner access."""
+    if type(mode) is not int or not 0 <= mode <= 0o777:
+        raise ValueError(f"{name} must be an int between 0o000 and 0o777, not {mode!r}")
+    if mode & 0o022:
+        raise ValueError(f"{name} {mode:#o} lets group or others write; use at most 0o755/0o644")
+    if mode & owner_needs != owner_needs:
+        raise ValueError(f"{name} {mode:#o} must give the owner {owner_needs:#o}")
+    return mode
+
+
+class FileStore(Store):
+    """Each session is ``<directory>/<encoded id>.json``, the blob as JSON.
+
+    * The id is encoded like JavaScript's ``encodeURIComponent`` (``/``, ``\\``, NUL and ``%``
+      always escaped), so every name is one component inside ``directory`` and no id can reach
+      outside it; ``..`` becomes ``...json``.
+    * A save takes an exclusive ``flock`` on a per-session lock file, reads the stored
+      version, writes a temp file (``O_EXCL|O_NOFOLLOW``, ``fsync``) and renames it over the
+      old one, then ``fsync``\\ s the directory: a crash leaves the old or the new file whole,
+      and two processes on one host never both win a version.
+    * Directories it creates get ``dir_mode`` (0700), files ``file_mode`` (0600); existing
+      directories are never chmod-ed. Lock files (``.<name>.lock``) stay behind on delete.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, dir_mode: int = 0o700, file_mode: int = 0o600
+    ) -> None:
+        self.directory = Path(directory)
+        self.dir_mode = check_mode(dir_mode, "dir_mode", owner_needs=0o700)
+        self.file_mode = check_mode(file_mode, "file_mode", owner_needs=0o600)
+
+    def _name(self, session_id: str) -> str:
+        name = quote(check_session_id(session_id), safe="!*'()") + ".json"
+        if len(name.encode()) > MAX_FILE_NAME_BYTES:
+            raise ValueError(
+                f"session id {session_id[:40]!r}… encodes to a file name over "
+                f"{MAX_FILE_NAME_BYTES} bytes"
+            )
+        return name
+
+    def _make_directory(self) -> None:
+        missing = []
+        current = self.directory
+        while not current.exists():
+            missing.append(current)
+            current = current.parent
+        for directory in reversed(missing):
+            with suppress(FileExistsError):  # another process made it first
+                os.mkdir(directory, self.dir_mode)
+
+    @contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        lock_path = self.directory / f".{name}.lock"
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, self.file_mode)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                # Only a lock on the file still at that path excludes the other holders.
+                if os.path.exists(lock_path) and os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
+                    yield
+                    return
+            finally:
+                os.close(fd)
+
+    def _read(self, session_id: str, name: str) -> Session | None:
+        try:
+            fd = os.open(self.directory / name, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise InvalidSessionError(session_id, f"its file cannot be opened ({error})") from None
+        with os.fdopen(fd, "rb") as handle:
+            return decode_session(handle.read(), session_id)
+
+    def load(self, session_id: str) -> Session | None:
+        return self._read(session_id, self._name(session_id))
+
+    def save(self, session: Session, expected_version: int) -> Session:
+        session_id = session_id_of(session)
+        expected = check_expected_version(expected_version)
+        name = self._name(session_id)
+        text = encode_session(session, expected + 1).encode()
+        self._make_directory()
+        with self._locked(name):
+            stored = self._read(session_id, name)
+            check_stored_version(
+                session_id, expected, None if stored is None else stored["version"]
+            )
+            self._replace(name, text)
+        return saved_copy(session, expected + 1)
+
+    def _replace(self, name: str, content: bytes) -> None:
+        temp = self.directory / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, self.file_mode)
+        try:
+            try:
+                os.write(fd, content)
+                os.fchmod(fd, self.file_mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, self.directory / name)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        directory_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(directory_fd)
+        finally:
+            os.close(directory_fd)
+
+    def delete(self, session_id: str) -> bool:
+        name = self._name(session_id)
+        if not self.directory.exists():
+            return False
+        with self._locked(name):
+            try:
+                os.unlink(self.directory / name)
+            except FileNotFoundError:
+                return False
+        return True

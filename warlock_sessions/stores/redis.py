@@ -1,0 +1,88 @@
+"""RedisStore: one Redis hash per session, saved by an atomic check-and-set Lua script."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..engine.session import Session, decode_session, encode_session
+from ..errors import SessionConflictError
+from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
+
+if TYPE_CHECKING:
+    import redis
+
+# Returns -1 when written, -2 when an update found no row, else the version that was found.
+_SAVE_SCRIPT = """
+local found = redis.call('HGET', KEYS[1], 'version')
+local expected = tonumber(ARGV[1])
+if expected == 0 then
+  if found then return tonumber(found) end
+elseif not found then
+  return -2
+elseif tonumber(found) ~= expected then
+  return tonumber(found)
+end
+redis.call('HSET', KEYS[1], 'version', expected + 1, 'blob', ARGV[2])
+if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return -1
+"""
+_WRITTEN, _GONE = -1, -2
+
+
+def _redis_module() -> Any:
+    try:
+        import redis
+    except ImportError as error:  # the optional extra is missing
+        raise ImportError(
+            "RedisStore needs the redis client: pip install 'warlock-sessions[redis]'"
+        ) from error
+    return redis
+
+
+class RedisStore(Store):
+    """Each session is the hash ``<prefix><id>`` with fields ``version`` and ``blob`` (JSON text).
+
+    Pass a ``redis.Redis`` client or a ``url``. The version check and the write run in one Lua
+    script, so they are atomic against every other client of the server. With ``ttl`` (seconds)
+    every save pushes the key's expiry out; an expired session loads as ``None``.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis | None = None,
+        *,
+        url: str | None = None,
+        prefix: str = "warlock:session:",
+        ttl: float | None = None,
+    ) -> None:
+        if (client is None) == (url is None):
+            raise ValueError("RedisStore needs exactly one of client= or url=")
+        if ttl is not None and ttl <= 0:
+            raise ValueError(f"ttl must be a positive number of seconds, not {ttl!r}")
+        self.client = client if client is not None else _redis_module().Redis.from_url(url)
+        self.prefix = prefix
+        self.ttl_ms = round(ttl * 1000) if ttl else 0
+        self._save_script = self.client.register_script(_SAVE_SCRIPT)
+
+    def _key(self, session_id: str) -> str:
+        return self.prefix + check_session_id(session_id)
+
+    def load(self, session_id: str) -> Session | None:
+        version, blob = self.client.hmget(self._key(session_id), ["version", "blob"])
+        if blob is None:
+            return None
+        return decode_session(blob, session_id, int(version))
+
+    def save(self, session: Session, expected_version: int) -> Session:
+        session_id = session_id_of(session)
+        expected = check_expected_version(expected_version)
+        text = encode_session(session, expected + 1)
+        found = int(
+            self._save_script(keys=[self._key(session_id)], args=[expected, text, self.ttl_ms])
+        )
+        if found != _WRITTEN:
+            raise SessionConflictError(session_id, expected, None if found == _GONE else found)
+        return saved_copy(session, expected + 1)
+
+    def delete(self, session_id: str) -> bool:
+        return bool(self.client.delete(self._key(session_id)))

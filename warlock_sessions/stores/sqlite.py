@@ -1,0 +1,98 @@
+"""SqliteStore: sessions in a standalone SQLite file (stdlib), for scripts without Django."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..engine.session import Session, decode_session, encode_session
+from ..errors import SessionConflictError
+from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
+
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SqliteStore(Store):
+    """One row per session in ``table`` of the SQLite database at ``path``.
+
+    The version check is the ``WHERE`` of one ``UPDATE`` (or an ``INSERT … ON CONFLICT DO
+    NOTHING`` for version 0), so it holds across threads and processes sharing the file. A new
+    database file is created with mode 0600 in directories created 0700: sessions hold
+    personal data. ``":memory:"`` keeps everything in this process.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, table: str = "warlock_sessions", timeout: float = 5.0
+    ) -> None:
+        if not _TABLE_NAME.match(table):
+            raise ValueError(f"invalid table name {table!r}. Allowed: [A-Za-z_][A-Za-z0-9_]*.")
+        self.path = str(path)
+        self.table = table
+        if self.path != ":memory:":
+            _create_private_file(Path(self.path))
+        self._connection = sqlite3.connect(
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        self._lock = threading.Lock()
+        self._connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+            " blob TEXT NOT NULL, updated_at TEXT NOT NULL)"
+        )
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def _execute(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
+        with self._lock:
+            return self._connection.execute(sql.format(table=self.table), params)
+
+    def load(self, session_id: str) -> Session | None:
+        row = self._execute(
+            "SELECT blob, version FROM {table} WHERE id = ?", (check_session_id(session_id),)
+        ).fetchone()
+        return None if row is None else decode_session(row[0], session_id, row[1])
+
+    def save(self, session: Session, expected_version: int) -> Session:
+        session_id = session_id_of(session)
+        expected = check_expected_version(expected_version)
+        text = encode_session(session, expected + 1)
+        now = datetime.now(UTC).isoformat()
+        if expected == 0:
+            written = self._execute(
+                "INSERT INTO {table} (id, version, blob, updated_at) VALUES (?, 1, ?, ?)"
+                " ON CONFLICT (id) DO NOTHING",
+                (session_id, text, now),
+            ).rowcount
+        else:
+            written = self._execute(
+                "UPDATE {table} SET version = ?, blob = ?, updated_at = ?"
+                " WHERE id = ? AND version = ?",
+                (expected + 1, text, now, session_id, expected),
+            ).rowcount
+        if written != 1:
+            row = self._execute(
+                "SELECT version FROM {table} WHERE id = ?", (session_id,)
+            ).fetchone()
+            raise SessionConflictError(session_id, expected, None if row is None else row[0])
+        return saved_copy(session, expected + 1)
+
+    def delete(self, session_id: str) -> bool:
+        cursor = self._execute("DELETE FROM {table} WHERE id = ?", (check_session_id(session_id),))
+        return cursor.rowcount == 1
+
+
+def _create_private_file(path: Path) -> None:
+    """Create missing parent directories 0700 and the file itself 0600 (existing ones untouched)."""
+    missing = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        os.mkdir(directory, 0o700)
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
