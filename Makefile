@@ -31,9 +31,12 @@ test: lint
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.store
 
-docs: $(STAMP)
-	$(BIN)/pip install --quiet mkdocs
-	$(BIN)/mkdocs build --strict
+$(VENV)/.docs-installed: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build *.egg-info demo.sqlite3

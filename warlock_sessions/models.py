@@ -50,14 +50,16 @@ class Session(models.Model):
 
     id = models.CharField(_("id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
     version = models.PositiveIntegerField(_("version"))
-    agent = models.CharField(_("agent"), max_length=100, blank=True, default="", db_index=True)
+    agent = models.CharField(_("agent"), max_length=100, blank=True, default="")
     blob = models.TextField(_("session blob"))
     run_flows = models.TextField(_("flows of live runs"), blank=True, default="")
     run_statuses = models.CharField(
         _("statuses of live runs"), max_length=64, blank=True, default=""
     )
     created_at = models.DateTimeField(_("created"))
-    updated_at = models.DateTimeField(_("updated"), db_index=True)
+    # Deliberately not indexed: a save then changes no indexed column, so PostgreSQL can
+    # update the row in place (a HOT update) instead of writing to every index each turn.
+    updated_at = models.DateTimeField(_("updated"))
 
     objects = SessionQuerySet.as_manager()
 
@@ -65,6 +67,8 @@ class Session(models.Model):
         verbose_name = _("session")
         verbose_name_plural = _("sessions")
         ordering = ["-updated_at"]
+        # Meta.indexes rather than db_index: no extra varchar_pattern_ops index on PostgreSQL.
+        indexes = [models.Index(fields=["agent"], name="warlock_session_agent")]
 
     def __str__(self) -> str:
         return f"{self.id} v{self.version}"

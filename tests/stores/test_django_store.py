@@ -102,3 +102,22 @@ def test_a_concurrent_save_waits_for_the_outer_transaction_then_conflicts() -> N
     assert outcome == [2]
     loaded = store.load("s1")
     assert loaded is not None and loaded["data"] == {"holder": True}
+
+
+@pytest.mark.parametrize("alias", ["default", pytest.param("postgres", marks=needs_postgres)])
+def test_each_operation_is_one_statement_seen_by_django_instrumentation(alias: str) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    store = DjangoStore(using=alias)
+    connection = connections[alias]
+    with CaptureQueriesContext(connection) as insert:
+        store.save(session_blob("s1"), 0)
+    with CaptureQueriesContext(connection) as load:
+        store.load("s1")
+    with CaptureQueriesContext(connection) as update:
+        store.save(session_blob("s1"), 1)
+    with CaptureQueriesContext(connection) as conflict, pytest.raises(SessionConflictError):
+        store.save(session_blob("s1"), 1)
+
+    assert [len(insert), len(load), len(update), len(conflict)] == [1, 1, 1, 2]
+    assert "INSERT" in insert[0]["sql"] and "UPDATE" in update[0]["sql"]

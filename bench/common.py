@@ -1,0 +1,113 @@
+"""Shared benchmark plumbing: a dedicated PostgreSQL database, Django configured on it, and
+interleaved timing so every contender sees the same machine noise.
+
+Benchmarks print ratios against a baseline measured in the same run, never absolute targets.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+ADMIN_URL = os.environ.get("WARLOCK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+BENCH_DATABASE = os.environ.get("WARLOCK_BENCH_DATABASE", "warlock_bench")
+
+
+def bench_database_url() -> str:
+    """Create the benchmark database if it is missing and return its URL."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as connection:
+        exists = connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DATABASE]
+        ).fetchone()
+        if not exists:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DATABASE)))
+    params = psycopg.conninfo.conninfo_to_dict(ADMIN_URL)
+    params["dbname"] = BENCH_DATABASE
+    return psycopg.conninfo.make_conninfo(**params)
+
+
+#: The connection options docs/stores.md recommends for production PostgreSQL: let psycopg
+#: prepare statements that run repeatedly (Django's default disables that).
+RECOMMENDED_OPTIONS = {"prepare_threshold": 5}
+
+
+def configure_django(database_url: str) -> None:
+    """Point Django at the benchmark database and migrate.
+
+    ``default`` is configured as docs/stores.md recommends for production (DEBUG off,
+    persistent connections, ``RECOMMENDED_OPTIONS``); ``django_defaults`` is the same database
+    with Django's default connection options, for comparison.
+    """
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    params = psycopg.conninfo.conninfo_to_dict(database_url)
+    database = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": params["dbname"],
+        "USER": params.get("user", "postgres"),
+        "PASSWORD": params.get("password", ""),
+        "HOST": params.get("host", "127.0.0.1"),
+        "PORT": str(params.get("port", "5432")),
+        "CONN_MAX_AGE": None,
+    }
+    settings.configure(
+        DEBUG=False,
+        USE_TZ=True,
+        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "warlock_sessions"],
+        DATABASES={
+            "default": {**database, "OPTIONS": RECOMMENDED_OPTIONS},
+            "django_defaults": {**database, "TEST": {"MIRROR": "default"}},
+        },
+    )
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def measure(
+    contenders: dict[str, Callable[[], None]], iterations: int, rounds: int = 10, warmup: int = 50
+) -> dict[str, list[float]]:
+    """Run each contender ``iterations`` times in total, interleaved in ``rounds``; seconds each."""
+    for step in contenders.values():
+        for _ in range(warmup):
+            step()
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    per_round = max(1, iterations // rounds)
+    for _ in range(rounds):
+        for name, step in contenders.items():
+            timings = samples[name]
+            for _ in range(per_round):
+                started = time.perf_counter()
+                step()
+                timings.append(time.perf_counter() - started)
+    return samples
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98]
+
+
+def report(samples: dict[str, list[float]], baseline: str) -> dict[str, float]:
+    """Print median and p99 per contender and its median ratio to ``baseline``."""
+    base = statistics.median(samples[baseline])
+    ratios = {}
+    width = max(map(len, samples))
+    print(f"{'contender':<{width}}  {'median':>9}  {'p99':>9}  {'ratio':>6}   (n per contender)")
+    for name, values in samples.items():
+        median = statistics.median(values)
+        ratios[name] = median / base
+        print(
+            f"{name:<{width}}  {median * 1e3:8.3f}ms  {p99(values) * 1e3:8.3f}ms  "
+            f"{ratios[name]:5.2f}x   ({len(values)})"
+        )
+    return ratios
+
+
+def verdict(label: str, ratio: float, limit: float) -> str:
+    return f"{label}: {ratio:.2f}x (target <= {limit}x) {'OK' if ratio <= limit else 'MISSED'}"
