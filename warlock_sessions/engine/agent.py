@@ -1,0 +1,106 @@
+"""The agent definition: flows, fields, actions, conditions, the model and the idle speaker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FlowConfigurationError
+from .flows import Flow, check_fields, compile_flows
+from .ports import Deferral, Model
+from .predicates import Condition
+
+if TYPE_CHECKING:
+    from .turn import TurnResult
+
+
+@dataclass
+class ActionContext:
+    """What an action sees. ``key`` is stable across replays: make the action idempotent on it."""
+
+    context: Any
+    data: dict[str, Any]
+    input: Any
+    run: Mapping[str, Any]
+    key: str
+    dedupe_key: str
+    silenced: str | None
+    now: datetime
+
+    def set(self, patch: Mapping[str, Any]) -> None:
+        """Merge ``patch`` into the session's data."""
+        self.data.update(patch)
+
+
+Action = Callable[[dict[str, Any], ActionContext], Mapping[str, Any] | None]
+BusinessHours = Callable[[datetime, Any], datetime]
+
+
+class Agent:
+    """Flows plus what they need to run, validated once, at construction.
+
+    * ``flows``: flow definitions in the engine-spec §4 format (dicts/JSON, camelCase keys).
+    * ``fields``: ``{name: {"type": "string"|"number"|"integer"|"boolean", "enum"?, "ask"?,
+      "extract"?}}``, the fields talk steps collect.
+    * ``actions``: ``{name: callable(params, ctx) -> result}`` for ``do`` steps. A result is
+      ``{"ok": True, "detail"?, "spoke"?}``, ``{"skipped": why}``, ``{"failed": why}`` or
+      ``{"defer": "1h", "detail"?}``; ``None`` means ok and a raised exception means failed.
+    * ``conditions``: ``{name: callable(ctx, arg) -> bool}``, usable by name in predicates,
+      so flows stay serialisable.
+    * ``model``: the default model (ports ``understand`` and ``speak``).
+    * ``idle``: ``"silent"``, or ``{"prompt", "instructions"?, "tools"?}`` for the speaker that
+      answers a message no run holds (default: an empty prompt).
+    * ``business_hours``: ``callable(datetime, context) -> datetime`` snapping wake times.
+    * ``events``: ``{name: {"direction": "inbound"|"outbound"}}``.
+    * ``should_retry``: ``callable(deferral) -> bool`` overriding a provider error's verdict.
+    """
+
+    def __init__(
+        self,
+        flows: Sequence[Mapping[str, Any]],
+        *,
+        model: Model | None = None,
+        fields: Mapping[str, Mapping[str, Any]] | None = None,
+        actions: Mapping[str, Action] | None = None,
+        conditions: Mapping[str, Condition] | None = None,
+        idle: str | Mapping[str, Any] | None = None,
+        business_hours: BusinessHours | None = None,
+        events: Mapping[str, Mapping[str, Any]] | None = None,
+        instructions: Sequence[Any] = (),
+        tools: Sequence[Any] = (),
+        should_retry: Callable[[Deferral], bool] | None = None,
+        name: str = "",
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.fields = check_fields(fields or {})
+        self.actions: dict[str, Action] = dict(actions or {})
+        self.conditions: dict[str, Condition] = dict(conditions or {})
+        for kind, registry in (("actions", self.actions), ("conditions", self.conditions)):
+            for key, value in registry.items():
+                if not callable(value):
+                    raise FlowConfigurationError(f"{kind}.{key}", "expected a callable")
+        if idle is not None and idle != "silent" and not isinstance(idle, Mapping):
+            raise FlowConfigurationError(
+                "idle", "expected 'silent' or {prompt, instructions?, tools?}"
+            )
+        self.idle: str | Mapping[str, Any] = {"prompt": ""} if idle is None else idle
+        self.business_hours = business_hours
+        self.events: dict[str, Mapping[str, Any]] = dict(events or {})
+        self.instructions = list(instructions)
+        self.tools = list(tools)
+        self.should_retry = should_retry
+        self.flows: dict[str, Flow] = compile_flows(
+            flows, self.fields, self.actions, self.conditions
+        )
+
+    def turn(self, **turn_input: Any) -> TurnResult:
+        """``warlock_sessions.engine.turn`` with this agent."""
+        from .turn import turn
+
+        return turn(agent=self, **turn_input)
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name or ''} flows={list(self.flows)}>".replace("  ", " ")

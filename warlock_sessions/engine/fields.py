@@ -1,0 +1,98 @@
+"""Fields: what counts as known, what a talk step still needs, and typed coercion of raw values."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+DEFAULT_MAX_ASKS = 3
+FIELD_TYPES = frozenset({"string", "number", "integer", "boolean"})
+_TRUE_WORDS = frozenset({"true", "sim", "yes", "1"})
+_FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
+# A plain decimal (JavaScript's Number() also takes hex and empty text; a person never means those).
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def is_known(value: object) -> bool:
+    """A value is known unless it is missing, ``None`` or ``""``."""
+    return value is not None and value != ""
+
+
+def pending_fields(
+    collect: Sequence[str], max_asks: int, data: Mapping[str, Any], asked: Mapping[str, int]
+) -> list[str]:
+    """The step's fields still unknown and not yet asked ``max_asks`` times, in order."""
+    return [
+        field
+        for field in collect
+        if not is_known(data.get(field)) and asked.get(field, 0) < max_asks
+    ]
+
+
+def extract_mode(field: Mapping[str, Any]) -> str:
+    """Where a value may be harvested from: ``anywhere`` unless set (booleans: only when asked)."""
+    return field.get("extract") or ("asked" if field["type"] == "boolean" else "anywhere")
+
+
+def coerce_field(field: Mapping[str, Any], raw: object) -> tuple[bool, Any]:
+    """``(True, value)`` typed for the field, or ``(False, code)`` (bad-value, not-in-enum).
+
+    Numbers accept a decimal comma (``"1500,50"`` -> 1500.5) but not thousands separators
+    (``"1.500,50"`` is a bad value); integers truncate; booleans accept true/sim/yes/1 and
+    false/não/nao/no/0.
+    """
+    value = _coerce_scalar(field["type"], raw)
+    if value is None:
+        return False, "bad-value"
+    allowed = field.get("enum")
+    if allowed is not None and not any(
+        type(value) is type(option) and value == option for option in allowed
+    ):
+        return False, "not-in-enum"
+    return True, value
+
+
+def _coerce_scalar(kind: str, raw: object) -> Any:
+    if kind == "string":
+        if isinstance(raw, str):
+            return raw
+        if isinstance(raw, bool):
+            return "true" if raw else "false"
+        if isinstance(raw, int | float):
+            return _number_text(raw)
+        return None
+    if kind in ("number", "integer"):
+        if isinstance(raw, bool):
+            return None
+        if isinstance(raw, int | float):
+            number = float(raw)
+        elif isinstance(raw, str):
+            text = raw.strip().replace(",", ".", 1)
+            if not _NUMBER.match(text):
+                return None
+            number = float(text)
+        else:
+            return None
+        if not math.isfinite(number):
+            return None
+        if kind == "integer":
+            return math.trunc(number)
+        return int(number) if number.is_integer() and not isinstance(raw, float) else number
+    if kind == "boolean":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str):
+            word = raw.strip().lower()
+            if word in _TRUE_WORDS:
+                return True
+            if word in _FALSE_WORDS:
+                return False
+        return None
+    return None
+
+
+def _number_text(value: float) -> str:
+    """A number as JavaScript's String() would write it (1.0 -> "1")."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

@@ -1,0 +1,377 @@
+"""Flow definitions: the engine-spec §4 format (plain dicts/JSON, camelCase keys as upstream),
+validated once when the agent is built and compiled into small read-only objects.
+
+Every mistake raises :class:`FlowConfigurationError` naming the path of the bad key, such as
+``flows[2].steps[1].wait: '2x' is not a duration (...)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import FlowConfigurationError
+from .durations import is_duration, parse_duration
+from .fields import DEFAULT_MAX_ASKS, FIELD_TYPES
+from .predicates import BUILT_IN, Predicate
+
+TRIGGER_KINDS = ("message", "mention", "silence", "event")
+ON_END = frozenset({"end", "stay", "reset"})
+_ID = re.compile(r"^[^:#\s]+$")
+_TEMPLATE = re.compile(r"\{\{")
+
+Repeat = str | int  # "once", "always", or a cooldown in milliseconds
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str
+    phrases: tuple[str, ...] = ()
+    silence_ms: int = 0
+    event: str = ""
+    after_ms: int = 0
+    has_after: bool = False
+    condition: Predicate | None = None
+    repeat: Repeat = "once"
+    business_hours: bool = False
+    extract: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    kind: str  # talk, say, do, wait, wait_event, if
+    raw: Mapping[str, Any]
+
+    @property
+    def then(self) -> Any:
+        return self.raw.get("then")
+
+    @property
+    def outcome_kind(self) -> str:
+        """The ``kind`` of this step's outcome lines."""
+        if self.kind == "talk":
+            return "collect" if self.raw.get("collect") else "prompt"
+        if self.kind in ("wait", "wait_event"):
+            return "wait"
+        return self.kind
+
+    @property
+    def collect(self) -> list[str]:
+        return self.raw.get("collect") or []
+
+    @property
+    def max_asks(self) -> int:
+        return self.raw.get("maxAsks", DEFAULT_MAX_ASKS)
+
+
+@dataclass(frozen=True)
+class Flow:
+    id: str
+    raw: Mapping[str, Any]
+    triggers: tuple[Trigger, ...]
+    steps: tuple[Step, ...]
+    on_end: str = "end"
+    anchor: str | None = None
+    premise: Predicate | None = None
+    clear_on_start: tuple[str, ...] = ()
+    positions: Mapping[str, int] = field(default_factory=dict)
+
+    def step(self, step_id: str | None) -> Step | None:
+        position = self.positions.get(step_id) if step_id is not None else None
+        return None if position is None else self.steps[position]
+
+    def after(self, step: Step) -> Step | None:
+        """The step listed after ``step``, if any."""
+        position = self.positions[step.id] + 1
+        return self.steps[position] if position < len(self.steps) else None
+
+    def trigger_of(self, kind: str) -> Trigger | None:
+        return next((trigger for trigger in self.triggers if trigger.kind == kind), None)
+
+    @property
+    def anchored(self) -> bool:
+        return self.anchor is not None and self.anchor != "session"
+
+
+class _Checker:
+    """Walks a flow list once, raising on the first mistake with its path."""
+
+    def __init__(
+        self,
+        fields: Mapping[str, Any],
+        actions: Mapping[str, Callable[..., Any]],
+        conditions: Mapping[str, Callable[..., Any]],
+        flow_ids: set[str],
+    ) -> None:
+        self.fields = fields
+        self.actions = actions
+        self.conditions = conditions
+        self.flow_ids = flow_ids
+
+    def fail(self, path: str, why: str) -> FlowConfigurationError:
+        return FlowConfigurationError(path, why)
+
+    def mapping(self, value: object, path: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"expected an object, got {type(value).__name__}")
+        return value
+
+    def text_list(self, value: object, path: str) -> list[str]:
+        if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+            raise self.fail(path, "expected a list of text")
+        return list(value)
+
+    def duration(self, value: object, path: str) -> int:
+        if not is_duration(value):
+            raise self.fail(
+                path, f"{value!r} is not a duration (a number then s, m, h or d, like '30s')"
+            )
+        return parse_duration(value, path)  # type: ignore[arg-type]
+
+    def predicate(self, value: object, path: str) -> Predicate:
+        if callable(value):
+            return value  # type: ignore[return-value]
+        spec = self.mapping(value, path)
+        for name, arg in spec.items():
+            where = f"{path}.{name}"
+            if name == "equals":
+                self.mapping(arg, where)
+            elif name == "known":
+                self.text_list(arg, where)
+            elif name == "silenced":
+                if not isinstance(arg, bool):
+                    raise self.fail(where, "expected true or false")
+            elif name not in self.conditions:
+                known = ", ".join(sorted(BUILT_IN | set(self.conditions)))
+                raise self.fail(
+                    where,
+                    f"unknown condition {name!r} (known: {known}); register it "
+                    "in the agent's conditions",
+                )
+        return spec
+
+    def identifier(self, value: object, path: str, what: str) -> str:
+        if not isinstance(value, str) or not _ID.match(value):
+            raise self.fail(path, f"{what} must be text without ':', '#' or spaces, got {value!r}")
+        return value
+
+    def trigger(self, raw: object, path: str) -> Trigger:
+        spec = self.mapping(raw, path)
+        kinds = [kind for kind in TRIGGER_KINDS if kind in spec]
+        if len(kinds) != 1:
+            raise self.fail(path, "a trigger has exactly one of message, mention, silence, event")
+        kind = kinds[0]
+        unknown = set(spec) - {kind, "if", "repeat", "after", "businessHours", "extract"}
+        if unknown:
+            raise self.fail(f"{path}.{sorted(unknown)[0]}", f"not a key of a {kind} trigger")
+        options: dict[str, Any] = {"kind": kind}
+        if kind in ("message", "mention"):
+            options["phrases"] = tuple(self.text_list(spec[kind], f"{path}.{kind}"))
+        elif kind == "silence":
+            options["silence_ms"] = self.duration(spec["silence"], f"{path}.silence")
+        else:
+            if not isinstance(spec["event"], str) or not spec["event"]:
+                raise self.fail(f"{path}.event", "expected an event name")
+            options["event"] = spec["event"]
+        if "after" in spec:
+            if kind != "event":
+                raise self.fail(f"{path}.after", "only event triggers take after")
+            options["after_ms"] = self.duration(spec["after"], f"{path}.after")
+            options["has_after"] = True
+        if "if" in spec:
+            options["condition"] = self.predicate(spec["if"], f"{path}.if")
+        if "businessHours" in spec:
+            options["business_hours"] = bool(spec["businessHours"])
+        if "extract" in spec:
+            if kind != "mention":
+                raise self.fail(f"{path}.extract", "only mention triggers take extract")
+            options["extract"] = self.mapping(spec["extract"], f"{path}.extract")
+        options["repeat"] = self.repeat(spec.get("repeat"), kind, f"{path}.repeat")
+        return Trigger(**options)
+
+    def repeat(self, value: object, kind: str, path: str) -> Repeat:
+        if value is None:
+            return "always" if kind == "event" else "once"
+        if value in ("once", "always"):
+            return value  # type: ignore[return-value]
+        if isinstance(value, Mapping) and set(value) == {"cooldown"}:
+            return self.duration(value["cooldown"], f"{path}.cooldown")
+        raise self.fail(path, f"expected 'once', 'always' or {{cooldown: duration}}, got {value!r}")
+
+    def step(self, raw: object, path: str) -> Step:
+        spec = self.mapping(raw, path)
+        step_id = self.identifier(spec.get("id"), f"{path}.id", "a step id")
+        if step_id == "end":
+            raise self.fail(f"{path}.id", "'end' is reserved for the end of the flow")
+        kinds = [key for key in ("prompt", "collect", "say", "do", "wait", "if") if key in spec]
+        if "prompt" in kinds and "collect" in kinds:
+            kinds.remove("prompt")
+        if len(kinds) != 1:
+            raise self.fail(path, "a step has exactly one of prompt/collect, say, do, wait, if")
+        key = kinds[0]
+        if key in ("prompt", "collect"):
+            kind = "talk"
+            self.talk(spec, path)
+        elif key == "say":
+            kind = "say"
+            if not isinstance(spec["say"], str):
+                raise self.fail(f"{path}.say", "expected the text to send")
+        elif key == "do":
+            kind = "do"
+            if spec["do"] not in self.actions:
+                raise self.fail(
+                    f"{path}.do",
+                    f"unknown action {spec['do']!r}; register it in the agent's actions",
+                )
+            if "with" in spec:
+                self.mapping(spec["with"], f"{path}.with")
+        elif key == "wait":
+            if isinstance(spec["wait"], Mapping):
+                kind = "wait_event"
+                wait = spec["wait"]
+                if not isinstance(wait.get("event"), str) or not wait["event"]:
+                    raise self.fail(f"{path}.wait.event", "expected an event name")
+                if "upTo" in wait:
+                    self.duration(wait["upTo"], f"{path}.wait.upTo")
+            else:
+                kind = "wait"
+                self.duration(spec["wait"], f"{path}.wait")
+                for index, branch in enumerate(spec.get("branches") or []):
+                    branch = self.mapping(branch, f"{path}.branches[{index}]")
+                    if "if" not in branch:
+                        raise self.fail(f"{path}.branches[{index}]", "a wait branch needs if")
+                    self.predicate(branch["if"], f"{path}.branches[{index}].if")
+        else:
+            kind = "if"
+            self.predicate(spec["if"], f"{path}.if")
+        return Step(id=step_id, kind=kind, raw=spec)
+
+    def talk(self, spec: Mapping[str, Any], path: str) -> None:
+        for index, name in enumerate(self.text_list(spec.get("collect") or [], f"{path}.collect")):
+            if name not in self.fields:
+                raise self.fail(
+                    f"{path}.collect[{index}]",
+                    f"unknown field {name!r}; declare it in the agent's fields",
+                )
+        if "maxAsks" in spec and (type(spec["maxAsks"]) is not int or spec["maxAsks"] < 1):
+            raise self.fail(f"{path}.maxAsks", "expected a whole number >= 1")
+        for key in ("prompt", "ask", "question"):
+            if key in spec and not isinstance(spec[key], str):
+                raise self.fail(f"{path}.{key}", "expected text")
+        for index, branch in enumerate(spec.get("branches") or []):
+            where = f"{path}.branches[{index}]"
+            branch = self.mapping(branch, where)
+            if ("when" in branch) == ("if" in branch):
+                raise self.fail(
+                    where, "a branch has exactly one of when (judged by the model) or if"
+                )
+            if "if" in branch:
+                self.predicate(branch["if"], f"{where}.if")
+            elif not isinstance(branch["when"], str):
+                raise self.fail(f"{where}.when", "expected text")
+
+    def next(self, value: object, path: str, step_ids: set[str]) -> None:
+        if isinstance(value, str):
+            if value != "end" and value not in step_ids:
+                raise self.fail(path, f"no step {value!r} in this flow")
+            return
+        spec = self.mapping(value, path)
+        if "step" in spec:
+            if spec["step"] not in step_ids:
+                raise self.fail(f"{path}.step", f"no step {spec['step']!r} in this flow")
+            self.text_list(spec.get("clear", []), f"{path}.clear")
+        elif "flow" in spec:
+            target = spec["flow"]
+            if not isinstance(target, str):
+                raise self.fail(f"{path}.flow", "expected a flow id")
+            if not _TEMPLATE.search(target) and target not in self.flow_ids:
+                raise self.fail(f"{path}.flow", f"no flow {target!r} on this agent")
+        else:
+            raise self.fail(path, "expected a step id, 'end', {step, clear?} or {flow, input?}")
+
+    def flow(self, raw: object, path: str) -> Flow:
+        spec = self.mapping(raw, path)
+        flow_id = self.identifier(spec.get("id"), f"{path}.id", "a flow id")
+        raw_steps = spec.get("steps", [])
+        if not isinstance(raw_steps, list | tuple):
+            raise self.fail(f"{path}.steps", "expected a list of steps")
+        steps = tuple(self.step(step, f"{path}.steps[{i}]") for i, step in enumerate(raw_steps))
+        positions: dict[str, int] = {}
+        for index, step in enumerate(steps):
+            if step.id in positions:
+                raise self.fail(f"{path}.steps[{index}].id", f"step id {step.id!r} is used twice")
+            positions[step.id] = index
+        step_ids = set(positions)
+        for index, step in enumerate(steps):
+            where = f"{path}.steps[{index}]"
+            for key in ("then", "else", "onFail"):
+                if key in step.raw:
+                    self.next(step.raw[key], f"{where}.{key}", step_ids)
+            for b, branch in enumerate(step.raw.get("branches") or []):
+                if "then" not in branch:
+                    raise self.fail(f"{where}.branches[{b}]", "a branch needs then")
+                self.next(branch["then"], f"{where}.branches[{b}].then", step_ids)
+        raw_triggers = spec.get("on", [])
+        if not isinstance(raw_triggers, list | tuple):
+            raise self.fail(f"{path}.on", "expected a list of triggers")
+        triggers = tuple(self.trigger(t, f"{path}.on[{i}]") for i, t in enumerate(raw_triggers))
+        on_end = spec.get("onEnd", "end")
+        if on_end not in ON_END:
+            raise self.fail(f"{path}.onEnd", f"expected end, stay or reset, got {on_end!r}")
+        anchor = spec.get("anchor")
+        if anchor is not None and not isinstance(anchor, str):
+            raise self.fail(f"{path}.anchor", "expected an anchor name")
+        premise = self.predicate(spec["while"], f"{path}.while") if "while" in spec else None
+        clear = tuple(self.text_list(spec.get("clearOnStart", []), f"{path}.clearOnStart"))
+        return Flow(
+            id=flow_id,
+            raw=spec,
+            triggers=triggers,
+            steps=steps,
+            on_end=on_end,
+            anchor=anchor,
+            premise=premise,
+            clear_on_start=clear,
+            positions=positions,
+        )
+
+
+def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(fields, Mapping):
+        raise FlowConfigurationError("fields", "expected an object of field definitions")
+    for name, definition in fields.items():
+        path = f"fields.{name}"
+        if not isinstance(definition, Mapping):
+            raise FlowConfigurationError(path, "expected an object like {type: 'string'}")
+        if definition.get("type") not in FIELD_TYPES:
+            raise FlowConfigurationError(
+                f"{path}.type", f"expected one of {', '.join(sorted(FIELD_TYPES))}"
+            )
+        if "enum" in definition and not isinstance(definition["enum"], list | tuple):
+            raise FlowConfigurationError(f"{path}.enum", "expected a list of options")
+        if definition.get("extract", "anywhere") not in ("anywhere", "asked"):
+            raise FlowConfigurationError(f"{path}.extract", "expected anywhere or asked")
+    return dict(fields)
+
+
+def compile_flows(
+    flows: Sequence[object],
+    fields: Mapping[str, Any],
+    actions: Mapping[str, Callable[..., Any]],
+    conditions: Mapping[str, Callable[..., Any]],
+) -> dict[str, Flow]:
+    """Validate ``flows`` (engine-spec §4) and return them by id, in declaration order."""
+    if not isinstance(flows, list | tuple):
+        raise FlowConfigurationError("flows", "expected a list of flows")
+    ids = {flow.get("id") for flow in flows if isinstance(flow, Mapping)}
+    checker = _Checker(fields, actions, conditions, {i for i in ids if isinstance(i, str)})
+    compiled: dict[str, Flow] = {}
+    for index, raw in enumerate(flows):
+        flow = checker.flow(raw, f"flows[{index}]")
+        if flow.id in compiled:
+            raise FlowConfigurationError(f"flows[{index}].id", f"flow id {flow.id!r} is used twice")
+        compiled[flow.id] = flow
+    return compiled

@@ -1,0 +1,134 @@
+"""The two model ports a turn calls, and the plain data that crosses them (engine-spec §6).
+
+``understand`` judges a customer message (routing scores, mentions, ``when`` branches, field
+values): at most one call, on message turns only, and if it raises, the turn raises.
+``speak`` phrases the one reply and extracts the still-pending fields; it returns
+:class:`Spoken`, or a :class:`Deferral` (or raises :class:`ProviderError`) when the provider
+failed, which the engine turns into a retry wake or a failed run, never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..errors import WarlockError
+
+if TYPE_CHECKING:
+    from .flows import Flow, Step
+
+
+@dataclass(frozen=True)
+class BranchQuestion:
+    """A ``when`` branch of the asking step; its answer goes in ``Understanding.branches[key]``."""
+
+    run_id: str
+    step_id: str
+    index: int
+    when: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}/{self.step_id}/{self.index}"
+
+
+@dataclass(frozen=True)
+class UnderstandRequest:
+    text: str
+    history: Sequence[Any]
+    context: Any
+    data: Mapping[str, Any]
+    now: datetime
+    floor_run: Mapping[str, Any] | None
+    floor_flow: Flow | None
+    message_flows: Sequence[Flow]
+    mention_flows: Sequence[Flow]
+    branches: Sequence[BranchQuestion]
+    fields: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass
+class Understanding:
+    """What the understand call judged. Values are raw: the engine validates and coerces them."""
+
+    flows: dict[str, float] = field(default_factory=dict)
+    mentions: dict[str, bool] = field(default_factory=dict)
+    extract: dict[str, dict[str, Any]] = field(default_factory=dict)
+    branches: dict[str, bool] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
+    llm_calls: int = 1
+
+
+@dataclass(frozen=True)
+class TalkRequest:
+    """A talk step queued to speak, with its pending fields (collect - known - at maxAsks)."""
+
+    run: Mapping[str, Any]
+    flow: Flow
+    step: Step
+    pending: Sequence[str]
+
+
+@dataclass(frozen=True)
+class IdleRequest:
+    """No run holds the floor: the agent's idle speaker answers."""
+
+    idle: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SpeakRequest:
+    talk: TalkRequest | IdleRequest
+    input_kind: str
+    text: str | None
+    context: Any
+    data: Mapping[str, Any]
+    history: Sequence[Any]
+    now: datetime
+    instructions: Sequence[Any]
+    tools: Sequence[Any]
+
+
+@dataclass
+class Spoken:
+    """The reply: its text, raw values for the pending fields, and data patches from tools."""
+
+    message: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    llm_calls: int = 1
+
+
+@dataclass
+class Deferral:
+    """Why a speak call failed and whether a later wake could fix it."""
+
+    code: str
+    retryable: bool
+    reset_at_ms: int | None = None
+    llm_calls: int = 1
+
+
+class ProviderError(WarlockError):
+    """Raised by a model provider; the engine records it like a returned :class:`Deferral`."""
+
+    def __init__(
+        self, code: str, retryable: bool, reset_at_ms: int | None = None, detail: str = ""
+    ) -> None:
+        self.code = code
+        self.retryable = retryable
+        self.reset_at_ms = reset_at_ms
+        super().__init__(f"{code}: {detail}" if detail else code)
+
+    def as_deferral(self, llm_calls: int = 1) -> Deferral:
+        return Deferral(self.code, self.retryable, self.reset_at_ms, llm_calls)
+
+
+@runtime_checkable
+class Model(Protocol):
+    def understand(self, request: UnderstandRequest) -> Understanding: ...
+
+    def speak(self, request: SpeakRequest) -> Spoken | Deferral: ...

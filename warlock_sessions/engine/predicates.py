@@ -1,0 +1,64 @@
+"""Code predicates: a callable runs as is; a spec dict is AND over its keys.
+
+``equals`` ({field: value}), ``known`` ([fields]) and ``silenced`` (bool) are built in; any other
+key names one of the agent's ``conditions``, called as ``condition(ctx, arg)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .fields import is_known
+
+BUILT_IN = frozenset({"equals", "known", "silenced"})
+
+
+@dataclass(frozen=True)
+class PredicateContext:
+    """What a predicate sees. ``data`` is the session's (read it, do not write it)."""
+
+    context: Any
+    data: Mapping[str, Any]
+    input: Any
+    run: Mapping[str, Any] | None
+    silenced: str | None
+    now: datetime
+
+
+Predicate = Callable[[PredicateContext], bool] | Mapping[str, Any]
+Condition = Callable[[PredicateContext, Any], bool]
+
+
+def evaluate(
+    predicate: Predicate, ctx: PredicateContext, conditions: Mapping[str, Condition]
+) -> bool:
+    if callable(predicate):
+        return bool(predicate(ctx))
+    for name, arg in predicate.items():
+        if name == "equals":
+            holds = all(json_equal(ctx.data.get(field), value) for field, value in arg.items())
+        elif name == "known":
+            holds = all(is_known(ctx.data.get(field)) for field in arg)
+        elif name == "silenced":
+            holds = (ctx.silenced is not None) == bool(arg)
+        else:
+            holds = bool(conditions[name](ctx, arg))
+        if not holds:
+            return False
+    return True
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Deep equality of JSON values that, unlike ``==``, never equates ``True`` with ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict | list | tuple) or isinstance(b, dict | list | tuple):
+        return False
+    return a == b

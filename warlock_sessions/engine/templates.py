@@ -1,0 +1,83 @@
+"""``{{data.x}}``, ``{{context.x}}`` and ``{{input.x}}`` substitution in prompts, says and params.
+
+A path that resolves to nothing keeps its placeholder, so a typo stays visible. A path the
+host answered with nothing (an empty string, or a walk *through* a ``None``) is blank: the
+placeholder goes and the gap it leaves is closed ("Ola {{context.lead.name}}, tudo bem?" sends
+"Ola, tudo bem?").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([^}\s]+)\s*\}\}")
+_ABSENT = object()
+_MISSING = object()
+
+
+def render(template: str, scope: Mapping[str, Any]) -> str:
+    emptied = False
+
+    def substitute(match: re.Match[str]) -> str:
+        nonlocal emptied
+        value = _lookup(scope, match[1].split("."))
+        if value is _ABSENT:
+            emptied = True
+            return ""
+        if value is _MISSING or value is None:
+            return match[0]
+        text = _stringify(value)
+        if text == "":
+            emptied = True
+        return text
+
+    out = _PLACEHOLDER.sub(substitute, template)
+    return _tidy(out) if emptied else out
+
+
+def render_deep(value: Any, scope: Mapping[str, Any]) -> Any:
+    """``render`` over every string inside a JSON-like value."""
+    if isinstance(value, str):
+        return render(value, scope)
+    if isinstance(value, list | tuple):
+        return [render_deep(item, scope) for item in value]
+    if isinstance(value, dict):
+        return {key: render_deep(item, scope) for key, item in value.items()}
+    return value
+
+
+def _lookup(root: Any, keys: list[str]) -> Any:
+    current = root
+    for key in keys:
+        if current is None:
+            return _ABSENT
+        if isinstance(current, Mapping):
+            current = current.get(key, _MISSING)
+        elif isinstance(current, list) and key.isdigit() and int(key) < len(current):
+            current = current[int(key)]
+        else:
+            return _MISSING
+        if current is _MISSING:
+            return _MISSING
+    return current
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    if isinstance(value, list):
+        return ", ".join(_stringify(item) for item in value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"(?<=\S)[ \t]{2,}", " ", text)
+    text = re.sub(r" +([,.;:!?\u2026])", r"\1", text)
+    return re.sub(r"[ \t]+$", "", text, flags=re.MULTILINE)

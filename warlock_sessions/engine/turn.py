@@ -1,0 +1,195 @@
+"""``turn()``: one input applied to one session, purely.
+
+It never mutates its inputs, never saves, and reads no clock or randomness of its own: the same
+session, input, clock reading and model replies give a deep-equal :class:`TurnResult`, so a host
+that lost a version race reloads, replays, and mints the same message and wake keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from .agent import Agent
+from .ports import Deferral, Model, ProviderError, Spoken
+from .runner import TurnState
+from .session import Session, assert_session
+
+INPUT_KINDS = ("message", "wake", "event", "start")
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The wall clock, for hosts; tests inject ``FakeClock``."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+@dataclass
+class TurnResult:
+    """What a turn produced; ``session`` keeps the loaded version (the store bumps it)."""
+
+    session: Session
+    changed: bool
+    messages: list[dict[str, Any]]
+    schedule: list[dict[str, Any]]
+    outcomes: list[dict[str, Any]]
+    started: list[dict[str, Any]]
+    ended: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    llm_calls: int
+    code: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _require(value: object, check: type | tuple[type, ...], where: str, what: str) -> None:
+    if not isinstance(value, check) or (isinstance(value, bool) and check is int):
+        raise ValueError(f"turn(): {where} must be {what}, not {value!r:.80}")
+
+
+def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[str, dict[str, Any]]:
+    given = [
+        (kind, value)
+        for kind, value in zip(INPUT_KINDS, (message, wake, event, start), strict=True)
+        if value is not None
+    ]
+    if len(given) != 1:
+        raise ValueError("turn() takes exactly one of message=, wake=, event=, start=")
+    kind, value = given[0]
+    if kind == "wake":
+        _require(value, str, "wake", "a wake key (text)")
+        return kind, {"key": value}
+    if kind == "message" and isinstance(value, str):
+        value = {"text": value}
+    _require(value, Mapping, kind, "an object")
+    what = dict(value)
+    if kind == "message":
+        _require(what.get("text"), str, "message.text", "text")
+        for key in ("id", "at"):
+            if what.get(key) is not None:
+                _require(what[key], str, f"message.{key}", "text")
+            else:
+                what.pop(key, None)
+    elif kind == "event":
+        _require(what.get("name"), str, "event.name", "an event name")
+        _require(what.get("key"), str, "event.key", "a key (text)")
+        _require(what.setdefault("hop", 0), int, "event.hop", "a whole number")
+    else:
+        _require(what.get("flow"), str, "start.flow", "a flow id")
+        _require(what.get("key"), str, "start.key", "a key (text)")
+        _require(what.setdefault("hop", 0), int, "start.hop", "a whole number")
+    return kind, what
+
+
+def turn(
+    *,
+    agent: Agent,
+    session_id: str,
+    session: Session | None = None,
+    message: Mapping[str, Any] | str | None = None,
+    wake: str | None = None,
+    event: Mapping[str, Any] | None = None,
+    start: Mapping[str, Any] | None = None,
+    context: Any = None,
+    history: Any = None,
+    silenced: str | Mapping[str, Any] | None = None,
+    anchors: Mapping[str, Any] | None = None,
+    claims: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    model: Model | None = None,
+) -> TurnResult:
+    """Apply exactly one input (``message``, ``wake``, ``event`` or ``start``) to ``session``.
+
+    ``session`` is the stored blob (``None`` for a conversation's first turn); it is checked
+    with ``assert_session`` and never changed. ``model`` defaults to ``agent.model`` and is
+    called at most once to understand a message and once to speak (plus tool rounds).
+    """
+    _require(session_id, str, "session_id", "text")
+    kind, what = _describe_input(message, wake, event, start)
+    if session is not None:
+        assert_session(session, session_id)
+    state = TurnState(
+        agent,
+        session_id=session_id,
+        session=session,
+        kind=kind,
+        what=what,
+        now=(clock or SystemClock()).now(),
+        context=context,
+        history=history,
+        silenced=silenced,
+        anchors=anchors,
+        claims=claims,
+    )
+    state.ingest()
+    chosen = model or agent.model
+    request = state.understand_request()
+    understanding = _model(chosen).understand(request) if request is not None else None
+    state.decide(understanding)
+    talk = state.advance()
+    outcome: Spoken | Deferral | None = None
+    if talk is not None:
+        try:
+            outcome = _model(chosen).speak(state.speak_request(talk))
+        except ProviderError as error:
+            outcome = error.as_deferral()
+    state.settle(outcome)
+    return TurnResult(
+        session=state.session,
+        changed=state.changed(),
+        messages=state.messages,
+        schedule=state.schedule,
+        outcomes=state.outcomes,
+        started=state.started,
+        ended=state.ended,
+        skipped=state.skipped,
+        llm_calls=state.llm_calls,
+        code=state.code,
+    )
+
+
+def _model(model: Model | None) -> Model:
+    if model is None:
+        raise ValueError("this turn needs a model: pass model= or build the Agent with one")
+    return model
+
+
+def pending_wakes(
+    agent: Agent,
+    session: Session,
+    *,
+    context: Any = None,
+    anchors: Mapping[str, Any] | None = None,
+    claims: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+) -> list[dict[str, Any]]:
+    """Every wake ``session`` waits on, recomputed read-only: parked runs, then silence flows."""
+    state = TurnState(
+        agent,
+        session_id=session["id"],
+        session=session,
+        kind="wake",
+        what={"key": ""},
+        now=(clock or SystemClock()).now(),
+        context=context,
+        history=None,
+        silenced=None,
+        anchors=anchors,
+        claims=claims,
+    )
+    parked = [
+        {"key": run["waiting"]["key"], "at": run["waiting"]["until"]}
+        for run in state.runs
+        if run["status"] == "waiting"
+        and run.get("waiting", {}).get("key")
+        and run["waiting"].get("until")
+    ]
+    return parked + state.silence_wakes()
