@@ -1,0 +1,189 @@
+"""Flow validation at construction: every mistake names the path of the bad key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from warlock_sessions.engine import Agent
+from warlock_sessions.errors import FlowConfigurationError
+
+FIELDS = {"nome": {"type": "string"}}
+
+
+def build(flows: list[Any], **options: Any) -> Agent:
+    options.setdefault("fields", FIELDS)
+    options.setdefault("actions", {"salvar": lambda params, ctx: None})
+    return Agent(flows, **options)
+
+
+def ok_flow(**overrides: Any) -> dict[str, Any]:
+    return {"id": "f", "steps": [{"id": "a", "say": "oi"}], **overrides}
+
+
+@pytest.mark.parametrize(
+    ("flows", "path", "why"),
+    [
+        (
+            [
+                ok_flow(id="f0"),
+                ok_flow(id="f1"),
+                ok_flow(id="g", steps=[{"id": "a", "say": "x"}, {"id": "b", "wait": "2x"}]),
+            ],
+            "flows[2].steps[1].wait",
+            "'2x' is not a duration",
+        ),
+        ([ok_flow(id="a:b")], "flows[0].id", "without ':'"),
+        ([ok_flow(), ok_flow()], "flows[1].id", "used twice"),
+        ([ok_flow(steps=[{"id": "end", "say": "x"}])], "flows[0].steps[0].id", "reserved"),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x"}, {"id": "a", "say": "y"}])],
+            "flows[0].steps[1].id",
+            "used twice",
+        ),
+        ([ok_flow(steps=[{"id": "a"}])], "flows[0].steps[0]", "exactly one of"),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "do": "salvar"}])],
+            "flows[0].steps[0]",
+            "exactly one of",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "collect": ["idade"]}])],
+            "flows[0].steps[0].collect[0]",
+            "unknown field",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "do": "enviar"}])],
+            "flows[0].steps[0].do",
+            "unknown action 'enviar'",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "then": "z"}])],
+            "flows[0].steps[0].then",
+            "no step 'z'",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "then": {"flow": "nada"}}])],
+            "flows[0].steps[0].then.flow",
+            "no flow 'nada'",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "then": {"step": "z"}}])],
+            "flows[0].steps[0].then.step",
+            "no step 'z'",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "if": {"vip": True}}])],
+            "flows[0].steps[0].if.vip",
+            "unknown condition",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "collect": ["nome"], "maxAsks": 0}])],
+            "flows[0].steps[0].maxAsks",
+            ">= 1",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "collect": ["nome"], "branches": [{"then": "a"}]}])],
+            "flows[0].steps[0].branches[0]",
+            "exactly one of when",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "wait": {"event": "pago", "upTo": "sempre"}}])],
+            "flows[0].steps[0].wait.upTo",
+            "not a duration",
+        ),
+        ([ok_flow(on=[{"message": ["oi"], "silence": "1h"}])], "flows[0].on[0]", "exactly one of"),
+        (
+            [ok_flow(on=[{"silence": "1h", "after": "1m"}])],
+            "flows[0].on[0].after",
+            "only event triggers",
+        ),
+        (
+            [ok_flow(on=[{"message": ["oi"], "repeat": "twice"}])],
+            "flows[0].on[0].repeat",
+            "expected 'once'",
+        ),
+        (
+            [ok_flow(on=[{"event": "pago", "repeat": {"cooldown": "soon"}}])],
+            "flows[0].on[0].repeat.cooldown",
+            "not a duration",
+        ),
+        ([ok_flow(on=[{"message": "oi"}])], "flows[0].on[0].message", "list of text"),
+        ([ok_flow(onEnd="loop")], "flows[0].onEnd", "end, stay or reset"),
+        ("not a list", "flows", "list of flows"),
+    ],
+)
+def test_a_bad_flow_names_the_path(flows: Any, path: str, why: str) -> None:
+    with pytest.raises(FlowConfigurationError) as caught:
+        build(flows)
+    assert caught.value.path == path
+    assert why in str(caught.value)
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+@pytest.mark.parametrize(
+    ("options", "path"),
+    [
+        ({"fields": {"x": {"type": "date"}}}, "fields.x.type"),
+        ({"fields": {"x": {"type": "string", "extract": "sometimes"}}}, "fields.x.extract"),
+        ({"actions": {"salvar": "not callable"}}, "actions.salvar"),
+        ({"idle": "loud"}, "idle"),
+    ],
+)
+def test_bad_agent_options_name_the_option(options: dict[str, Any], path: str) -> None:
+    with pytest.raises(FlowConfigurationError) as caught:
+        build([ok_flow()], **options)
+    assert caught.value.path == path
+
+
+def test_a_complete_flow_in_json_form_is_accepted() -> None:
+    agent = build(
+        [
+            {
+                "id": "venda",
+                "anchor": "lead",
+                "clearOnStart": ["nome"],
+                "onEnd": "reset",
+                "while": {"silenced": False},
+                "on": [
+                    {"message": ["comprar", "!cancelar"], "if": {"known": []}},
+                    {"event": "pago", "after": "10m", "businessHours": True},
+                    {
+                        "mention": ["promo"],
+                        "extract": {"codigo": {"type": "string"}},
+                        "repeat": {"cooldown": "1h"},
+                    },
+                ],
+                "steps": [
+                    {
+                        "id": "q",
+                        "collect": ["nome"],
+                        "maxAsks": 2,
+                        "question": "Seu nome?",
+                        "branches": [
+                            {"when": "quer desistir", "then": "end"},
+                            {"if": {"known": ["nome"]}, "then": "w"},
+                        ],
+                    },
+                    {
+                        "id": "w",
+                        "wait": "1d",
+                        "else": {"step": "q", "clear": ["nome"]},
+                        "branches": [{"if": {"equals": {"nome": "Ana"}}, "then": "s"}],
+                    },
+                    {"id": "s", "say": "Oi {{data.nome}}", "once": True},
+                    {"id": "d", "do": "salvar", "with": {"quem": "{{data.nome}}"}, "onFail": "end"},
+                    {"id": "e", "wait": {"event": "pago", "upTo": "7d"}, "else": {"flow": "venda"}},
+                ],
+            }
+        ]
+    )
+    assert list(agent.flows) == ["venda"]
+    assert [step.kind for step in agent.flows["venda"].steps] == [
+        "talk",
+        "wait",
+        "say",
+        "do",
+        "wait_event",
+    ]
