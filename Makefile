@@ -30,6 +30,7 @@ test: lint
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.store
+	$(BIN)/python -m bench.engine
 
 $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[docs]'

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 ADMIN_URL = os.environ.get("WARLOCK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BENCH_DATABASE = os.environ.get("WARLOCK_BENCH_DATABASE", "warlock_bench")
@@ -111,3 +112,26 @@ def report(samples: dict[str, list[float]], baseline: str) -> dict[str, float]:
 
 def verdict(label: str, ratio: float, limit: float) -> str:
     return f"{label}: {ratio:.2f}x (target <= {limit}x) {'OK' if ratio <= limit else 'MISSED'}"
+
+
+def raw_jsonb_load_save(connection: psycopg.Connection, blob: dict) -> Callable[[], None]:
+    """The baseline every benchmark compares with: raw psycopg ``SELECT`` + conditional
+    ``UPDATE`` of ``blob`` in a jsonb column (table ``bench_raw_jsonb``, recreated here)."""
+    connection.execute("DROP TABLE IF EXISTS bench_raw_jsonb")
+    connection.execute(
+        "CREATE TABLE bench_raw_jsonb (id text PRIMARY KEY, version integer NOT NULL,"
+        " blob jsonb NOT NULL)"
+    )
+    connection.execute("INSERT INTO bench_raw_jsonb VALUES ('bench', 1, %s)", [Jsonb(blob)])
+
+    def load_save() -> None:
+        loaded, version = connection.execute(
+            "SELECT blob, version FROM bench_raw_jsonb WHERE id = %s", ["bench"]
+        ).fetchone()
+        updated = connection.execute(
+            "UPDATE bench_raw_jsonb SET blob = %s, version = %s WHERE id = %s AND version = %s",
+            [Jsonb(loaded), version + 1, "bench", version],
+        ).rowcount
+        assert updated == 1
+
+    return load_save

@@ -18,9 +18,15 @@ import argparse
 import json
 
 import psycopg
-from psycopg.types.json import Jsonb
 
-from bench.common import bench_database_url, configure_django, measure, report, verdict
+from bench.common import (
+    bench_database_url,
+    configure_django,
+    measure,
+    raw_jsonb_load_save,
+    report,
+    verdict,
+)
 
 
 def main() -> None:
@@ -46,24 +52,13 @@ def main() -> None:
     )
 
     raw = psycopg.connect(url, autocommit=True)
-    for column in ("jsonb", "text"):
-        raw.execute(f"DROP TABLE IF EXISTS bench_raw_{column}")
-        raw.execute(
-            f"CREATE TABLE bench_raw_{column} (id text PRIMARY KEY, version integer NOT NULL,"
-            f" blob {column} NOT NULL)"
-        )
-    raw.execute("INSERT INTO bench_raw_jsonb VALUES ('bench', 1, %s)", [Jsonb(blob)])
+    raw_jsonb = raw_jsonb_load_save(raw, blob)
+    raw.execute("DROP TABLE IF EXISTS bench_raw_text")
+    raw.execute(
+        "CREATE TABLE bench_raw_text (id text PRIMARY KEY, version integer NOT NULL,"
+        " blob text NOT NULL)"
+    )
     raw.execute("INSERT INTO bench_raw_text VALUES ('bench', 1, %s)", [json.dumps(blob)])
-
-    def raw_jsonb() -> None:
-        loaded, version = raw.execute(
-            "SELECT blob, version FROM bench_raw_jsonb WHERE id = %s", ["bench"]
-        ).fetchone()
-        updated = raw.execute(
-            "UPDATE bench_raw_jsonb SET blob = %s, version = %s WHERE id = %s AND version = %s",
-            [Jsonb(loaded), version + 1, "bench", version],
-        ).rowcount
-        assert updated == 1
 
     def raw_text() -> None:
         text, version = raw.execute(
