@@ -238,6 +238,29 @@ class TurnState:
             if len(run["outcomes"]) > KEEP:
                 del run["outcomes"][: len(run["outcomes"]) - KEEP]
 
+    def emit(
+        self,
+        text: str,
+        kind: str,
+        key: str,
+        run: Run | None = None,
+        step: Step | None = None,
+        media: Any = None,
+    ) -> None:
+        """Queue a message to the customer; it carries any inline delay waiting to ride on it."""
+        message: dict[str, Any] = {"text": text, "kind": kind}
+        if media is not None:
+            message["media"] = media
+        message["afterMs"] = self.after_ms
+        message["key"] = key
+        if run is not None and step is not None:
+            message["runId"] = run["id"]
+            message["stepId"] = step.id
+            self.spoke_by.add(run["id"])
+        self.messages.append(message)
+        self.after_ms = 0
+        self.spoke = True
+
     def ignore(self, code: str, key: str) -> None:
         self.ignored = True
         self.code = code
@@ -874,19 +897,7 @@ class TurnState:
             and pending == step.collect
             and all(run["asked"].get(name, 0) == 0 for name in pending)
         ):
-            self.messages.append(
-                {
-                    "text": render(question, self.scope(run)),
-                    "kind": "verbatim",
-                    "afterMs": self.after_ms,
-                    "key": key,
-                    "runId": run["id"],
-                    "stepId": step.id,
-                }
-            )
-            self.after_ms = 0
-            self.spoke_by.add(run["id"])
-            self.spoke = True
+            self.emit(render(question, self.scope(run)), "verbatim", key, run, step)
             for name in pending:
                 run["asked"][name] = run["asked"].get(name, 0) + 1
             self.outcome(run, kind, "ok", key=key, code="asked-fixed")
@@ -908,17 +919,14 @@ class TurnState:
                 self.follow(run, flow, step, step.then)
                 return
             self.session["claims"][claim] = {"at": self.now_iso}
-        message: dict[str, Any] = {
-            "text": render(step.raw["say"], self.scope(run)),
-            "kind": "verbatim",
-        }
-        if step.raw.get("media") is not None:
-            message["media"] = step.raw["media"]
-        message.update(afterMs=self.after_ms, key=key, runId=run["id"], stepId=step.id)
-        self.messages.append(message)
-        self.after_ms = 0
-        self.spoke_by.add(run["id"])
-        self.spoke = True
+        self.emit(
+            render(step.raw["say"], self.scope(run)),
+            "verbatim",
+            key,
+            run,
+            step,
+            media=step.raw.get("media"),
+        )
         self.outcome(run, "say", "ok", key=key, next=_next_label(step.then))
         self.follow(run, flow, step, step.then)
 
@@ -1253,16 +1261,7 @@ class TurnState:
             else:
                 key = f"idle:{self.trigger_key}"
                 if outcome.message:
-                    self.messages.append(
-                        {
-                            "text": outcome.message,
-                            "kind": "ai",
-                            "afterMs": self.after_ms,
-                            "key": key,
-                        }
-                    )
-                    self.after_ms = 0
-                    self.spoke = True
+                    self.emit(outcome.message, "ai", key)
                 self.session["data"].update(outcome.data)
                 self.outcome(None, "idle", "ok", key=key, llmCalls=outcome.llm_calls)
         if self.spoke:
@@ -1274,19 +1273,7 @@ class TurnState:
         run, flow, step = talk.run, talk.flow, talk.step
         key = self.step_key(run, step)  # type: ignore[arg-type]
         if spoken.message:
-            self.messages.append(
-                {
-                    "text": spoken.message,
-                    "kind": "ai",
-                    "afterMs": self.after_ms,
-                    "key": key,
-                    "runId": run["id"],
-                    "stepId": step.id,
-                }
-            )
-            self.after_ms = 0
-            self.spoke_by.add(run["id"])
-            self.spoke = True
+            self.emit(spoken.message, "ai", key, run, step)  # type: ignore[arg-type]
         for name, raw in spoken.fields.items():
             self.write_field(name, raw)
         self.session["data"].update(spoken.data)
