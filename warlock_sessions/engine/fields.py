@@ -9,6 +9,8 @@ from typing import Any
 
 DEFAULT_MAX_ASKS = 3
 FIELD_TYPES = frozenset({"string", "number", "integer", "boolean"})
+#: Optional ``format`` of a string field: a hint for models (the rule model's recognisers).
+FIELD_FORMATS = frozenset({"email", "phone", "date", "name"})
 _TRUE_WORDS = frozenset({"true", "sim", "yes", "1"})
 _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
 # A plain decimal (JavaScript's Number() also takes hex and empty text; a person never means those).

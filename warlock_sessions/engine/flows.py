@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import FlowConfigurationError
 from .durations import is_duration, parse_duration
-from .fields import DEFAULT_MAX_ASKS, FIELD_TYPES
+from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES
 from .predicates import BUILT_IN, Predicate
 
 TRIGGER_KINDS = ("message", "mention", "silence", "event")
@@ -354,6 +354,10 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
             raise FlowConfigurationError(f"{path}.enum", "expected a list of options")
         if definition.get("extract", "anywhere") not in ("anywhere", "asked"):
             raise FlowConfigurationError(f"{path}.extract", "expected anywhere or asked")
+        if definition.get("format", "email") not in FIELD_FORMATS:
+            raise FlowConfigurationError(
+                f"{path}.format", f"expected one of {', '.join(sorted(FIELD_FORMATS))}"
+            )
     return dict(fields)
 
 

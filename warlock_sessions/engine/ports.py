@@ -89,6 +89,8 @@ class SpeakRequest:
     now: datetime
     instructions: Sequence[Any]
     tools: Sequence[Any]
+    #: The agent's field definitions (``talk.pending`` names the ones to extract now).
+    fields: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

@@ -1237,6 +1237,7 @@ class TurnState:
             now=self.now,
             instructions=instructions,
             tools=tools,
+            fields=agent.fields,
         )
 
     def settle(self, outcome: Spoken | Deferral | None) -> None:

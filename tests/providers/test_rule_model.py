@@ -1,0 +1,238 @@
+"""RuleModel: recognisers on real utterances (EN and PT), routing, and the demo conversation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from example_project.demo.agents import booking_agent
+from warlock_sessions.engine import Agent, FakeClock, TurnResult, turn
+from warlock_sessions.providers import RuleModel
+from warlock_sessions.providers.recognisers import language_of, value_for
+from warlock_sessions.providers.text import fold, phrases_score
+from warlock_sessions.stores import MemoryStore
+
+NOW = datetime(2026, 9, 20, 10, tzinfo=UTC)  # a Sunday
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "language", "expected"),
+    [
+        (
+            {"type": "string", "format": "email"},
+            "it's Ana.Souza@Example.com.br thanks",
+            "en",
+            "ana.souza@example.com.br",
+        ),
+        ({"type": "string", "format": "email"}, "meu email é ana arroba gmail", "pt", None),
+        ({"type": "string", "format": "email"}, "ana@localhost", "en", None),
+        (
+            {"type": "string", "format": "phone"},
+            "call me on +55 (11) 99876-5432",
+            "en",
+            "+5511998765432",
+        ),
+        ({"type": "string", "format": "phone"}, "meu telefone é 11 3456-7890", "pt", "1134567890"),
+        ({"type": "string", "format": "phone"}, "room 42", "en", None),
+        ({"type": "string", "format": "date"}, "tomorrow please", "en", "2026-09-21"),
+        ({"type": "string", "format": "date"}, "amanhã de manhã", "pt", "2026-09-21"),
+        ({"type": "string", "format": "date"}, "depois de amanhã", "pt", "2026-09-22"),
+        ({"type": "string", "format": "date"}, "the day after tomorrow", "en", "2026-09-22"),
+        ({"type": "string", "format": "date"}, "next friday", "en", "2026-09-25"),
+        ({"type": "string", "format": "date"}, "na sexta-feira", "pt", "2026-09-25"),
+        ({"type": "string", "format": "date"}, "in 3 days", "en", "2026-09-23"),
+        ({"type": "string", "format": "date"}, "03/10", "pt", "2026-10-03"),
+        ({"type": "string", "format": "date"}, "10/03", "en", "2026-10-03"),
+        ({"type": "string", "format": "date"}, "December 3rd", "en", "2026-12-03"),
+        ({"type": "string", "format": "date"}, "3 de dezembro", "pt", "2026-12-03"),
+        ({"type": "string", "format": "date"}, "2027-01-15", "en", "2027-01-15"),
+        (
+            {"type": "string", "format": "date"},
+            "1 de setembro",
+            "pt",
+            "2027-09-01",
+        ),  # past: next year
+        ({"type": "string", "format": "date"}, "31/02", "pt", None),
+        ({"type": "string", "format": "date"}, "whenever", "en", None),
+        ({"type": "string", "format": "name"}, "My name is ana souza", "en", "Ana Souza"),
+        ({"type": "string", "format": "name"}, "me chamo João", "pt", "João"),
+        ({"type": "string", "format": "name"}, "ana@example.com", "en", None),
+        ({"type": "string", "format": "name"}, "yes", "en", None),
+        ({"type": "number"}, "about 1.500,50 reais", "pt", "1.500,50"),
+        ({"type": "integer"}, "we are 12 people", "en", "12"),
+        ({"type": "integer"}, "a dozen", "en", None),
+        ({"type": "boolean"}, "Yes please", "en", True),
+        ({"type": "boolean"}, "sim, pode ser", "pt", True),
+        ({"type": "boolean"}, "não", "pt", False),
+        ({"type": "boolean"}, "nope", "en", False),
+        ({"type": "boolean"}, "maybe", "en", None),
+        ({"type": "boolean"}, "yes no", "en", None),
+        (
+            {"type": "string", "enum": ["morning", "afternoon"]},
+            "the Afternoon is best",
+            "en",
+            "afternoon",
+        ),
+        ({"type": "string", "enum": ["manhã", "tarde"]}, "de manha", "pt", "manhã"),
+        ({"type": "string", "enum": ["morning", "afternoon"]}, "evening", "en", None),
+    ],
+)
+def test_recognisers_on_real_utterances(
+    field: dict[str, Any], text: str, language: str, expected: Any
+) -> None:
+    assert value_for(field, text, NOW, language, asked=True) == expected
+
+
+def test_free_text_counts_only_when_the_field_was_asked() -> None:
+    assert value_for({"type": "string"}, "Ana", NOW, "en", asked=False) is None
+    assert value_for({"type": "integer"}, "room 12", NOW, "en", asked=False) is None
+    assert (
+        value_for({"type": "string", "format": "email"}, "a@b.co", NOW, "en", asked=False)
+        == "a@b.co"
+    )
+
+
+def test_phrase_scores_are_accent_insensitive_and_honour_exclusions() -> None:
+    assert fold("Não, AMANHÃ") == "nao, amanha"
+    assert phrases_score(["marcar horário"], "quero MARCAR um horario") == 80
+    assert phrases_score(["marcar horário"], "marcar horario amanhã") == 100
+    assert phrases_score(["agendar"], "gostaria de um agendamento") == 100
+    assert phrases_score(["book", "!cancel"], "cancel my book") == 0
+    assert phrases_score(["book a table"], "a table please") == 40
+    assert language_of("quero agendar") == "pt" and language_of("I want to book") == "en"
+
+
+def test_routing_scores_and_mentions() -> None:
+    agent = Agent(
+        [
+            {
+                "id": "vendas",
+                "on": [{"message": ["comprar", "preço"]}],
+                "steps": [{"id": "s", "say": "ok"}],
+            },
+            {
+                "id": "suporte",
+                "on": [{"message": ["problema", "não funciona"]}],
+                "steps": [{"id": "s", "say": "ok"}],
+            },
+            {
+                "id": "cupom",
+                "on": [{"mention": ["cupom"], "extract": {"codigo": {"type": "string"}}}],
+                "steps": [{"id": "s", "say": "Cupom {{input.codigo}}"}],
+            },
+        ],
+        model=RuleModel(),
+        idle="silent",
+    )
+    result = turn(
+        agent=agent,
+        session_id="s1",
+        message={"text": "qual o preço? tenho o cupom BLACK10", "id": "m1"},
+        clock=FakeClock(),
+    )
+    assert sorted(s["flowId"] for s in result.started) == ["cupom", "vendas"]
+    assert [m["text"] for m in result.messages] == ["Cupom BLACK10", "ok"]
+    assert result.llm_calls == 0
+
+
+class Conversation:
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.store = MemoryStore()
+        self.clock = FakeClock("2026-09-20T10:00:00.000Z")
+        self.count = 0
+        self.wakes: list[dict[str, Any]] = []
+
+    def _apply(self, **turn_input: Any) -> TurnResult:
+        session = self.store.load("c1")
+        result = turn(
+            agent=self.agent, session_id="c1", session=session, clock=self.clock, **turn_input
+        )
+        if result.changed:
+            self.store.save(result.session, session["version"] if session else 0)
+            self.wakes.extend(result.schedule)
+        return result
+
+    def say(self, text: str) -> list[str]:
+        self.count += 1
+        self.clock.advance("10s")
+        return [
+            m["text"] for m in self._apply(message={"text": text, "id": f"m{self.count}"}).messages
+        ]
+
+    def wait(self, duration: str) -> list[str]:
+        self.clock.advance(duration)
+        due = [w for w in self.wakes if w["at"] <= self.clock.iso]
+        self.wakes = [w for w in self.wakes if w["at"] > self.clock.iso]
+        replies: list[str] = []
+        for wake in due:
+            replies += [m["text"] for m in self._apply(wake=wake["key"]).messages]
+        return replies
+
+    @property
+    def data(self) -> dict[str, Any]:
+        session = self.store.load("c1")
+        assert session is not None
+        return session["data"]
+
+
+def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> None:
+    chat = Conversation(booking_agent())
+    assert chat.say("hi there") == [
+        'Hi! I\'m the booking assistant. Say "book" to make an appointment.'
+    ]
+    assert chat.say("I'd like to book an appointment") == [
+        "Great, let's get you booked. What's your name?"
+    ]
+    assert chat.wait("2m") == ["Are you still there? I'm here whenever you're ready."]
+    assert chat.say("My name is Ana Souza") == ["Thanks, Ana Souza! What's your e-mail address?"]
+    assert chat.say("ana at example dot com") == [
+        "That doesn't look like an e-mail address. Thanks, Ana Souza! What's your e-mail address?"
+    ]
+    assert chat.say("sorry: ana@example.com") == ["Which day would suit you?"]
+    assert chat.say("hmm, whenever") == [
+        "I couldn't read a date in that. Which day would suit you?"
+    ]
+    assert chat.say("tomorrow") == [
+        "So that's 2026-09-21 for Ana Souza (ana@example.com). Shall I book it?"
+    ]
+    assert chat.say("no") == ["Which day would suit you?"]
+    assert chat.say("the day after tomorrow") == [
+        "So that's 2026-09-22 for Ana Souza (ana@example.com). Shall I book it?"
+    ]
+    assert chat.say("yes please") == [
+        "Booked! See you on 2026-09-22, Ana Souza. A confirmation is on its way to ana@example.com."
+    ]
+    assert chat.data == {
+        "name": "Ana Souza",
+        "email": "ana@example.com",
+        "date": "2026-09-22",
+        "confirmed": True,
+    }
+    assert chat.say("thanks!") == ['I can book an appointment for you: just say "book".']
+
+
+def test_a_field_given_early_is_not_asked_again_and_portuguese_works() -> None:
+    chat = Conversation(booking_agent())
+    assert chat.say("quero agendar, meu email é ana@exemplo.com.br") == [
+        "Great, let's get you booked. What's your name?"
+    ]
+    assert chat.say("me chamo Ana") == ["Which day would suit you?"]  # the agent's own English ask
+    assert chat.say("amanhã") == [
+        "So that's 2026-09-21 for Ana (ana@exemplo.com.br). Shall I book it?"
+    ]
+    assert chat.say("sim") == [
+        "Booked! See you on 2026-09-21, Ana. A confirmation is on its way to ana@exemplo.com.br."
+    ]
+
+
+def test_max_asks_moves_on_after_the_step_re_asked_three_times() -> None:
+    chat = Conversation(booking_agent())
+    chat.say("book")
+    assert chat.say("Ana") == ["Thanks, Ana! What's your e-mail address?"]  # asked by look-ahead
+    for _ in range(3):  # the e-mail step itself re-asks maxAsks (3) times
+        assert chat.say("no idea")[0].startswith("That doesn't look like an e-mail address.")
+    assert chat.say("still no idea") == ["Which day would suit you?"]
+    assert "email" not in chat.data

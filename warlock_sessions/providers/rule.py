@@ -1,0 +1,305 @@
+"""RuleModel: the offline, deterministic model of the embedded default (no network, no deps).
+
+It routes by the flows' trigger phrases, recognises typed values, and phrases replies from the
+steps' own ``prompt``/``ask`` templates, so a flow written for an LLM runs, more plainly, without
+one. It is also what tests and ``make demo`` use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..engine.fields import coerce_field, is_known
+from ..engine.flows import Flow, Step
+from ..engine.isotime import iso_from_datetime
+from ..engine.ports import (
+    IdleRequest,
+    SpeakRequest,
+    Spoken,
+    TalkRequest,
+    Understanding,
+    UnderstandRequest,
+)
+from ..engine.predicates import BUILT_IN, PredicateContext, evaluate
+from ..engine.templates import render
+from .recognisers import language_of, value_for
+from .text import phrases_score, tokens
+
+MENTION_MIN = 80
+BRANCH_MIN = 80
+
+_WORDS: dict[str, dict[str, str]] = {
+    "en": {
+        "ask": "What is your {label}?",
+        "ask_many": "What are your {labels}?",
+        "and": " and ",
+        "thanks": "Thanks!",
+        "idle": "Sorry, I didn't get that. Could you say it another way?",
+        "sorry": "Sorry, I didn't catch that.",
+        "email": "That doesn't look like an e-mail address.",
+        "phone": "That doesn't look like a phone number.",
+        "date": "I couldn't read a date in that.",
+        "name": "I didn't catch your name.",
+        "number": "I need a number.",
+        "boolean": "Please answer yes or no.",
+        "enum": "Please choose one of: {options}.",
+    },
+    "pt": {
+        "ask": "Qual é o seu {label}?",
+        "ask_many": "Quais são os seus {labels}?",
+        "and": " e ",
+        "thanks": "Obrigado!",
+        "idle": "Desculpe, não entendi. Pode dizer de outro jeito?",
+        "sorry": "Desculpe, não entendi.",
+        "email": "Isso não parece um e-mail.",
+        "phone": "Isso não parece um telefone.",
+        "date": "Não consegui entender a data.",
+        "name": "Não entendi o seu nome.",
+        "number": "Preciso de um número.",
+        "boolean": "Responda sim ou não, por favor.",
+        "enum": "Escolha uma destas opções: {options}.",
+    },
+}
+
+
+class RuleModel:
+    """Deterministic understand/speak from phrases, recognisers and templates.
+
+    ``language`` is ``"en"``, ``"pt"`` or ``"auto"`` (each message's own language, English when
+    a turn has no text). Field definitions may carry ``label`` (how the field is named when
+    asked), ``ask`` (the question, a template) and ``format`` (``email``, ``phone``, ``date``,
+    ``name``) to choose a recogniser. It makes no LLM calls: ``llm_calls`` is 0.
+    """
+
+    def __init__(self, language: str = "auto") -> None:
+        if language not in ("auto", "en", "pt"):
+            raise ValueError(f"language must be 'auto', 'en' or 'pt', not {language!r}")
+        self.language = language
+
+    def _language(self, text: str | None) -> str:
+        if self.language != "auto":
+            return self.language
+        return language_of(text) if text else "en"
+
+    # -- understand ---------------------------------------------------------------------------
+
+    def understand(self, request: UnderstandRequest) -> Understanding:
+        text = request.text
+        language = self._language(text)
+        scored = (
+            [request.floor_flow, *request.message_flows]
+            if request.floor_flow
+            else request.message_flows
+        )
+        flows: dict[str, float] = {}
+        for flow in scored:
+            trigger = flow.trigger_of("message")
+            if trigger is not None and trigger.phrases:
+                flows[flow.id] = phrases_score(trigger.phrases, text)
+        mentions: dict[str, bool] = {}
+        extract: dict[str, dict[str, Any]] = {}
+        for flow in request.mention_flows:
+            trigger = flow.trigger_of("mention")
+            assert trigger is not None
+            mentions[flow.id] = phrases_score(trigger.phrases, text) >= MENTION_MIN
+            if mentions[flow.id] and trigger.extract:
+                extract[flow.id] = self._mention_values(
+                    trigger.phrases, trigger.extract, text, request.now, language
+                )
+        branches = {
+            question.key: phrases_score(question.when.split("|"), text) >= BRANCH_MIN
+            for question in request.branches
+        }
+        fields = {}
+        for name, definition in request.fields.items():
+            value = value_for(definition, text, request.now, language, asked=False)
+            if value is not None:
+                fields[name] = value
+        return Understanding(
+            flows=flows,
+            mentions=mentions,
+            extract=extract,
+            branches=branches,
+            fields=fields,
+            llm_calls=0,
+        )
+
+    @staticmethod
+    def _mention_values(
+        phrases: Sequence[str], schema: Mapping[str, Any], text: str, now: datetime, language: str
+    ) -> dict[str, Any]:
+        """Typed values by their recognisers; a plain string is the word after the mention."""
+        words = text.split()
+        folded = tokens(text)
+        values: dict[str, Any] = {}
+        for name, definition in schema.items():
+            definition = definition if isinstance(definition, Mapping) else {"type": "string"}
+            value = value_for(
+                {**definition, "type": definition.get("type", "string")},
+                text,
+                now,
+                language,
+                asked=definition.get("format") is not None,
+            )
+            if value is None and definition.get("type", "string") == "string":
+                for phrase in phrases:
+                    last = tokens(phrase)[-1:] or [""]
+                    if last[0] in folded:
+                        position = folded.index(last[0])
+                        if position + 1 < len(words):
+                            value = words[position + 1].strip(".,!?")
+                        break
+            values[name] = value
+        return values
+
+    # -- speak --------------------------------------------------------------------------------
+
+    def speak(self, request: SpeakRequest) -> Spoken:
+        language = self._language(request.text)
+        words = _WORDS[language]
+        talk = request.talk
+        if isinstance(talk, IdleRequest):
+            prompt = talk.idle.get("prompt") or words["idle"]
+            return Spoken(message=render(prompt, self._scope(request, {})), llm_calls=0)
+        run, step = talk.run, talk.step
+        answering = self._answering(request, talk)
+        found: dict[str, Any] = {}
+        problem = ""
+        for name in talk.pending:
+            definition = request.fields.get(name) or {"type": "string"}
+            raw = (
+                value_for(definition, request.text or "", request.now, language, asked=answering)
+                if answering
+                else None
+            )
+            ok, value = coerce_field(definition, raw) if raw is not None else (False, None)
+            if ok:
+                found[name] = value
+            elif answering and not problem:
+                problem = self._problem(definition, language)
+        data = {**request.data, **found}
+        scope = self._scope(request, data)
+        missing = [name for name in talk.pending if name not in found]
+        if missing:
+            parts = [problem] if problem else []
+            if not answering and step.raw.get("prompt") and not run["asked"]:
+                parts.append(render(step.raw["prompt"], scope))
+            if not parts or not parts[-1].rstrip().endswith("?"):
+                parts.append(self._ask(step, missing, request.fields, scope, language))
+            message = " ".join(part for part in parts if part)
+        elif step.collect:
+            message = self._after_collect(request, data, language)
+        else:
+            message = render(step.raw.get("prompt") or words["thanks"], scope)
+        return Spoken(message=message, fields=found, llm_calls=0)
+
+    @staticmethod
+    def _answering(request: SpeakRequest, talk: TalkRequest) -> bool:
+        """Whether the message answers this step's question: not the message that started the
+        run (its trigger), nor one that reached this step during this turn."""
+        if not request.text or request.input_kind != "message":
+            return False
+        now = iso_from_datetime(request.now)
+        if talk.run["startedAt"] == now:
+            return False
+        # A line from another step at this instant: the run came to this step during the turn.
+        return not any(
+            line["at"] == now and line.get("stepId") != talk.step.id
+            for line in talk.run["outcomes"]
+        )
+
+    @staticmethod
+    def _scope(request: SpeakRequest, data: Mapping[str, Any]) -> dict[str, Any]:
+        run = request.talk.run if isinstance(request.talk, TalkRequest) else {}
+        return {"data": data, "context": request.context, "input": run.get("input")}
+
+    @staticmethod
+    def _label(name: str, definition: Mapping[str, Any]) -> str:
+        return definition.get("label") or name.replace("_", " ")
+
+    def _ask(
+        self,
+        step: Step,
+        missing: list[str],
+        fields: Mapping[str, Mapping[str, Any]],
+        scope: Mapping[str, Any],
+        language: str,
+    ) -> str:
+        words = _WORDS[language]
+        first = fields.get(missing[0]) or {}
+        if len(missing) == 1 and first.get("ask"):
+            return render(first["ask"], scope)
+        if step.raw.get("ask"):
+            return render(step.raw["ask"], scope)
+        labels = [self._label(name, fields.get(name) or {}) for name in missing]
+        if len(labels) == 1:
+            return words["ask"].format(label=labels[0])
+        return words["ask_many"].format(labels=", ".join(labels[:-1]) + words["and"] + labels[-1])
+
+    @staticmethod
+    def _problem(definition: Mapping[str, Any], language: str) -> str:
+        words = _WORDS[language]
+        if definition.get("enum"):
+            return words["enum"].format(options=", ".join(map(str, definition["enum"])))
+        key = definition.get("format") or {
+            "number": "number",
+            "integer": "number",
+            "boolean": "boolean",
+        }.get(definition["type"], "sorry")
+        return words.get(key, words["sorry"])
+
+    def _after_collect(self, request: SpeakRequest, data: dict[str, Any], language: str) -> str:
+        """Every pending field is in. The turn's one reply should also ask what the conversation
+        needs next, because a talk step reached later in this turn waits for the next message:
+        walk the flow as the engine will (through ``if`` steps on built-in predicates and
+        ``{step, clear}`` moves) to the next question, or stay quiet before a ``say``."""
+        talk = request.talk
+        assert isinstance(talk, TalkRequest)
+        flow, step, target = talk.flow, talk.step, talk.step.then
+        for _ in range(len(flow.steps) + 1):
+            current = _resolve(flow, step, target, data)
+            if current is None:
+                break
+            scope = self._scope(request, data)
+            if current.kind == "talk":
+                missing = [name for name in current.collect if not is_known(data.get(name))]
+                if missing:
+                    return self._ask(current, missing, request.fields, scope, language)
+                if not current.collect:
+                    return render(current.raw.get("prompt") or "", scope)
+            elif current.kind == "if":
+                predicate = current.raw["if"]
+                if callable(predicate) or not set(predicate) <= BUILT_IN:
+                    break  # a condition only the agent can judge
+                ctx = PredicateContext(
+                    context=request.context,
+                    data=data,
+                    input=talk.run.get("input"),
+                    run=talk.run,
+                    silenced=None,
+                    now=request.now,
+                )
+                holds = evaluate(predicate, ctx, {})
+                step, target = current, current.then if holds else current.raw.get("else", "end")
+                continue
+            elif current.kind == "say":
+                return ""  # the say step that follows is the reply
+            else:
+                break
+            step, target = current, current.then
+        return _WORDS[language]["thanks"]
+
+
+def _resolve(flow: Flow, step: Step, target: Any, data: dict[str, Any]) -> Step | None:
+    """The step a move from ``step`` lands on (applying its ``clear`` to ``data``), or None."""
+    if target is None:
+        return flow.after(step)
+    if isinstance(target, str):
+        return None if target == "end" else flow.step(target)
+    if "step" in target:
+        for name in target.get("clear") or []:
+            data.pop(name, None)
+        return flow.step(target["step"])
+    return None
