@@ -5,6 +5,7 @@
   (OpenAI, vLLM, Ollama, llama.cpp, LM Studio), with SSE streaming.
 """
 
+from .openai import OpenAICompatibleModel
 from .rule import RuleModel
 
-__all__ = ["RuleModel"]
+__all__ = ["OpenAICompatibleModel", "RuleModel"]
