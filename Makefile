@@ -31,6 +31,7 @@ test: lint
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.store
 	$(BIN)/python -m bench.engine
+	$(BIN)/python -m bench.providers
 
 $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[docs]'

@@ -59,6 +59,11 @@ DATABASES = {
 
 WARLOCK_SESSIONS = {
     "STORE": "warlock_sessions.stores.DjangoStore",
+    # The booking assistant runs on the offline RuleModel. To run it on a real LLM, add e.g.
+    # "MODELS": {"llm": {"BASE_URL": "http://localhost:11434/v1", "MODEL": "llama3.1"}} and make
+    # the entry {"AGENT": "example_project.demo.agents.booking_agent", "MODEL": "llm"}.
+    "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+    "DEFAULT_AGENT": "booking",
 }
 
 LANGUAGE_CODE = "en-us"

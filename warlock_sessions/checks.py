@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
@@ -42,6 +43,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         if name not in DEFAULTS
     ]
     messages.extend(_check_store(configured))
+    messages.extend(_check_models(configured))
+    messages.extend(_check_agents(configured))
     return messages
 
 
@@ -92,3 +95,78 @@ def _check_store(configured: dict[str, Any]) -> list[CheckMessage]:
             )
         ]
     return []
+
+
+def _check_models(configured: dict[str, Any]) -> list[CheckMessage]:
+    from .agents import model_options
+    from .providers.openai import check_base_url
+
+    messages: list[CheckMessage] = []
+    for name, entry in (configured.get("MODELS") or {}).items():
+        where = f"{SETTING_NAME}['MODELS']['{name}']"
+        try:
+            model_class, options = model_options(name)
+            inspect.signature(model_class).bind(**options)
+        except (ImportError, TypeError) as error:
+            messages.append(Error(f"{where} cannot be built: {error}.", id="warlock_sessions.E007"))
+            continue
+        if "base_url" not in options:
+            continue
+        try:
+            check_base_url(options["base_url"])
+        except ValueError as error:
+            messages.append(Error(f"{where}['BASE_URL']: {error}.", id="warlock_sessions.E008"))
+            continue
+        host = urlsplit(options["base_url"]).hostname or ""
+        if "api_key" not in options and host not in ("localhost", "127.0.0.1", "::1"):
+            looked = [f"{where}['API_KEY']"]
+            if entry.get("API_KEY_ENV"):
+                looked.append(f"the environment variable {entry['API_KEY_ENV']}")
+            messages.append(
+                Warning(
+                    f"{where} calls {host} without an API key.",
+                    hint="Looked in "
+                    + " and ".join(looked)
+                    + ". Set one of them (servers that need "
+                    "no key, like a local Ollama, can ignore this).",
+                    id="warlock_sessions.W002",
+                )
+            )
+    return messages
+
+
+def _check_agents(configured: dict[str, Any]) -> list[CheckMessage]:
+    from .agents import get_agent
+
+    agents = configured.get("AGENTS") or {}
+    messages: list[CheckMessage] = []
+    for name, entry in agents.items():
+        where = f"{SETTING_NAME}['AGENTS']['{name}']"
+        model = entry.get("MODEL") if isinstance(entry, dict) else None
+        if model is not None and model not in (configured.get("MODELS") or {}):
+            messages.append(
+                Error(
+                    f"{where} names the model {model!r}, which is not in {SETTING_NAME}['MODELS'].",
+                    id="warlock_sessions.E009",
+                )
+            )
+            continue
+        try:
+            get_agent(name)
+        except Exception as error:  # an import error, a bad flow, a factory that failed
+            messages.append(
+                Error(
+                    f"{where} cannot be loaded: {type(error).__name__}: {error}",
+                    id="warlock_sessions.E006",
+                )
+            )
+    default = configured.get("DEFAULT_AGENT")
+    if default is not None and default not in agents:
+        messages.append(
+            Error(
+                f"{SETTING_NAME}['DEFAULT_AGENT'] = {default!r} is not in "
+                f"{SETTING_NAME}['AGENTS'].",
+                id="warlock_sessions.E009",
+            )
+        )
+    return messages

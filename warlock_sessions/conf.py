@@ -22,6 +22,14 @@ DEFAULTS: dict[str, Any] = {
     # The session Store class (import string) and the keyword arguments it is built with.
     "STORE": "warlock_sessions.stores.DjangoStore",
     "STORE_OPTIONS": {},
+    # name -> import string of an Agent (or of a function returning one), or
+    # {"AGENT": "<import string>", "MODEL": "<a name in MODELS>"}.
+    "AGENTS": {},
+    # The agent used when a caller names none (the only one, when there is just one).
+    "DEFAULT_AGENT": None,
+    # name -> {"CLASS": import string (default OpenAICompatibleModel), "BASE_URL", "MODEL",
+    # "API_KEY" or "API_KEY_ENV" (an environment variable), "OPTIONS": {more keyword arguments}}.
+    "MODELS": {},
 }
 
 #: Settings whose value is an import string (or a list of them) resolved on access.

@@ -56,6 +56,10 @@ class FlowConfigurationError(WarlockError):
         super().__init__(f"{path}: {why}" if path else why)
 
 
+class AgentNotConfiguredError(WarlockError, LookupError):
+    """No agent (or model) by that name in ``WARLOCK_SESSIONS``."""
+
+
 class SessionNotFoundError(WarlockError):
     """An operation needs a stored session and there is none with that id."""
 

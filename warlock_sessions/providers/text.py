@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 _NON_WORD = re.compile(r"[^\w@.+-]+|(?<!\w)[.+-]|[.+-](?!\w)")
 #: Tokens this long or longer also match a token sharing their first five letters
@@ -14,12 +15,16 @@ _STEM = 5
 
 def fold(text: str) -> str:
     """Lower case without accents: ``"Não, AMANHÃ"`` -> ``"nao, amanha"``."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-def tokens(text: str) -> list[str]:
-    return [token for token in _NON_WORD.split(fold(text)) if token]
+@lru_cache(maxsize=4096)
+def tokens(text: str) -> tuple[str, ...]:
+    """The words of ``text``, folded; cached, since phrases and messages are tokenised often."""
+    return tuple(token for token in _NON_WORD.split(fold(text)) if token)
 
 
 def _same(phrase_token: str, token: str) -> bool:
@@ -39,13 +44,13 @@ def phrase_score(phrase: str, words: Sequence[str]) -> int:
     wanted = tokens(phrase)
     if not wanted:
         return 0
-    for start in range(len(words) - len(wanted) + 1):
-        if all(_same(w, words[start + i]) for i, w in enumerate(wanted)):
-            return 100
-    found = sum(any(_same(w, token) for token in words) for w in wanted)
-    if found == len(wanted):
-        return 80
-    return round(60 * found / len(wanted)) if len(wanted) > 1 else 0
+    positions = [{i for i, token in enumerate(words) if _same(w, token)} for w in wanted]
+    found = sum(1 for matched in positions if matched)
+    if found < len(wanted):
+        return round(60 * found / len(wanted)) if len(wanted) > 1 else 0
+    if any(all(start + k in positions[k] for k in range(1, len(wanted))) for start in positions[0]):
+        return 100
+    return 80
 
 
 def phrases_score(phrases: Sequence[str], text: str) -> int:

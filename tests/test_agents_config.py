@@ -1,0 +1,128 @@
+"""Agents and models from WARLOCK_SESSIONS, and the checks that guard them."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+from django.test import override_settings
+
+from warlock_sessions.agents import get_agent, get_model
+from warlock_sessions.errors import AgentNotConfiguredError
+from warlock_sessions.providers import OpenAICompatibleModel, RuleModel
+
+
+def warlock_check_ids() -> list[str]:
+    return sorted(m.id for m in checks.run_checks() if m.id.startswith("warlock_sessions"))
+
+
+def configure(**settings: object) -> override_settings:
+    return override_settings(WARLOCK_SESSIONS=settings)
+
+
+def test_agents_by_import_string_or_factory_with_a_configured_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEST_LLM_KEY", "sk-from-env")
+    with configure(
+        AGENTS={
+            "ready": "tests.configured_agents.ready_agent",
+            "built": {"AGENT": "tests.configured_agents.build_agent", "MODEL": "llm"},
+        },
+        DEFAULT_AGENT="ready",
+        MODELS={
+            "llm": {
+                "BASE_URL": "http://127.0.0.1:9/v1",
+                "MODEL": "m",
+                "API_KEY_ENV": "TEST_LLM_KEY",
+                "OPTIONS": {"timeout": 5},
+            }
+        },
+    ):
+        assert isinstance(get_agent().model, RuleModel)
+        built = get_agent("built")
+        assert built is get_agent("built")
+        assert isinstance(built.model, OpenAICompatibleModel)
+        assert built.model._client.headers["Authorization"] == "Bearer sk-from-env"
+        assert get_model("llm") is built.model
+        assert warlock_check_ids() == []
+        with pytest.raises(
+            AgentNotConfiguredError, match=r"no agent 'nope'.*configured: built, ready"
+        ):
+            get_agent("nope")
+
+
+def test_a_single_agent_is_the_default_and_two_need_a_choice() -> None:
+    with configure(AGENTS={"only": "tests.configured_agents.ready_agent"}):
+        assert get_agent() is get_agent("only")
+    with (
+        configure(
+            AGENTS={
+                "a": "tests.configured_agents.ready_agent",
+                "b": "tests.configured_agents.build_agent",
+            }
+        ),
+        pytest.raises(AgentNotConfiguredError, match="DEFAULT_AGENT"),
+    ):
+        get_agent()
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"AGENTS": {"x": "tests.configured_agents.broken_agent"}}, ["warlock_sessions.E006"]),
+        ({"AGENTS": {"x": "tests.configured_agents.nowhere"}}, ["warlock_sessions.E006"]),
+        ({"AGENTS": {"x": "tests.configured_agents.not_an_agent"}}, ["warlock_sessions.E006"]),
+        (
+            {"AGENTS": {"x": {"AGENT": "tests.configured_agents.build_agent", "MODEL": "gpt"}}},
+            ["warlock_sessions.E009"],
+        ),
+        ({"AGENTS": {}, "DEFAULT_AGENT": "support"}, ["warlock_sessions.E009"]),
+        ({"MODELS": {"m": {"CLASS": "nowhere.Model"}}}, ["warlock_sessions.E007"]),
+        (
+            {
+                "MODELS": {
+                    "m": {"BASE_URL": "http://x/v1", "MODEL": "m", "OPTIONS": {"temprature": 1}}
+                }
+            },
+            ["warlock_sessions.E007"],
+        ),
+        (
+            {"MODELS": {"m": {"BASE_URL": "api.openai.com", "MODEL": "m"}}},
+            ["warlock_sessions.E008"],
+        ),
+        (
+            {
+                "MODELS": {
+                    "m": {
+                        "BASE_URL": "https://api.openai.com/v1",
+                        "MODEL": "m",
+                        "API_KEY_ENV": "NOT_SET_X",
+                    }
+                }
+            },
+            ["warlock_sessions.W002"],
+        ),
+        ({"MODELS": {"m": {"BASE_URL": "http://localhost:11434/v1", "MODEL": "llama3"}}}, []),
+        ({"MODELS": {"rules": {"CLASS": "warlock_sessions.providers.RuleModel"}}}, []),
+    ],
+)
+def test_misconfigured_agents_and_models_are_reported(
+    settings: dict[str, object], expected: list[str]
+) -> None:
+    with configure(**settings):
+        assert warlock_check_ids() == expected
+
+
+def test_the_check_message_names_the_bad_flow_path() -> None:
+    with configure(AGENTS={"x": "tests.configured_agents.broken_agent"}):
+        [message] = [m for m in checks.run_checks() if m.id == "warlock_sessions.E006"]
+    assert "flows[0].steps[0].wait" in message.msg
+
+
+def test_the_key_is_never_in_a_check_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_KEY_ENV", "sk-very-secret")
+    with configure(
+        MODELS={"m": {"BASE_URL": "nope", "MODEL": "m", "API_KEY_ENV": "SECRET_KEY_ENV"}}
+    ):
+        text = " ".join(f"{m.msg} {m.hint}" for m in checks.run_checks())
+    assert "sk-very-secret" not in text
