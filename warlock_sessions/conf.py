@@ -30,10 +30,21 @@ DEFAULTS: dict[str, Any] = {
     # name -> {"CLASS": import string (default OpenAICompatibleModel), "BASE_URL", "MODEL",
     # "API_KEY" or "API_KEY_ENV" (an environment variable), "OPTIONS": {more keyword arguments}}.
     "MODELS": {},
+    # How often the host reloads and replays a turn that lost the version race before giving up.
+    "MAX_CONFLICT_RETRIES": 3,
+    # Import string of deliver(message: OutboundMessage) -> None, raising on failure, that sends a
+    # message to its channel (WhatsApp, e-mail…). None: the event log and websocket deliver it.
+    "DELIVER": None,
+    "MAX_DELIVERY_ATTEMPTS": 8,
+    # The worker: how long a claimed wake or message is leased, how often a failing wake is
+    # retried before it is marked failed, and how long an idle worker sleeps.
+    "LEASE_SECONDS": 60,
+    "MAX_WAKE_ATTEMPTS": 5,
+    "POLL_INTERVAL": 1.0,
 }
 
 #: Settings whose value is an import string (or a list of them) resolved on access.
-IMPORT_STRINGS: frozenset[str] = frozenset({"STORE"})
+IMPORT_STRINGS: frozenset[str] = frozenset({"STORE", "DELIVER"})
 
 #: Settings that used to exist, with what replaced them; using one is an error, not a no-op.
 REMOVED_SETTINGS: dict[str, str] = {}

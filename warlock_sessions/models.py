@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .engine.session import Session as SessionBlob
@@ -77,3 +78,106 @@ class Session(models.Model):
     def session(self) -> SessionBlob:
         """The checked v4 blob (raises ``InvalidSessionError`` when the row is unreadable)."""
         return decode_session(self.blob, self.id, self.version)
+
+
+class OutboundMessage(models.Model):
+    """A message a committed turn produced: the transactional outbox.
+
+    Written in the same transaction as the session save (with a database store), unique on the
+    session and the engine's message key (keys are unique within a session), so a replayed turn
+    can never queue a message twice. ``deliver_after`` honours the message's ``afterMs``.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        DELIVERED = "delivered", _("delivered")
+        FAILED = "failed", _("failed")
+
+    key = models.CharField(_("message key"), max_length=512)
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
+    kind = models.CharField(_("kind"), max_length=16)
+    text = models.TextField(_("text"))
+    after_ms = models.PositiveIntegerField(_("delay (ms)"), default=0)
+    payload = models.JSONField(_("message"), default=dict)
+    status = models.CharField(
+        _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    attempts = models.PositiveIntegerField(_("delivery attempts"), default=0)
+    last_error = models.TextField(_("last error"), blank=True, default="")
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    deliver_after = models.DateTimeField(_("deliver after"))
+    lease_until = models.DateTimeField(_("leased until"), null=True, blank=True)
+    delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("outbound message")
+        verbose_name_plural = _("outbound messages")
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["status", "deliver_after"], name="warlock_outbox_due")]
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "key"], name="warlock_outbox_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class SessionEvent(models.Model):
+    """The persisted event log of a session, in ``seq`` order: what a chat UI replays after a
+    dropped socket (the channel layer is lossy; this log is the source of truth)."""
+
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
+    seq = models.PositiveBigIntegerField(_("sequence"))
+    type = models.CharField(_("type"), max_length=32)
+    payload = models.JSONField(_("payload"), default=dict)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("session event")
+        verbose_name_plural = _("session events")
+        ordering = ["session_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "seq"], name="warlock_event_seq_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.type}"
+
+
+class Wake(models.Model):
+    """A scheduled wake: at ``due_at`` the worker fires ``turn(wake=key)`` on the session.
+
+    Unique on the session and the engine's wake key, so rescheduling the same key moves it
+    rather than adding a second one. Workers claim due wakes with ``SELECT … FOR UPDATE SKIP
+    LOCKED`` where the database has it, else by compare-and-set on ``lease_until``.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        FIRED = "fired", _("fired")
+        FAILED = "failed", _("failed")
+
+    key = models.CharField(_("wake key"), max_length=512)
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
+    agent = models.CharField(_("agent"), max_length=100, blank=True, default="")
+    due_at = models.DateTimeField(_("due"))
+    status = models.CharField(
+        _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    last_error = models.TextField(_("last error"), blank=True, default="")
+    lease_until = models.DateTimeField(_("leased until"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    fired_at = models.DateTimeField(_("fired"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("wake")
+        verbose_name_plural = _("wakes")
+        ordering = ["due_at", "id"]
+        indexes = [models.Index(fields=["status", "due_at"], name="warlock_wake_due")]
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "key"], name="warlock_wake_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,92 @@
+"""Fixtures for host tests: the database aliases to run on, and agents built for them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connections
+
+from tests.services import postgres_unreachable
+from warlock_sessions.engine import Agent, Spoken
+from warlock_sessions.providers import RuleModel
+
+needs_postgres = pytest.mark.skipif(
+    postgres_unreachable() is not None, reason=postgres_unreachable() or ""
+)
+ALIASES = [
+    pytest.param("default", id="sqlite", marks=pytest.mark.django_db(transaction=True)),
+    pytest.param(
+        "postgres",
+        id="postgres",
+        marks=[
+            needs_postgres,
+            pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+        ],
+    ),
+]
+
+
+@pytest.fixture(params=ALIASES)
+def alias(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield request.param
+    connections.close_all()
+
+
+class RoutingOnlyModel(RuleModel):
+    """Routes like the RuleModel but, as engine-spec scenario 3 scripts it, speaks without
+    extracting any field."""
+
+    def speak(self, request: object) -> Spoken:
+        return Spoken(message="ok", llm_calls=1)
+
+
+def race_agent() -> Agent:
+    return Agent(
+        [
+            {
+                "id": "triagem",
+                "on": [{"message": ["x"]}],
+                "steps": [{"id": "quem", "collect": ["nome", "empresa"]}],
+            },
+            {
+                "id": "retomar",
+                "on": [{"silence": "24h"}],
+                "steps": [
+                    {"id": "p1", "prompt": "Ainda por aí?"},
+                    {"id": "w1", "wait": "2d", "else": "end"},
+                    {"id": "p2", "prompt": "Última tentativa"},
+                ],
+            },
+        ],
+        fields={"nome": {"type": "string"}, "empresa": {"type": "string"}},
+        model=RoutingOnlyModel(),
+        name="race",
+    )
+
+
+def echo_agent() -> Agent:
+    """Answers every message with the idle speaker: one reply per message, key idle:<id>."""
+    return Agent([], idle={"prompt": "ok"}, model=RuleModel(), name="echo")
+
+
+def timer_agent() -> Agent:
+    """A real timer: wait 2 s (an if in between, so it is not an inline delay), then say."""
+    return Agent(
+        [
+            {
+                "id": "lembrete",
+                "steps": [
+                    {"id": "espera", "wait": "2s"},
+                    {"id": "agora", "if": {"known": []}},
+                    {"id": "aviso", "say": "Hora do lembrete!"},
+                ],
+            }
+        ]
+        + [
+            {"id": f"f{i}", "steps": [{"id": "w", "wait": "1h"}, {"id": "s", "say": f"done {i}"}]}
+            for i in range(10)
+        ],
+        model=RuleModel(),
+        name="timer",
+    )

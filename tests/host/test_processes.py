@@ -1,0 +1,212 @@
+"""The host and worker across real processes on the real databases: a conflict storm, a crash
+between turn() and save, two workers over 2,000 wakes, a timer through the worker process."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.test import override_settings
+
+from warlock_sessions import signals
+from warlock_sessions.engine.isotime import iso_from_ms
+from warlock_sessions.errors import SessionConflictError
+from warlock_sessions.host import Host, Worker, run_due_wakes
+from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
+from warlock_sessions.stores import DjangoStore
+from warlock_sessions.testing import run_blob, session_blob
+
+from .conftest import echo_agent, needs_postgres, timer_agent
+
+FORK = multiprocessing.get_context("fork")
+POSTGRES_ONLY = [
+    needs_postgres,
+    pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+]
+
+
+def worker_settings(alias: str) -> dict[str, Any]:
+    """What a worker process needs: the agent by name, and the store on the test's database."""
+    return {
+        "AGENTS": {"timer": "tests.host.conftest.timer_agent"},
+        "STORE_OPTIONS": {"using": alias},
+    }
+
+
+def forked(target: Any, *args: Any) -> Any:
+    """Start ``target`` in a forked process that shares no database connection with us."""
+    connections.close_all()
+    process = FORK.Process(target=target, args=args)
+    process.start()
+    return process
+
+
+def _storm_sender(alias: str, sender: int, count: int, results: Any) -> None:
+    host = Host(echo_agent(), DjangoStore(using=alias), max_conflict_retries=3)
+    conflicts = refused = 0
+
+    def count_conflict(**kwargs: Any) -> None:
+        nonlocal conflicts
+        conflicts += 1
+
+    signals.session_conflict.connect(count_conflict, weak=False)
+    for index in range(count):
+        while True:
+            try:
+                host.handle("storm", {"message": {"text": "hi", "id": f"p{sender}-{index}"}})
+                break
+            except SessionConflictError:
+                refused += 1  # refused after the retries: the caller sends it again
+    results.put((conflicts, refused))
+
+
+@pytest.mark.parametrize("alias", [pytest.param("postgres", marks=POSTGRES_ONLY)])
+def test_conflict_storm_8_processes_100_messages_each(alias: str) -> None:
+    senders, per_sender = 8, 100
+    Host(echo_agent(), DjangoStore(using=alias)).handle(
+        "storm", {"message": {"text": "hi", "id": "first"}}
+    )
+    results = FORK.Queue()
+    processes = [
+        forked(_storm_sender, alias, sender, per_sender, results) for sender in range(senders)
+    ]
+    outcomes = [results.get(timeout=300) for _ in processes]
+    for process in processes:
+        process.join(30)
+        assert process.exitcode == 0
+
+    total = senders * per_sender + 1
+    turns = SessionEvent.objects.using(alias).filter(session_id="storm", type="turn")
+    applied = Counter(event.payload["input"]["id"] for event in turns)
+    assert len(applied) == total and set(applied.values()) == {1}  # every message exactly once
+    keys = list(
+        OutboundMessage.objects.using(alias)
+        .filter(session_id="storm")
+        .values_list("key", flat=True)
+    )
+    assert len(keys) == total and len(set(keys)) == total
+    assert set(keys) == {f"idle:{message_id}" for message_id in applied}
+    seqs = list(
+        SessionEvent.objects.using(alias)
+        .filter(session_id="storm")
+        .order_by("seq")
+        .values_list("seq", flat=True)
+    )
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert DjangoStore(using=alias).load("storm")["version"] == total
+    conflicts = sum(c for c, _ in outcomes)
+    refused = sum(r for _, r in outcomes)
+    print(
+        f"\nconflict storm: {total} turns committed, {conflicts} conflicts replayed "
+        f"({conflicts / total:.2f} per turn), {refused} calls refused after 3 retries and resent"
+    )
+
+
+def _crash_before_save(alias: str, marker: str) -> None:
+    def block(sender: Any, session_id: str, input: Any, result: Any, **kwargs: Any) -> None:
+        Path(marker).write_text(json.dumps([m["key"] for m in result.messages]))
+        time.sleep(600)  # killed here, between turn() and the save
+
+    signals.turn_computed.connect(block, weak=False)
+    run_due_wakes(10, using=alias)
+
+
+def test_a_worker_killed_between_turn_and_save_leaves_the_session_untouched(
+    alias: str, tmp_path: Path
+) -> None:
+    host = Host(timer_agent(), DjangoStore(using=alias))
+    host.handle("c1", {"start": {"flow": "lembrete", "key": "k1"}})
+    Wake.objects.using(alias).update(due_at="2000-01-01T00:00:00Z")
+    before = DjangoStore(using=alias).load("c1")
+    marker = tmp_path / "computed.json"
+
+    with override_settings(WARLOCK_SESSIONS={**worker_settings(alias), "LEASE_SECONDS": 1}):
+        worker = forked(_crash_before_save, alias, str(marker))
+        deadline = time.monotonic() + 30
+        while not marker.exists() or not marker.read_text():
+            assert time.monotonic() < deadline, "the worker never computed the turn"
+            time.sleep(0.05)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        computed_keys = json.loads(marker.read_text())
+
+        assert DjangoStore(using=alias).load("c1") == before
+        assert not OutboundMessage.objects.using(alias).exists()
+        time.sleep(1.2)  # the dead worker's lease runs out
+        assert run_due_wakes(10, using=alias) == 1
+
+    assert computed_keys == ["lembrete#k1:aviso:1"]
+    assert list(OutboundMessage.objects.using(alias).values_list("key", flat=True)) == computed_keys
+    assert DjangoStore(using=alias).load("c1")["version"] == before["version"] + 1
+
+
+def _work(alias: str) -> None:
+    Worker(batch=50, poll_interval=0.05, using=alias).run()
+
+
+@pytest.mark.parametrize("alias", [pytest.param("postgres", marks=POSTGRES_ONLY)])
+def test_two_workers_fire_2000_wakes_on_200_sessions_each_exactly_once(alias: str) -> None:
+    store = DjangoStore(using=alias, agent="timer")
+    due = iso_from_ms(int(time.time() * 1000) - 1000)
+    wakes = []
+    for index in range(200):
+        runs = []
+        for flow in range(10):
+            run = run_blob(
+                f"f{flow}", trigger_key="k", session_id=f"s{index}", status="waiting", step_id="w"
+            )
+            run["waiting"]["key"] = key = f"f{flow}#k:w:{index}"
+            runs.append(run)
+            wakes.append(Wake(key=key, session_id=f"s{index}", agent="timer", due_at=due))
+        store.save(session_blob(f"s{index}", runs=runs), 0)
+    Wake.objects.using(alias).bulk_create(wakes)
+
+    with override_settings(WARLOCK_SESSIONS=worker_settings(alias)):
+        workers = [forked(_work, alias) for _ in range(2)]
+        deadline = time.monotonic() + 240
+        while Wake.objects.using(alias).filter(status="pending").exists():
+            assert time.monotonic() < deadline, "wakes left due"
+            time.sleep(0.2)
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGTERM)
+            worker.join(30)
+            assert worker.exitcode == 0
+
+    assert Wake.objects.using(alias).filter(status="fired").count() == 2000
+    keys = Counter(OutboundMessage.objects.using(alias).values_list("session_id", "key"))
+    assert len(keys) == 2000 and set(keys.values()) == {1}
+    assert all(DjangoStore(using=alias).load(f"s{i}")["runs"] == [] for i in range(0, 200, 17))
+
+
+def _worker_command(alias: str) -> None:
+    from django.core.management import call_command
+
+    call_command("warlock_worker", poll_interval=0.1, database=alias, verbosity=0)
+
+
+def test_a_timer_fires_through_the_worker_process_which_stops_on_sigterm(alias: str) -> None:
+    with override_settings(WARLOCK_SESSIONS=worker_settings(alias)):
+        started = Host("timer", DjangoStore(using=alias)).handle(
+            "t1", {"start": {"flow": "lembrete", "key": "k"}}
+        )
+        assert [w["key"].rsplit(":", 1)[0] for w in started.schedule] == ["lembrete#k:espera"]
+        worker = forked(_worker_command, alias)
+        deadline = time.monotonic() + 30
+        while not OutboundMessage.objects.using(alias).filter(session_id="t1").exists():
+            assert time.monotonic() < deadline, "the timer never fired"
+            time.sleep(0.1)
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.join(15)
+    assert worker.exitcode == 0
+    message = OutboundMessage.objects.using(alias).get(session_id="t1")
+    assert (message.key, message.text) == ("lembrete#k:aviso:1", "Hora do lembrete!")
+    assert SessionEvent.objects.using(alias).filter(session_id="t1", type="message").count() == 1
+    assert Wake.objects.using(alias).get().status == "fired"

@@ -1,0 +1,46 @@
+"""``manage.py warlock_worker``: fire due wakes and deliver the outbox until stopped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...host import Worker
+
+
+class Command(BaseCommand):
+    help = (
+        "Fire due wakes (timers, retries, silence reminders) and deliver outbox messages. "
+        "Several workers may run at once. SIGTERM or Ctrl-C finish the wake in hand, then stop."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--once", action="store_true", help="make one pass, then exit")
+        parser.add_argument(
+            "--until-idle", action="store_true", help="exit when a pass finds nothing due"
+        )
+        parser.add_argument("--batch", type=int, default=100, help="rows claimed per pass (100)")
+        parser.add_argument(
+            "--poll-interval",
+            type=float,
+            default=None,
+            help="seconds to sleep when idle (WARLOCK_SESSIONS['POLL_INTERVAL'])",
+        )
+        parser.add_argument(
+            "--database", default=None, help="database alias of the wakes and outbox"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["batch"] < 1:
+            raise CommandError("--batch must be at least 1")
+        worker = Worker(
+            batch=options["batch"],
+            poll_interval=options["poll_interval"],
+            using=options["database"],
+        )
+        if options["verbosity"] >= 1:
+            self.stdout.write("warlock_worker: firing due wakes (Ctrl-C to stop)")
+        done = worker.run(once=options["once"], until_idle=options["until_idle"])
+        if options["verbosity"] >= 1:
+            self.stdout.write(f"warlock_worker: stopped after {done} wakes and messages")
