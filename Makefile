@@ -32,6 +32,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.store
 	$(BIN)/python -m bench.engine
 	$(BIN)/python -m bench.providers
+	$(BIN)/python -m bench.host
 
 $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[docs]'

@@ -10,6 +10,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -37,7 +38,7 @@ def bench_database_url() -> str:
 RECOMMENDED_OPTIONS = {"prepare_threshold": 5}
 
 
-def configure_django(database_url: str) -> None:
+def configure_django(database_url: str, **extra_settings: Any) -> None:
     """Point Django at the benchmark database and migrate.
 
     ``default`` is configured as docs/stores.md recommends for production (DEBUG off,
@@ -66,6 +67,7 @@ def configure_django(database_url: str) -> None:
             "default": {**database, "OPTIONS": RECOMMENDED_OPTIONS},
             "django_defaults": {**database, "TEST": {"MIRROR": "default"}},
         },
+        **extra_settings,
     )
     django.setup()
     call_command("migrate", verbosity=0)

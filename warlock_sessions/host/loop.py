@@ -150,6 +150,7 @@ class Host:
             turn_input=turn_input,
             using=self.using,
             now=timezone.now(),
+            exclusive=self.one_transaction,
         )
         transaction.on_commit(
             lambda: publish(session_id=session_id, result=result, version=version, events=events),

@@ -21,6 +21,23 @@ except ImportError:  # no psycopg 3 installed, or psycopg2 in use
     ServerBindingCursor = None
 
 
+def server_binding_cursor(using: str) -> CursorWrapper:
+    """A cursor on Django's connection ``using`` that binds parameters server-side.
+
+    Django's psycopg 3 cursors bind client-side by default: a whole blob is escaped into the
+    SQL text, which PostgreSQL must then parse. That cost a third of a save (bench/store.py),
+    so on PostgreSQL this asks for Django's own server-binding cursor class, wrapped like every
+    Django cursor (execute wrappers, query logging, error translation and transactions behave
+    as usual). Elsewhere it is the ordinary cursor.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql" or ServerBindingCursor is None:
+        return connection.cursor()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+
+
 class DjangoStore(Store):
     """The default store: one ``Session`` row per conversation, saved by a conditional write.
 
@@ -70,20 +87,7 @@ class DjangoStore(Store):
         }
 
     def _cursor(self) -> CursorWrapper:
-        """A cursor on the store's database connection, binding parameters server-side.
-
-        Django's psycopg 3 cursors bind client-side by default: the whole blob is escaped into
-        the SQL text, which PostgreSQL must then parse. That cost a third of a save
-        (bench/store.py), so on PostgreSQL the store asks for Django's own server-binding
-        cursor class, wrapped like every Django cursor (execute wrappers, query logging, error
-        translation and transactions behave as usual).
-        """
-        connection = connections[self.using]
-        if connection.vendor != "postgresql" or ServerBindingCursor is None:
-            return connection.cursor()
-        connection.ensure_connection()
-        with connection.wrap_database_errors:
-            return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+        return server_binding_cursor(self.using)
 
     def load(self, session_id: str) -> Session | None:
         with self._cursor() as cursor:

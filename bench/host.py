@@ -1,0 +1,211 @@
+"""Host benchmark on PostgreSQL, two figures:
+
+1. One message turn end to end through Host.handle (load + turn + save + outbox + events +
+   wakes) on a ~24 KB session, against one raw-psycopg load+save of the same blob.
+   Target (issue 5): <= 2x.
+2. Two worker processes firing 2,000 due wakes on 200 sessions, against the single-process
+   Host.handle message-turn rate on the same sessions. Target: >= 0.5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import signal
+import statistics
+import time
+from typing import Any
+
+import psycopg
+
+from bench.common import (
+    bench_database_url,
+    configure_django,
+    measure,
+    raw_jsonb_load_save,
+    report,
+    verdict,
+)
+
+FLOWS = [
+    {
+        "id": "triagem",
+        "on": [{"message": ["quero comprar"]}],
+        "onEnd": "stay",
+        "steps": [
+            {"id": "quem", "collect": ["nome", "empresa"]},
+            {"id": "fim", "prompt": "Posso ajudar?"},
+        ],
+    },
+    {
+        "id": "retomar",
+        "on": [{"silence": "24h"}],
+        "steps": [
+            {"id": "p1", "prompt": "Ainda por aí?"},
+            {"id": "w1", "wait": "2d", "else": "end"},
+        ],
+    },
+    {
+        "id": "funil",
+        "on": [{"message": ["orçamento"]}],
+        "steps": [{"id": "orcamento", "collect": ["orcamento"]}],
+    },
+    {"id": "lembrete", "on": [{"silence": "1h"}], "steps": [{"id": "oi", "prompt": "Oi?"}]},
+]
+FIELDS = {
+    "nome": {"type": "string"},
+    "empresa": {"type": "string"},
+    "orcamento": {"type": "number"},
+    "email": {"type": "string"},
+    "aceitaContato": {"type": "boolean"},
+}
+WAKE_FLOWS = [
+    {"id": f"f{i}", "steps": [{"id": "w", "wait": "1h"}, {"id": "s", "say": f"done {i}"}]}
+    for i in range(10)
+]
+
+
+class ConstantModel:
+    """Answers every request the same way, like a scripted model that never runs out."""
+
+    def understand(self, request: Any) -> Any:
+        from warlock_sessions.engine import Understanding
+
+        return Understanding(flows={"funil": 10})
+
+    def speak(self, request: Any) -> Any:
+        from warlock_sessions.engine import Spoken
+
+        return Spoken("Claro, posso ajudar com isso.")
+
+
+def bench_agent() -> Any:
+    from warlock_sessions.engine import Agent
+
+    return Agent(
+        FLOWS + WAKE_FLOWS,
+        fields=FIELDS,
+        model=ConstantModel(),
+        name="bench",
+        idle={"prompt": "ok"},
+    )
+
+
+def _work() -> None:
+    from warlock_sessions.host import Worker
+
+    Worker(batch=50, poll_interval=0.05).run()
+
+
+def message_turn_ratio(iterations: int) -> float:
+    from warlock_sessions.host import Host
+    from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake
+    from warlock_sessions.stores import DjangoStore
+    from warlock_sessions.testing import realistic_session
+
+    for model in (Session, SessionEvent, OutboundMessage, Wake):
+        model.objects.all().delete()
+    blob = realistic_session("bench")
+    DjangoStore().save(blob, 0)
+    host = Host(bench_agent(), DjangoStore())
+    counter = iter(range(10**9))
+
+    def handle() -> None:
+        result = host.handle("bench", {"message": {"text": "e aí?", "id": f"b{next(counter)}"}})
+        assert result.changed and result.messages
+
+    with psycopg.connect(bench_database_url(), autocommit=True) as raw:
+        samples = measure(
+            {
+                "raw-psycopg-load+save": raw_jsonb_load_save(raw, blob),
+                "Host.handle message turn": handle,
+            },
+            iterations=iterations,
+        )
+    ratios = report(samples, baseline="raw-psycopg-load+save")
+    size = len(DjangoStore().load("bench")["runs"][0]["outcomes"])
+    print(f"(the session kept its size: {size} outcome lines on its asking run)")
+    print(verdict("Host.handle / raw load+save", ratios["Host.handle message turn"], 2.0))
+    return ratios["Host.handle message turn"]
+
+
+def worker_throughput_ratio() -> float:
+    from django.db import connections
+
+    from warlock_sessions.engine.isotime import iso_from_ms
+    from warlock_sessions.host import Host
+    from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake
+    from warlock_sessions.stores import DjangoStore
+    from warlock_sessions.testing import run_blob, session_blob
+
+    for model in (Session, SessionEvent, OutboundMessage, Wake):
+        model.objects.all().delete()
+    store = DjangoStore(agent="bench")
+    due = iso_from_ms(int(time.time() * 1000) - 1000)
+    wakes = []
+    for index in range(200):
+        runs = []
+        for flow in range(10):
+            run = run_blob(
+                f"f{flow}", trigger_key="k", session_id=f"w{index}", status="waiting", step_id="w"
+            )
+            run["waiting"]["key"] = key = f"f{flow}#k:w:{index}"
+            runs.append(run)
+            wakes.append(Wake(key=key, session_id=f"w{index}", agent="bench", due_at=due))
+        store.save(session_blob(f"w{index}", runs=runs), 0)
+    host = Host("bench", store)
+    timings = []
+    for index in range(200):
+        started = time.perf_counter()
+        host.handle(f"w{index}", {"message": {"text": "oi", "id": "m1"}})
+        timings.append(time.perf_counter() - started)
+    single_rate = 1 / statistics.median(timings)
+
+    Wake.objects.bulk_create(wakes)
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    started = time.perf_counter()
+    workers = [context.Process(target=_work) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    due_wakes = Wake.objects.filter(key__contains="#k:w:")  # not the silence wakes the turns armed
+    while due_wakes.filter(status="pending").exists():
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.join(30)
+    fired = due_wakes.filter(status="fired").count()
+    messages = OutboundMessage.objects.filter(
+        session_id__startswith="w", key__contains=":s:"
+    ).count()
+    worker_rate = fired / elapsed
+    ratio = worker_rate / single_rate
+    print(f"\nsingle-process Host.handle message turns: {single_rate:.0f}/s (median of 200)")
+    print(
+        f"2 workers over {fired} due wakes ({messages} messages, each once): "
+        f"{worker_rate:.0f} wakes/s"
+    )
+    print(
+        f"worker throughput: {ratio:.2f}x the single-process rate (target >= 0.5x) "
+        f"{'OK' if ratio >= 0.5 else 'MISSED'}"
+    )
+    assert fired == 2000 and messages == 2000
+    return ratio
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=1000)
+    args = parser.parse_args()
+    configure_django(
+        bench_database_url(),
+        WARLOCK_SESSIONS={"AGENTS": {"bench": "bench.host.bench_agent"}, "POLL_INTERVAL": 0.05},
+    )
+    message_turn_ratio(args.iterations)
+    worker_throughput_ratio()
+
+
+if __name__ == "__main__":
+    main()
