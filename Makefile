@@ -16,9 +16,12 @@ $(VENV)/.bench-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $@
 
+# The wake worker runs beside the server and stops with it.
 demo: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo_setup
+	$(BIN)/python manage.py warlock_worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 lint: $(STAMP)

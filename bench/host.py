@@ -27,39 +27,21 @@ from bench.common import (
     report,
     verdict,
 )
+from bench.engine import FIELDS
+from bench.engine import FLOWS as ENGINE_FLOWS
 
+# The engine benchmark's agent, with its asking run staying to answer every message (so the
+# session keeps its size) and a silence flow that re-arms a wake on every turn.
+TRIAGEM = {
+    **ENGINE_FLOWS[0],
+    "onEnd": "stay",
+    "steps": [ENGINE_FLOWS[0]["steps"][0], {"id": "fim", "prompt": "Posso ajudar?"}],
+}
 FLOWS = [
-    {
-        "id": "triagem",
-        "on": [{"message": ["quero comprar"]}],
-        "onEnd": "stay",
-        "steps": [
-            {"id": "quem", "collect": ["nome", "empresa"]},
-            {"id": "fim", "prompt": "Posso ajudar?"},
-        ],
-    },
-    {
-        "id": "retomar",
-        "on": [{"silence": "24h"}],
-        "steps": [
-            {"id": "p1", "prompt": "Ainda por aí?"},
-            {"id": "w1", "wait": "2d", "else": "end"},
-        ],
-    },
-    {
-        "id": "funil",
-        "on": [{"message": ["orçamento"]}],
-        "steps": [{"id": "orcamento", "collect": ["orcamento"]}],
-    },
+    TRIAGEM,
+    *ENGINE_FLOWS[1:],
     {"id": "lembrete", "on": [{"silence": "1h"}], "steps": [{"id": "oi", "prompt": "Oi?"}]},
 ]
-FIELDS = {
-    "nome": {"type": "string"},
-    "empresa": {"type": "string"},
-    "orcamento": {"type": "number"},
-    "email": {"type": "string"},
-    "aceitaContato": {"type": "boolean"},
-}
 WAKE_FLOWS = [
     {"id": f"f{i}", "steps": [{"id": "w", "wait": "1h"}, {"id": "s", "say": f"done {i}"}]}
     for i in range(10)
@@ -133,27 +115,16 @@ def message_turn_ratio(iterations: int) -> float:
 def worker_throughput_ratio() -> float:
     from django.db import connections
 
-    from warlock_sessions.engine.isotime import iso_from_ms
     from warlock_sessions.host import Host
     from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake
     from warlock_sessions.stores import DjangoStore
-    from warlock_sessions.testing import run_blob, session_blob
+    from warlock_sessions.testing.wakes import seed_due_wakes
 
     for model in (Session, SessionEvent, OutboundMessage, Wake):
         model.objects.all().delete()
     store = DjangoStore(agent="bench")
-    due = iso_from_ms(int(time.time() * 1000) - 1000)
-    wakes = []
-    for index in range(200):
-        runs = []
-        for flow in range(10):
-            run = run_blob(
-                f"f{flow}", trigger_key="k", session_id=f"w{index}", status="waiting", step_id="w"
-            )
-            run["waiting"]["key"] = key = f"f{flow}#k:w:{index}"
-            runs.append(run)
-            wakes.append(Wake(key=key, session_id=f"w{index}", agent="bench", due_at=due))
-        store.save(session_blob(f"w{index}", runs=runs), 0)
+    # The wakes are due from the start; no worker runs until the single-process rate is taken.
+    seed_due_wakes(store, sessions=200, flows=10, agent="bench", prefix="w")
     host = Host("bench", store)
     timings = []
     for index in range(200):
@@ -162,7 +133,6 @@ def worker_throughput_ratio() -> float:
         timings.append(time.perf_counter() - started)
     single_rate = 1 / statistics.median(timings)
 
-    Wake.objects.bulk_create(wakes)
     connections.close_all()
     context = multiprocessing.get_context("fork")
     started = time.perf_counter()

@@ -80,7 +80,25 @@ class Session(models.Model):
         return decode_session(self.blob, self.id, self.version)
 
 
-class OutboundMessage(models.Model):
+class LeasedWork(models.Model):
+    """A row a worker claims: keyed within its session, leased while worked on, and retried
+    with a count of attempts and the last error."""
+
+    key = models.CharField(_("key"), max_length=512)
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    last_error = models.TextField(_("last error"), blank=True, default="")
+    lease_until = models.DateTimeField(_("leased until"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class OutboundMessage(LeasedWork):
     """A message a committed turn produced: the transactional outbox.
 
     Written in the same transaction as the session save (with a database store), unique on the
@@ -93,8 +111,6 @@ class OutboundMessage(models.Model):
         DELIVERED = "delivered", _("delivered")
         FAILED = "failed", _("failed")
 
-    key = models.CharField(_("message key"), max_length=512)
-    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
     kind = models.CharField(_("kind"), max_length=16)
     text = models.TextField(_("text"))
     after_ms = models.PositiveIntegerField(_("delay (ms)"), default=0)
@@ -102,11 +118,7 @@ class OutboundMessage(models.Model):
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
     )
-    attempts = models.PositiveIntegerField(_("delivery attempts"), default=0)
-    last_error = models.TextField(_("last error"), blank=True, default="")
-    created_at = models.DateTimeField(_("created"), default=timezone.now)
     deliver_after = models.DateTimeField(_("deliver after"))
-    lease_until = models.DateTimeField(_("leased until"), null=True, blank=True)
     delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
 
     class Meta:
@@ -117,9 +129,6 @@ class OutboundMessage(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session_id", "key"], name="warlock_outbox_key_unique")
         ]
-
-    def __str__(self) -> str:
-        return self.key
 
 
 class SessionEvent(models.Model):
@@ -144,7 +153,7 @@ class SessionEvent(models.Model):
         return f"{self.session_id}#{self.seq} {self.type}"
 
 
-class Wake(models.Model):
+class Wake(LeasedWork):
     """A scheduled wake: at ``due_at`` the worker fires ``turn(wake=key)`` on the session.
 
     Unique on the session and the engine's wake key, so rescheduling the same key moves it
@@ -157,17 +166,11 @@ class Wake(models.Model):
         FIRED = "fired", _("fired")
         FAILED = "failed", _("failed")
 
-    key = models.CharField(_("wake key"), max_length=512)
-    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
     agent = models.CharField(_("agent"), max_length=100, blank=True, default="")
     due_at = models.DateTimeField(_("due"))
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
     )
-    attempts = models.PositiveIntegerField(_("attempts"), default=0)
-    last_error = models.TextField(_("last error"), blank=True, default="")
-    lease_until = models.DateTimeField(_("leased until"), null=True, blank=True)
-    created_at = models.DateTimeField(_("created"), default=timezone.now)
     fired_at = models.DateTimeField(_("fired"), null=True, blank=True)
 
     class Meta:
@@ -178,6 +181,3 @@ class Wake(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session_id", "key"], name="warlock_wake_key_unique")
         ]
-
-    def __str__(self) -> str:
-        return self.key

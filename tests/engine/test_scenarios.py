@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.flows import RACE_FIELDS, RACE_FLOWS
 from warlock_sessions.engine import (
     Agent,
     FakeClock,
@@ -149,25 +150,7 @@ def test_02_replay_is_deterministic_and_a_repeated_message_is_ignored() -> None:
 
 # 3 ---------------------------------------------------------------------------------------
 def race_agent() -> Agent:
-    return Agent(
-        [
-            {
-                "id": "triagem",
-                "on": [{"message": ["x"]}],
-                "steps": [{"id": "quem", "collect": ["nome", "empresa"]}],
-            },
-            {
-                "id": "retomar",
-                "on": [{"silence": "24h"}],
-                "steps": [
-                    {"id": "p1", "prompt": "Ainda por aí?"},
-                    {"id": "w1", "wait": "2d", "else": "end"},
-                    {"id": "p2", "prompt": "Última tentativa"},
-                ],
-            },
-        ],
-        fields={"nome": {"type": "string"}, "empresa": {"type": "string"}},
-    )
+    return Agent(RACE_FLOWS, fields=RACE_FIELDS)
 
 
 def test_03_race_two_hosts_one_conflict_replayed_with_identical_keys() -> None:

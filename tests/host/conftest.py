@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connections
 
+from tests.flows import RACE_FIELDS, RACE_FLOWS
 from tests.services import postgres_unreachable
 from warlock_sessions.engine import Agent, Spoken
 from warlock_sessions.providers import RuleModel
@@ -42,27 +43,7 @@ class RoutingOnlyModel(RuleModel):
 
 
 def race_agent() -> Agent:
-    return Agent(
-        [
-            {
-                "id": "triagem",
-                "on": [{"message": ["x"]}],
-                "steps": [{"id": "quem", "collect": ["nome", "empresa"]}],
-            },
-            {
-                "id": "retomar",
-                "on": [{"silence": "24h"}],
-                "steps": [
-                    {"id": "p1", "prompt": "Ainda por aí?"},
-                    {"id": "w1", "wait": "2d", "else": "end"},
-                    {"id": "p2", "prompt": "Última tentativa"},
-                ],
-            },
-        ],
-        fields={"nome": {"type": "string"}, "empresa": {"type": "string"}},
-        model=RoutingOnlyModel(),
-        name="race",
-    )
+    return Agent(RACE_FLOWS, fields=RACE_FIELDS, model=RoutingOnlyModel(), name="race")
 
 
 def echo_agent() -> Agent:

@@ -17,12 +17,11 @@ from django.db import connections
 from django.test import override_settings
 
 from warlock_sessions import signals
-from warlock_sessions.engine.isotime import iso_from_ms
 from warlock_sessions.errors import SessionConflictError
 from warlock_sessions.host import Host, Worker, run_due_wakes
 from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
 from warlock_sessions.stores import DjangoStore
-from warlock_sessions.testing import run_blob, session_blob
+from warlock_sessions.testing.wakes import seed_due_wakes
 
 from .conftest import echo_agent, needs_postgres, timer_agent
 
@@ -154,20 +153,7 @@ def _work(alias: str) -> None:
 
 @pytest.mark.parametrize("alias", [pytest.param("postgres", marks=POSTGRES_ONLY)])
 def test_two_workers_fire_2000_wakes_on_200_sessions_each_exactly_once(alias: str) -> None:
-    store = DjangoStore(using=alias, agent="timer")
-    due = iso_from_ms(int(time.time() * 1000) - 1000)
-    wakes = []
-    for index in range(200):
-        runs = []
-        for flow in range(10):
-            run = run_blob(
-                f"f{flow}", trigger_key="k", session_id=f"s{index}", status="waiting", step_id="w"
-            )
-            run["waiting"]["key"] = key = f"f{flow}#k:w:{index}"
-            runs.append(run)
-            wakes.append(Wake(key=key, session_id=f"s{index}", agent="timer", due_at=due))
-        store.save(session_blob(f"s{index}", runs=runs), 0)
-    Wake.objects.using(alias).bulk_create(wakes)
+    seed_due_wakes(DjangoStore(using=alias, agent="timer"), sessions=200, flows=10, agent="timer")
 
     with override_settings(WARLOCK_SESSIONS=worker_settings(alias)):
         workers = [forked(_work, alias) for _ in range(2)]
