@@ -19,7 +19,7 @@ from ..errors import SessionConflictError
 from ..models import OutboundMessage
 from ..stores import Store, default_store
 from ..stores.db import DjangoStore
-from .records import publish, record_turn
+from .records import FIRST_SEQ, publish, statement_parts, turn_records, write_records
 
 
 def turn_input_of(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,6 +84,7 @@ class Host:
         is_db_store = isinstance(self.store, DjangoStore)
         self.using = self.store.using if is_db_store else router.db_for_write(OutboundMessage)
         self.one_transaction = is_db_store
+        self.together = is_db_store and self.store.saves_together
 
     def handle(
         self, session_id: str, input: Mapping[str, Any], context: Any = None, **turn_options: Any
@@ -129,33 +130,35 @@ class Host:
     def _commit(
         self, session_id: str, result: TurnResult, expected: int, turn_input: Mapping[str, Any]
     ) -> Any:
-        if self.one_transaction:
-            with transaction.atomic(using=self.using):
-                saved = self.store.save(result.session, expected)
-                self._record(session_id, result, saved["version"], turn_input)
-        else:
-            saved = self.store.save(result.session, expected)
-            with transaction.atomic(using=self.using):
-                self._record(session_id, result, saved["version"], turn_input)
-        return saved
-
-    def _record(
-        self, session_id: str, result: TurnResult, version: int, turn_input: Mapping[str, Any]
-    ) -> None:
-        events = record_turn(
+        changes = turn_records(
             session_id=session_id,
             agent_name=self.agent_name,
             result=result,
-            version=version,
+            version=expected + 1,
             turn_input=turn_input,
-            using=self.using,
             now=timezone.now(),
-            exclusive=self.one_transaction,
         )
+        if self.together:
+            # PostgreSQL: the save and every record in one statement (two round trips a turn).
+            parts, params = statement_parts(changes, self.using)
+            saved, (first_seq,) = self.store.save_together(
+                result.session, expected, parts, params, FIRST_SEQ
+            )
+        elif self.one_transaction:
+            with transaction.atomic(using=self.using):
+                saved = self.store.save(result.session, expected)
+                first_seq = write_records(changes, self.using, exclusive=True)
+        else:
+            saved = self.store.save(result.session, expected)
+            with transaction.atomic(using=self.using):
+                first_seq = write_records(changes, self.using, exclusive=False)
+        events = changes.numbered(first_seq)
+        version = saved["version"]
         transaction.on_commit(
             lambda: publish(session_id=session_id, result=result, version=version, events=events),
             using=self.using,
         )
+        return saved
 
     async def ahandle(
         self, session_id: str, input: Mapping[str, Any], context: Any = None, **turn_options: Any

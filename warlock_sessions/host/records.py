@@ -75,54 +75,10 @@ def turn_events(
     return events
 
 
-def record_turn(
-    *,
-    session_id: str,
-    agent_name: str,
-    result: TurnResult,
-    version: int,
-    turn_input: Mapping[str, Any],
-    using: str,
-    now: datetime,
-    exclusive: bool,
-) -> list[dict[str, Any]]:
-    """Write the turn's outbox rows, events and wakes; call inside the save's transaction.
-
-    ``exclusive``: the caller holds the session's row lock (a database store), so no other turn
-    of this session can number events meanwhile. Returns the events written, with their ``seq``.
-    """
-    scheduled = {entry["key"] for entry in result.schedule}
-    # One statement may not touch a row twice: a fired silence wake is often the very key the
-    # new silence wake replaces, and a rescheduled key is upserted rather than retired.
-    fired = turn_input.get("wake") if turn_input.get("wake") not in scheduled else None
-    replaced = sorted(
-        {entry["replaces"] for entry in result.schedule if entry.get("replaces")}
-        - scheduled
-        - {fired}
-    )
-    changes = TurnRecords(
-        session_id=session_id,
-        agent=agent_name,
-        now=now,
-        fired=fired,
-        replaced=replaced,
-        messages=result.messages,
-        schedule=result.schedule,
-        events=turn_events(result, version, turn_input),
-        delivered=warlock_settings.DELIVER is None,
-    )
-    if exclusive and connections[using].vendor == "postgresql":
-        first = _write_in_one_statement(changes, using)
-    else:
-        first = _write_with_the_orm(changes, using, exclusive)
-    return [
-        {"seq": first + index, "type": kind, "payload": payload}
-        for index, (kind, payload) in enumerate(changes.events)
-    ]
-
-
 @dataclass(frozen=True)
 class TurnRecords:
+    """What one committed turn writes besides the session: messages, wakes and events."""
+
     session_id: str
     agent: str
     now: datetime
@@ -139,8 +95,51 @@ class TurnRecords:
             OutboundMessage.Status.DELIVERED if self.delivered else OutboundMessage.Status.PENDING
         )
 
+    def numbered(self, first_seq: int) -> list[dict[str, Any]]:
+        """The events as written, ``seq`` from ``first_seq`` on."""
+        return [
+            {"seq": first_seq + index, "type": kind, "payload": payload}
+            for index, (kind, payload) in enumerate(self.events)
+        ]
 
-def _write_with_the_orm(changes: TurnRecords, using: str, exclusive: bool) -> int:
+
+def turn_records(
+    *,
+    session_id: str,
+    agent_name: str,
+    result: TurnResult,
+    version: int,
+    turn_input: Mapping[str, Any],
+    now: datetime,
+) -> TurnRecords:
+    scheduled = {entry["key"] for entry in result.schedule}
+    # One statement may not touch a row twice: a fired silence wake is often the very key the
+    # new silence wake replaces, and a rescheduled key is upserted rather than retired.
+    fired = turn_input.get("wake") if turn_input.get("wake") not in scheduled else None
+    replaced = sorted(
+        {entry["replaces"] for entry in result.schedule if entry.get("replaces")}
+        - scheduled
+        - {fired}
+    )
+    return TurnRecords(
+        session_id=session_id,
+        agent=agent_name,
+        now=now,
+        fired=fired,
+        replaced=replaced,
+        messages=result.messages,
+        schedule=result.schedule,
+        events=turn_events(result, version, turn_input),
+        delivered=warlock_settings.DELIVER is None,
+    )
+
+
+def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
+    """Write ``changes`` with the ORM, inside the caller's transaction; returns the first seq.
+
+    ``exclusive``: the caller holds the session's row lock, so no other turn of this session
+    can number events meanwhile; otherwise a clash on ``seq`` is renumbered and retried.
+    """
     now = changes.now
     OutboundMessage.objects.using(using).bulk_create(
         [
@@ -215,11 +214,15 @@ def _write_with_the_orm(changes: TurnRecords, using: str, exclusive: bool) -> in
     raise AssertionError("unreachable")
 
 
-def _write_in_one_statement(changes: TurnRecords, using: str) -> int:
-    """All of a turn's records in one PostgreSQL statement (data-modifying CTEs): one round
-    trip instead of five to eight, which is most of what a turn costs beyond its save."""
-    from ..stores.db import server_binding_cursor
+#: What every write in ``statement_parts`` is guarded by: the session save took effect.
+SAVED = "EXISTS (SELECT 1 FROM saved)"
+#: The final select that returns the first ``seq`` those parts wrote.
+FIRST_SEQ = "(SELECT MIN(seq) FROM events)"
 
+
+def statement_parts(changes: TurnRecords, using: str) -> tuple[list[str], list[Any]]:
+    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
+    one statement writes the session and all of this, or (on a conflict) nothing."""
     table = {
         model: connections[using].ops.quote_name(model._meta.db_table)
         for model in (OutboundMessage, SessionEvent, Wake)
@@ -230,12 +233,11 @@ def _write_in_one_statement(changes: TurnRecords, using: str) -> int:
     if changes.messages:
         rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s::timestamptz)"] * len(changes.messages))
         parts.append(
-            f"outbox AS (INSERT INTO {table[OutboundMessage]} "
-            "(key, session_id, kind, text, after_ms, "
-            "payload, status, attempts, last_error, created_at, deliver_after, delivered_at) "
-            f"SELECT v.column1, %s, v.column2, v.column3, v.column4, v.column5::jsonb, %s, 0, '', "
-            f"%s, v.column6, v.column7 FROM (VALUES {rows}) AS v "
-            "ON CONFLICT (session_id, key) DO NOTHING)"
+            f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, kind, text, "
+            "after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
+            "delivered_at) SELECT v.column1, %s, v.column2, v.column3, v.column4, "
+            f"v.column5::jsonb, %s, 0, '', %s, v.column6, v.column7 FROM (VALUES {rows}) AS v "
+            f"WHERE {SAVED} ON CONFLICT (session_id, key) DO NOTHING)"
         )
         params += [changes.session_id, changes.status, now]
         for message in changes.messages:
@@ -251,44 +253,40 @@ def _write_in_one_statement(changes: TurnRecords, using: str) -> int:
     if changes.fired:
         parts.append(
             f"fired AS (UPDATE {table[Wake]} SET status = 'fired', fired_at = %s, "
-            "lease_until = NULL WHERE session_id = %s AND key = %s AND status = 'pending')"
+            "lease_until = NULL WHERE session_id = %s AND key = %s AND status = 'pending' "
+            f"AND {SAVED})"
         )
         params += [now, changes.session_id, changes.fired]
     if changes.replaced:
         parts.append(
             f"replaced AS (DELETE FROM {table[Wake]} WHERE session_id = %s "
-            "AND key = ANY(%s) AND status = 'pending')"
+            f"AND key = ANY(%s) AND status = 'pending' AND {SAVED})"
         )
         params += [changes.session_id, changes.replaced]
     if changes.schedule:
         rows = ", ".join(["(%s, %s::timestamptz)"] * len(changes.schedule))
         parts.append(
-            f"wakes AS (INSERT INTO {table[Wake]} "
-            "(key, session_id, agent, due_at, status, attempts, "
-            f"last_error, created_at) SELECT v.column1, %s, %s, v.column2, 'pending', 0, '', %s "
-            f"FROM (VALUES {rows}) AS v ON CONFLICT (session_id, key) DO UPDATE SET "
-            "due_at = EXCLUDED.due_at, agent = EXCLUDED.agent, status = 'pending', attempts = 0, "
-            "lease_until = NULL)"
+            f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, agent, due_at, status, "
+            "attempts, last_error, created_at) SELECT v.column1, %s, %s, v.column2, 'pending', "
+            f"0, '', %s FROM (VALUES {rows}) AS v WHERE {SAVED} ON CONFLICT (session_id, key) "
+            "DO UPDATE SET due_at = EXCLUDED.due_at, agent = EXCLUDED.agent, status = 'pending', "
+            "attempts = 0, lease_until = NULL)"
         )
         params += [changes.session_id, changes.agent, now]
         for entry in changes.schedule:
             params += [entry["key"], _moment(entry["at"])]
     rows = ", ".join(["(%s, %s, %s)"] * len(changes.events))
     parts.append(
-        f"events AS (INSERT INTO {table[SessionEvent]} "
-        "(session_id, seq, type, payload, created_at) "
-        "SELECT %s, base.last + v.column1, v.column2, v.column3::jsonb, %s "
-        f"FROM (VALUES {rows}) AS v "
-        f"CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM {table[SessionEvent]} "
-        "WHERE session_id = %s) AS base RETURNING seq)"
+        f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
+        "created_at) SELECT %s, base.last + v.column1, v.column2, v.column3::jsonb, %s "
+        f"FROM (VALUES {rows}) AS v CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM "
+        f"{table[SessionEvent]} WHERE session_id = %s) AS base WHERE {SAVED} RETURNING seq)"
     )
     params += [changes.session_id, now]
     for index, (kind, payload) in enumerate(changes.events, start=1):
         params += [index, kind, json.dumps(payload, ensure_ascii=False)]
     params.append(changes.session_id)
-    with server_binding_cursor(using) as cursor:
-        cursor.execute(f"WITH {', '.join(parts)} SELECT MIN(seq) FROM events", params)
-        return cursor.fetchone()[0]
+    return parts, params
 
 
 def event_frame(event: Mapping[str, Any]) -> dict[str, Any]:
