@@ -49,6 +49,9 @@ def test_the_default_configuration_passes_the_checks() -> None:
         ({"STORE_OPTIONS": {"usign": "default"}}, ["warlock_sessions.E004"]),
         ({"STORE_OPTIONS": "default"}, ["warlock_sessions.E004"]),
         ({"STOER": "x"}, ["warlock_sessions.W001"]),
+        ({"DELIVER": "myapp.nowhere.send"}, ["warlock_sessions.E010"]),
+        ({"DELIVER": "warlock_sessions.conf.SETTING_NAME"}, ["warlock_sessions.E010"]),
+        ({"DELIVER": "tests.host.test_host.flaky_deliver"}, []),
         (
             {
                 "STORE": "warlock_sessions.stores.FileStore",

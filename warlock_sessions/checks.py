@@ -43,6 +43,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         if name not in DEFAULTS
     ]
     messages.extend(_check_store(configured))
+    messages.extend(_check_deliver(configured))
     messages.extend(_check_models(configured))
     messages.extend(_check_agents(configured))
     return messages
@@ -92,6 +93,30 @@ def _check_store(configured: dict[str, Any]) -> list[CheckMessage]:
                 f"{_setting('STORE_OPTIONS')} does not fit {store_class.__name__}: {error}.",
                 hint=f"{store_class.__name__}{inspect.signature(store_class)}",
                 id="warlock_sessions.E004",
+            )
+        ]
+    return []
+
+
+def _check_deliver(configured: dict[str, Any]) -> list[CheckMessage]:
+    path = configured.get("DELIVER")
+    if path is None:
+        return []
+    try:
+        deliver = import_string(path) if isinstance(path, str) else path
+    except ImportError as error:
+        return [
+            Error(
+                f"{_setting('DELIVER')} = {path!r} cannot be imported: {error}.",
+                id="warlock_sessions.E010",
+            )
+        ]
+    if not callable(deliver):
+        return [
+            Error(
+                f"{_setting('DELIVER')} = {path!r} is not callable; it should be "
+                "deliver(message) -> None.",
+                id="warlock_sessions.E010",
             )
         ]
     return []
