@@ -35,6 +35,13 @@ class ActionContext:
 
 
 Action = Callable[[dict[str, Any], ActionContext], Mapping[str, Any] | None]
+
+
+def tool_id(tool: Any) -> Any:
+    """The id of an agent tool: a dict's ``"id"`` or an object's ``id`` attribute."""
+    return tool.get("id") if isinstance(tool, Mapping) else getattr(tool, "id", None)
+
+
 BusinessHours = Callable[[datetime, Any], datetime]
 
 

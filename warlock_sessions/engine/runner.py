@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .agent import ActionContext, Agent, tool_id
 from .durations import parse_duration
 from .fields import coerce_field, extract_mode, is_known, pending_fields
 from .flows import Flow, Step, Trigger
@@ -27,9 +28,6 @@ from .ports import (
 from .predicates import PredicateContext, evaluate, json_equal
 from .session import Run, Session
 from .templates import render, render_deep
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 SHORT_WAIT_MS = 10_000
 MAX_STEPS_PER_TURN = 50
@@ -294,7 +292,13 @@ class TurnState:
             return
         self.ingesting = True
         try:
-            getattr(self, f"_ingest_{self.kind}")()
+            ingest = {
+                "message": self._ingest_message,
+                "wake": self._ingest_wake,
+                "event": self._ingest_event,
+                "start": self._ingest_start,
+            }[self.kind]
+            ingest()
         finally:
             self.ingesting = False
 
@@ -855,7 +859,15 @@ class TurnState:
         return ok
 
     def execute(self, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
-        getattr(self, f"_execute_{step.kind}")(run, flow, step, resuming)
+        execute = {
+            "talk": self._execute_talk,
+            "say": self._execute_say,
+            "do": self._execute_do,
+            "wait": self._execute_wait,
+            "wait_event": self._execute_wait_event,
+            "if": self._execute_if,
+        }[step.kind]
+        execute(run, flow, step, resuming)
 
     def _execute_talk(self, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
         key = self.step_key(run, step)
@@ -931,8 +943,6 @@ class TurnState:
         self.follow(run, flow, step, step.then)
 
     def _execute_do(self, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
-        from .agent import ActionContext
-
         key = self.step_key(run, step)
         action = self.agent.actions.get(step.raw["do"])
         params = render_deep(step.raw.get("with") or {}, self.scope(run))
@@ -1226,7 +1236,7 @@ class TurnState:
             for item in [*agent.instructions, *own_instructions]
             if not (isinstance(item, Mapping) and "if" in item) or self.holds(item["if"], run)
         ]
-        tools = [tool for tool in agent.tools if allowed is None or _tool_id(tool) in allowed]
+        tools = [tool for tool in agent.tools if allowed is None or tool_id(tool) in allowed]
         return SpeakRequest(
             talk=talk,
             input_kind=self.kind,
@@ -1381,7 +1391,3 @@ class TurnState:
             or not json_equal(self.session, self.original)
             or bool(self.messages or self.schedule or self.outcomes or self.skipped)
         )
-
-
-def _tool_id(tool: Any) -> Any:
-    return tool.get("id") if isinstance(tool, Mapping) else getattr(tool, "id", tool)

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ..engine.agent import tool_id
 from ..engine.ports import (
     Deferral,
     IdleRequest,
@@ -438,7 +439,7 @@ class OpenAICompatibleModel:
     ) -> tuple[Any, Any]:
         name = call["function"]["name"]
         arguments = parse_json_object(call["function"].get("arguments") or "{}") or {}
-        tool = next((t for t in tools if _tool_id(t) == name), None)
+        tool = next((t for t in tools if tool_id(t) == name), None)
         if tool is None:
             return arguments, {"error": f"there is no tool {name!r}"}
         try:
@@ -722,10 +723,6 @@ def _instruction_text(item: Any) -> str:
     if isinstance(item, Mapping):
         return str(item.get("text") or item.get("content") or "")
     return str(item)
-
-
-def _tool_id(tool: Any) -> Any:
-    return tool.get("id") if isinstance(tool, Mapping) else getattr(tool, "id", None)
 
 
 def _tool_schema(tool: Any) -> dict[str, Any]:
