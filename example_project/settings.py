@@ -17,6 +17,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "warlock_sessions",
     "example_project.demo",
 ]
@@ -56,6 +57,8 @@ DATABASES = {
         "NAME": BASE_DIR / "demo.sqlite3",
     }
 }
+
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
 
 WARLOCK_SESSIONS = {
     "STORE": "warlock_sessions.stores.DjangoStore",

@@ -41,10 +41,13 @@ DEFAULTS: dict[str, Any] = {
     "LEASE_SECONDS": 60,
     "MAX_WAKE_ATTEMPTS": 5,
     "POLL_INTERVAL": 1.0,
+    # The HTTP API: who may do what (a DRF permission class), and the largest request body.
+    "PERMISSION": "warlock_sessions.permissions.OwnerOrStaff",
+    "MAX_BODY_BYTES": 256 * 1024,
 }
 
 #: Settings whose value is an import string (or a list of them) resolved on access.
-IMPORT_STRINGS: frozenset[str] = frozenset({"STORE", "DELIVER"})
+IMPORT_STRINGS: frozenset[str] = frozenset({"STORE", "DELIVER", "PERMISSION"})
 
 #: Settings that used to exist, with what replaced them; using one is an error, not a no-op.
 REMOVED_SETTINGS: dict[str, str] = {}

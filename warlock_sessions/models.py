@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -181,3 +182,27 @@ class Wake(LeasedWork):
         constraints = [
             models.UniqueConstraint(fields=["session_id", "key"], name="warlock_wake_key_unique")
         ]
+
+
+class SessionOwner(models.Model):
+    """Who a session belongs to, for the API's access policy: the user who started it, or for an
+    anonymous visitor their Django session. Kept apart from the store, so any store has owners."""
+
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH, unique=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    anonymous_key = models.CharField(_("anonymous visitor"), max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("session owner")
+        verbose_name_plural = _("session owners")
+
+    def __str__(self) -> str:
+        return f"{self.session_id} ({self.user_id or 'anonymous'})"

@@ -1,0 +1,96 @@
+"""Every API failure as ``{"code": "<kebab-case>", "detail": "<sentence>", ...}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from ..errors import AgentNotConfiguredError, InvalidSessionError, SessionConflictError
+
+
+class ApiError(exceptions.APIException):
+    """An API failure with a stable ``code`` and extra fields for the JSON body."""
+
+    def __init__(self, status_code: int, code: str, detail: str, **extra: Any) -> None:
+        self.status_code = status_code
+        self.code = code
+        self.extra = extra
+        super().__init__(detail, code)
+
+
+def not_found(session_id: str) -> ApiError:
+    return ApiError(404, "session-not-found", f'There is no session "{session_id}".')
+
+
+def precondition_failed(error: SessionConflictError) -> ApiError:
+    return ApiError(
+        412,
+        "session-conflict",
+        str(error),
+        expected_version=error.expected_version,
+        actual_version=error.actual_version,
+    )
+
+
+_CODES = {
+    exceptions.ParseError: "invalid-json",
+    exceptions.NotAuthenticated: "not-authenticated",
+    exceptions.AuthenticationFailed: "authentication-failed",
+    exceptions.PermissionDenied: "permission-denied",
+    exceptions.NotFound: "not-found",
+    exceptions.MethodNotAllowed: "method-not-allowed",
+    exceptions.NotAcceptable: "not-acceptable",
+    exceptions.UnsupportedMediaType: "unsupported-media-type",
+    exceptions.Throttled: "throttled",
+}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler with our body shape, and our exceptions mapped to their statuses."""
+    if isinstance(exc, SessionConflictError):
+        exc = ApiError(
+            409,
+            "session-conflict",
+            f"{exc} The turn was not applied; send it again.",
+            expected_version=exc.expected_version,
+            actual_version=exc.actual_version,
+        )
+    elif isinstance(exc, InvalidSessionError):
+        exc = ApiError(400, "invalid-session", str(exc))
+    elif isinstance(exc, AgentNotConfiguredError):
+        exc = ApiError(400, "invalid-input", str(exc), field="agent")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        response.data = {"code": exc.code, "detail": str(exc.detail), **exc.extra}
+    elif isinstance(exc, exceptions.ValidationError):
+        field, message = _first_error(exc.detail)
+        response.data = {
+            "code": "invalid-input",
+            "detail": f"{field}: {message}" if field else message,
+            "field": field,
+            "errors": exc.detail,
+        }
+    else:
+        code = next((code for kind, code in _CODES.items() if isinstance(exc, kind)), "error")
+        detail = (
+            response.data.get("detail", str(exc)) if isinstance(response.data, dict) else str(exc)
+        )
+        response.data = {"code": code, "detail": str(detail)}
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            response.data["retry_after"] = exc.wait
+    return response
+
+
+def _first_error(detail: Any, prefix: str = "") -> tuple[str, str]:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = key if key != "non_field_errors" else ""
+            return _first_error(value, f"{prefix}.{name}".strip(".") if name else prefix)
+    if isinstance(detail, list) and detail:
+        return _first_error(detail[0], prefix)
+    return prefix, str(detail)

@@ -1,0 +1,19 @@
+"""``path("api/", include("warlock_sessions.api.urls"))``: the sessions endpoints, and the
+OpenAPI schema at ``schema/`` when drf-spectacular (the ``openapi`` extra) is installed."""
+
+from importlib.util import find_spec
+
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from .views import SessionViewSet
+
+router = DefaultRouter()
+router.register("sessions", SessionViewSet, basename="warlock-session")
+
+urlpatterns = [path("", include(router.urls))]
+
+if find_spec("drf_spectacular") is not None:
+    from drf_spectacular.views import SpectacularAPIView
+
+    urlpatterns.append(path("schema/", SpectacularAPIView.as_view(), name="warlock-schema"))
