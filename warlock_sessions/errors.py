@@ -56,6 +56,15 @@ class FlowConfigurationError(WarlockError):
         super().__init__(f"{path}: {why}" if path else why)
 
 
+class InvalidInputError(WarlockError, ValueError):
+    """An input sent over the wire (HTTP or websocket) is malformed; ``field`` names where."""
+
+    def __init__(self, field: str, why: str) -> None:
+        self.field = field
+        self.why = why
+        super().__init__(f"{field}: {why}")
+
+
 class AgentNotConfiguredError(WarlockError, LookupError):
     """No agent (or model) by that name in ``WARLOCK_SESSIONS``."""
 

@@ -8,7 +8,12 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..errors import AgentNotConfiguredError, InvalidSessionError, SessionConflictError
+from ..errors import (
+    AgentNotConfiguredError,
+    InvalidInputError,
+    InvalidSessionError,
+    SessionConflictError,
+)
 
 
 class ApiError(exceptions.APIException):
@@ -60,6 +65,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
     elif isinstance(exc, InvalidSessionError):
         exc = ApiError(400, "invalid-session", str(exc))
+    elif isinstance(exc, InvalidInputError):
+        exc = ApiError(400, "invalid-input", str(exc), field=exc.field)
     elif isinstance(exc, AgentNotConfiguredError):
         exc = ApiError(400, "invalid-input", str(exc), field="agent")
     response = drf_exception_handler(exc, context)

@@ -21,52 +21,19 @@ from ..engine import ProviderError
 from ..errors import SessionConflictError
 from ..host import Host
 from ..host.records import event_frame
+from ..host.wire import parse_turn
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
 from ..permissions import SessionAccess, anonymous_key
 from ..stores import default_store
 from .errors import ApiError, exception_handler, not_found, precondition_failed
 
 EVENTS_PAGE = 500
-INPUT_KEYS = ("message", "event", "start", "wake")
 
 
 class SessionPagination(PageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
-
-
-def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
-    """The turn body: exactly one input, plus optional ``context`` and ``agent``."""
-    if not isinstance(data, dict):
-        raise ValidationError({"body": "expected a JSON object"})
-    kinds = [kind for kind in INPUT_KEYS if kind in data]
-    unknown = sorted(set(data) - {*INPUT_KEYS, "context", "agent"})
-    if unknown:
-        raise ValidationError({unknown[0]: "is not a field of a turn"})
-    if len(kinds) != 1:
-        raise ValidationError({"input": "give exactly one of message, event, start, wake"})
-    kind, value = kinds[0], data[kinds[0]]
-    if kind == "wake":
-        if not isinstance(value, str) or not value:
-            raise ValidationError({"wake": "expected a wake key"})
-        turn_input: dict[str, Any] = {"wake": value}
-    else:
-        if not isinstance(value, dict):
-            raise ValidationError({kind: "expected an object"})
-        required = {"message": ("text",), "event": ("name", "key"), "start": ("flow", "key")}[kind]
-        optional = {"message": ("id", "at"), "event": ("payload",), "start": ("input",)}[kind]
-        for name in (*required, *(key for key in optional if key in ("id", "at") and key in value)):
-            if not isinstance(value.get(name), str) or (name != "text" and not value[name]):
-                raise ValidationError({f"{kind}.{name}": "expected text"})
-        extra = sorted(set(value) - set(required) - set(optional))
-        if extra:
-            raise ValidationError({f"{kind}.{extra[0]}": "is not a field"})
-        turn_input = {kind: value}
-    agent = data.get("agent")
-    if agent is not None and not isinstance(agent, str):
-        raise ValidationError({"agent": "expected an agent name"})
-    return turn_input, data.get("context"), agent
 
 
 def version_header(request: Request, name: str) -> str | None:
