@@ -66,6 +66,18 @@ def test_misconfiguration_is_reported_with_a_stable_id(configured, expected) -> 
         assert warlock_check_ids() == expected
 
 
+def test_realtime_without_a_channel_layer_is_reported() -> None:
+    with override_settings(
+        ASGI_APPLICATION="example_project.asgi.application", CHANNEL_LAYERS=None
+    ):
+        assert warlock_check_ids() == ["warlock_sessions.E011"]
+    layers = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    with override_settings(
+        ASGI_APPLICATION="example_project.asgi.application", CHANNEL_LAYERS=layers
+    ):
+        assert warlock_check_ids() == []
+
+
 def test_a_non_dict_setting_is_reported() -> None:
     with override_settings(WARLOCK_SESSIONS=["STORE"]):
         assert warlock_check_ids() == ["warlock_sessions.E005"]

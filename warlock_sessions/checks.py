@@ -44,6 +44,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     ]
     messages.extend(_check_store(configured))
     messages.extend(_check_deliver(configured))
+    messages.extend(_check_realtime())
     messages.extend(_check_models(configured))
     messages.extend(_check_agents(configured))
     return messages
@@ -93,6 +94,23 @@ def _check_store(configured: dict[str, Any]) -> list[CheckMessage]:
                 f"{_setting('STORE_OPTIONS')} does not fit {store_class.__name__}: {error}.",
                 hint=f"{store_class.__name__}{inspect.signature(store_class)}",
                 id="warlock_sessions.E004",
+            )
+        ]
+    return []
+
+
+def _check_realtime() -> list[CheckMessage]:
+    if getattr(settings, "ASGI_APPLICATION", None) and not getattr(
+        settings, "CHANNEL_LAYERS", None
+    ):
+        return [
+            Error(
+                "ASGI_APPLICATION is set but CHANNEL_LAYERS is not: the session websockets of "
+                "warlock_sessions.realtime cannot receive the events of turns made elsewhere "
+                "(wakes, other sockets, the API).",
+                hint='Add CHANNEL_LAYERS, e.g. {"default": {"BACKEND": '
+                '"channels.layers.InMemoryChannelLayer"}} for one process.',
+                id="warlock_sessions.E011",
             )
         ]
     return []

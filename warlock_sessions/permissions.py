@@ -5,9 +5,11 @@ The object a policy judges is a :class:`SessionAccess`: the session id and its o
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import IntegrityError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -30,6 +32,15 @@ def anonymous_key(request: Request) -> str:
     if not session.session_key:
         session.save()
     return session.session_key or ""
+
+
+def claim_owner(session_id: str, user: Any, anonymous: str) -> None:
+    """Make ``user`` (or, with no user, the anonymous visitor ``anonymous``) the owner of a
+    session nobody owns yet; a concurrent claim wins quietly and the policy decides."""
+    with suppress(IntegrityError):
+        SessionOwner.objects.create(
+            session_id=session_id, user=user, anonymous_key="" if user else anonymous
+        )
 
 
 def is_owner(request: Request, owner: SessionOwner | None) -> bool:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import suppress
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils.dateparse import parse_datetime
 from django.utils.decorators import method_decorator
 from rest_framework import status, viewsets
@@ -23,7 +22,7 @@ from ..host import Host
 from ..host.records import event_frame
 from ..host.wire import parse_turn
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
-from ..permissions import SessionAccess, anonymous_key
+from ..permissions import SessionAccess, anonymous_key, claim_owner
 from ..stores import default_store
 from .errors import ApiError, exception_handler, not_found, precondition_failed
 
@@ -93,12 +92,7 @@ class SessionViewSet(viewsets.ViewSet):
     def claim(self, request: Request, session_id: str) -> None:
         """A new session belongs to whoever starts it."""
         user = request.user if request.user and request.user.is_authenticated else None
-        with suppress(IntegrityError):  # someone claimed it first; access() decides
-            SessionOwner.objects.create(
-                session_id=session_id,
-                user=user,
-                anonymous_key="" if user else anonymous_key(request),
-            )
+        claim_owner(session_id, user, "" if user else anonymous_key(request))
 
     # -- endpoints ----------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Websockets (Channels): ``warlock_sessions.realtime.routing.websocket_urlpatterns``."""

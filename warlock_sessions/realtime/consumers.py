@@ -1,0 +1,158 @@
+"""``ws/sessions/{id}/``: a chat UI's live connection to one session.
+
+The client sends ``{"type": "message", "text", "id"}`` (or ``event``/``start`` frames); every
+event of the session reaches it in ``seq`` order, each once: ``?after_seq=N`` replays the
+persisted log first, then the socket follows the session's channel-layer group, filling any gap
+from the log (the layer is lossy; the log is the truth). Messages that wakes produce arrive on
+the same socket. A bad frame gets an ``error`` event and the socket stays open; a client that
+may not see the session is closed with code 4403.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from ..conf import warlock_settings
+from ..engine import ProviderError
+from ..errors import AgentNotConfiguredError, InvalidInputError, SessionConflictError
+from ..host import Host, group_name
+from ..host.records import event_frame
+from ..host.wire import parse_turn
+from ..models import SessionEvent, SessionOwner
+from ..permissions import SessionAccess, claim_owner
+from ..stores import default_store
+
+UNAUTHORISED = 4403
+REPLAY_BATCH = 500
+
+
+class SessionConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.session_id: str = self.scope["url_route"]["kwargs"]["session_id"]
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        after = (query.get("after_seq") or ["0"])[0]
+        self.last_seq = int(after) if after.isdigit() else 0
+        self.sending = asyncio.Lock()
+        self.requester = SimpleNamespace(
+            user=self.scope.get("user"), session=self.scope.get("session")
+        )
+        if not await database_sync_to_async(self.allowed)():
+            await self.close(code=UNAUTHORISED)
+            return
+        self.group = group_name(self.session_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.catch_up()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # -- access ---------------------------------------------------------------------------------
+
+    def allowed(self, action: str = "turn") -> bool:
+        """The HTTP policy, applied to the socket's user and Django session. A session nobody
+        started yet may be opened by anyone able to own it (the first turn claims it)."""
+        owner = SessionOwner.objects.filter(session_id=self.session_id).first()
+        if owner is None and default_store().load(self.session_id) is None:
+            return self.can_own()
+        access = SessionAccess(self.session_id, owner)
+        policy = warlock_settings.PERMISSION()
+        if hasattr(policy, "can_see") and not policy.can_see(self.requester, access):
+            return False
+        return policy.has_object_permission(self.requester, SimpleNamespace(action=action), access)
+
+    def can_own(self) -> bool:
+        user = self.requester.user
+        session = self.requester.session
+        return bool(user and user.is_authenticated) or bool(session and session.session_key)
+
+    def claim(self) -> None:
+        user = self.requester.user
+        authenticated = bool(user and user.is_authenticated)
+        claim_owner(
+            self.session_id,
+            user if authenticated else None,
+            "" if authenticated else self.requester.session.session_key,
+        )
+
+    # -- delivery -------------------------------------------------------------------------------
+
+    def logged_after(self, seq: int) -> list[dict[str, Any]]:
+        rows = SessionEvent.objects.filter(session_id=self.session_id, seq__gt=seq).order_by("seq")
+        return [
+            event_frame({"seq": row.seq, "type": row.type, "payload": row.payload})
+            for row in rows[:REPLAY_BATCH]
+        ]
+
+    async def catch_up(self) -> None:
+        """Send everything the log holds past ``last_seq``."""
+        async with self.sending:
+            while True:
+                events = await database_sync_to_async(self.logged_after)(self.last_seq)
+                for event in events:
+                    await self.send_json(event)
+                    self.last_seq = event["seq"]
+                if len(events) < REPLAY_BATCH:
+                    return
+
+    async def warlock_events(self, message: dict[str, Any]) -> None:
+        """Events pushed to the session's group after a commit."""
+        events = sorted(message["events"], key=lambda event: event["seq"])
+        if events and events[0]["seq"] > self.last_seq + 1:
+            await self.catch_up()  # the layer dropped something: the log has it
+            return
+        async with self.sending:
+            for event in events:
+                if event["seq"] == self.last_seq + 1:
+                    await self.send_json(event)
+                    self.last_seq = event["seq"]
+
+    async def error(self, code: str, detail: str) -> None:
+        await self.send_json({"type": "error", "code": code, "detail": detail})
+
+    # -- client frames ----------------------------------------------------------------------------
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        frame_type = content.get("type") if isinstance(content, dict) else None
+        if frame_type not in ("message", "event", "start"):
+            await self.error("invalid-input", 'a frame is {"type": "message"|"event"|"start", ...}')
+            return
+        fields = {
+            key: value for key, value in content.items() if key not in ("type", "context", "agent")
+        }
+        body = {frame_type: fields, **{k: content[k] for k in ("context", "agent") if k in content}}
+        try:
+            turn_input, context, agent = parse_turn(body)
+            if not await database_sync_to_async(self.allowed)():
+                await self.error("permission-denied", "you may not send turns to this session")
+                return
+            await database_sync_to_async(self.claim)()
+            await Host(agent).ahandle(self.session_id, turn_input, context)
+        except InvalidInputError as error:
+            await self.error("invalid-input", str(error))
+            return
+        except SessionConflictError as error:
+            await self.error("session-conflict", f"{error} Send it again.")
+            return
+        except AgentNotConfiguredError as error:
+            await self.error("invalid-input", str(error))
+            return
+        except ProviderError as error:
+            await self.error(error.code, f"The model provider failed: {error}")
+            return
+        await self.catch_up()
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        try:
+            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+        except ValueError:  # not JSON: an error frame, never a dropped socket
+            await self.error("invalid-json", "frames are JSON objects")

@@ -1,0 +1,15 @@
+"""Compose into your ASGI application, as the Channels tutorial does::
+
+application = ProtocolTypeRouter({
+    "http": get_asgi_application(),
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})
+"""
+
+from django.urls import re_path
+
+from .consumers import SessionConsumer
+
+websocket_urlpatterns = [
+    re_path(r"^ws/sessions/(?P<session_id>[^/]+)/$", SessionConsumer.as_asgi()),
+]
