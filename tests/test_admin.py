@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -61,3 +63,51 @@ def test_a_non_staff_user_is_refused(client: Client) -> None:
     response = client.get(CHANGELIST)
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_the_detail_page_shows_runs_claims_inputs_and_the_event_timeline(
+    staff_client: Client,
+) -> None:
+    from warlock_sessions.host import Host
+    from warlock_sessions.stores import DjangoStore
+
+    from .host.conftest import race_agent
+
+    Host(race_agent(), DjangoStore()).handle("live", {"message": {"text": "x", "id": "m1"}})
+    page = staff_client.get(f"{CHANGELIST}live/change/").content.decode()
+    assert "Live runs" in page and "triagem#m1" in page and "asking" in page
+    assert "triagem:live:" in page  # the claim
+    assert "m1" in page  # the recent input
+    assert "Event timeline" in page and "run_started" in page
+    assert "silence:retomar:live:" in page  # the pending wake
+
+
+def test_export_json_downloads_the_selected_sessions(staff_client: Client) -> None:
+    SessionFactory(id="s1", runs=[run_blob("bv")])
+    response = staff_client.post(CHANGELIST, {"action": "export_json", "_selected_action": ["s1"]})
+    assert response["Content-Disposition"] == 'attachment; filename="sessions.json"'
+    assert [s["id"] for s in json.loads(response.content)] == ["s1"]
+
+
+def test_fire_due_wakes_now(staff_client: Client) -> None:
+    from django.test import override_settings
+
+    from warlock_sessions.host import Host
+    from warlock_sessions.models import OutboundMessage, Wake
+    from warlock_sessions.stores import DjangoStore
+
+    with override_settings(
+        WARLOCK_SESSIONS={"AGENTS": {"timer": "tests.host.conftest.timer_agent"}}
+    ):
+        Host("timer", DjangoStore()).handle("t1", {"start": {"flow": "lembrete", "key": "k"}})
+        Wake.objects.update(due_at="2000-01-01T00:00:00Z")
+        response = staff_client.post(
+            CHANGELIST, {"action": "fire_due_wakes", "_selected_action": ["t1"]}, follow=True
+        )
+    assert b"Fired 1 due wake(s)." in response.content
+    assert OutboundMessage.objects.filter(session_id="t1", text="Hora do lembrete!").exists()
+
+
+@pytest.mark.parametrize("model", ["sessionevent", "outboundmessage", "wake"])
+def test_the_log_outbox_and_wake_lists_render(staff_client: Client, model: str) -> None:
+    assert staff_client.get(f"/admin/warlock_sessions/{model}/").status_code == 200

@@ -1,19 +1,30 @@
-"""Read-only admin inspection of stored sessions (a blob is only ever written by a Store)."""
+"""Admin inspection of sessions, their event log, outbox and wakes. Read-only: a blob is only
+ever written through a Store (the API's PUT does that with the version check)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from .engine.session import RUN_STATUSES
 from .errors import InvalidSessionError
-from .models import Session, SessionQuerySet
+from .models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wake
+
+TIMELINE_LENGTH = 100
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 class RunStatusFilter(admin.SimpleListFilter):
@@ -23,9 +34,9 @@ class RunStatusFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [(status, status) for status in sorted(RUN_STATUSES)]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
+    def queryset(self, request: HttpRequest, queryset: SessionQuerySet) -> QuerySet[Session]:
         value = self.value()
-        return queryset.with_run_status(value) if value else queryset  # type: ignore[attr-defined]
+        return queryset.with_run_status(value) if value else queryset
 
 
 class RunFlowFilter(admin.SimpleListFilter):
@@ -46,19 +57,49 @@ class RunFlowFilter(admin.SimpleListFilter):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(ReadOnlyAdmin):
     list_display = ["id", "agent", "version", "run_statuses", "run_flows", "updated_at"]
     list_filter = ["agent", RunStatusFilter, RunFlowFilter, "updated_at"]
     search_fields = ["id"]
     date_hierarchy = "updated_at"
     fields = ["id", "agent", "version", "created_at", "updated_at", "pretty_blob"]
     readonly_fields = fields
+    actions = ["fire_due_wakes", "export_json"]
+    change_form_template = "admin/warlock_sessions/session/change_form.html"
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Session | None = None) -> bool:
-        return False
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        row = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if row is not None:
+            try:
+                blob = row.session
+            except InvalidSessionError:
+                blob = None
+            context["runs"] = [
+                {
+                    "id": run["id"],
+                    "flow": run["flowId"],
+                    "step": run["stepId"],
+                    "status": run["status"],
+                    "until": (run.get("waiting") or {}).get("until", ""),
+                    "hop": run["hop"],
+                    "started": run["startedAt"],
+                }
+                for run in (blob or {}).get("runs", [])
+            ]
+            context["claims"] = sorted((blob or {}).get("claims", {}).items())
+            context["inputs"] = list(reversed((blob or {}).get("inputs", [])))[:20]
+            context["timeline"] = SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
+                :TIMELINE_LENGTH
+            ]
+            context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
     @admin.display(description=_("session blob"))
     def pretty_blob(self, obj: Session) -> str:
@@ -67,3 +108,57 @@ class SessionAdmin(admin.ModelAdmin):
         except InvalidSessionError as error:
             return format_html('<p class="errornote">{}</p><pre>{}</pre>', error, obj.blob)
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+
+    @admin.action(description=_("Fire the selected sessions' due wakes now"))
+    def fire_due_wakes(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        from django.db.models import Q
+        from django.utils import timezone
+
+        from .host.worker import claim, fire_wake
+
+        due = Q(
+            status=Wake.Status.PENDING,
+            due_at__lte=timezone.now(),
+            session_id__in=list(queryset.values_list("id", flat=True)),
+        )
+        wakes = claim(Wake, due, 1000)
+        for wake in wakes:
+            fire_wake(wake)
+        self.message_user(
+            request, _("Fired %(count)d due wake(s).") % {"count": len(wakes)}, messages.SUCCESS
+        )
+
+    @admin.action(description=_("Export the selected sessions as JSON"))
+    def export_json(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse:
+        sessions = []
+        for row in queryset.order_by("id"):
+            try:
+                sessions.append(row.session)
+            except InvalidSessionError as error:
+                sessions.append({"id": row.id, "unreadable": str(error), "blob": row.blob})
+        response = HttpResponse(
+            json.dumps(sessions, indent=2, ensure_ascii=False), content_type="application/json"
+        )
+        response["Content-Disposition"] = 'attachment; filename="sessions.json"'
+        return response
+
+
+@admin.register(SessionEvent)
+class SessionEventAdmin(ReadOnlyAdmin):
+    list_display = ["session_id", "seq", "type", "created_at"]
+    list_filter = ["type", "created_at"]
+    search_fields = ["session_id"]
+
+
+@admin.register(OutboundMessage)
+class OutboundMessageAdmin(ReadOnlyAdmin):
+    list_display = ["session_id", "key", "kind", "status", "attempts", "deliver_after"]
+    list_filter = ["status", "kind"]
+    search_fields = ["session_id", "key"]
+
+
+@admin.register(Wake)
+class WakeAdmin(ReadOnlyAdmin):
+    list_display = ["session_id", "key", "agent", "due_at", "status", "attempts"]
+    list_filter = ["status", "agent"]
+    search_fields = ["session_id", "key"]
