@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/python manage.py demo_setup
 	$(BIN)/python manage.py warlock_worker & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/python manage.py runserver 127.0.0.1:8000 --noreload
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

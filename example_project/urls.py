@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import RedirectView
+
+from example_project.demo.views import chat
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("warlock_sessions.api.urls")),
-    path("", RedirectView.as_view(url="/admin/warlock_sessions/session/", permanent=False)),
+    path("", chat, name="chat"),
 ]

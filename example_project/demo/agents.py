@@ -78,6 +78,12 @@ FLOWS = [
         ],
     },
     {
+        # Fired from outside: POST /api/sessions/<id>/turn/ {"event": {"name": "discount"...}}
+        "id": "offer",
+        "on": [{"event": "discount"}],
+        "steps": [{"id": "tell", "say": "Good news: 10% off any booking made this week!"}],
+    },
+    {
         "id": "reminder",
         "on": [{"silence": "2m"}],
         "steps": [

@@ -18,6 +18,7 @@ class Command(BaseCommand):
             users.objects.create_superuser(DEMO_USERNAME, "admin@example.com", DEMO_PASSWORD)
         self.stdout.write(
             "\nwarlock_sessions demo\n"
+            "  chat:   http://127.0.0.1:8000/\n"
+            "  API:    http://127.0.0.1:8000/api/  (schema: /api/schema/)\n"
             "  admin:  http://127.0.0.1:8000/admin/   (login admin / admin)\n"
-            "  sessions: http://127.0.0.1:8000/admin/warlock_sessions/session/\n"
         )
