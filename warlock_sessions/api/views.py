@@ -24,6 +24,7 @@ from ..host.wire import parse_turn
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
 from ..permissions import SessionAccess, anonymous_key, claim_owner
 from ..stores import default_store
+from . import schema
 from .errors import ApiError, exception_handler, not_found, precondition_failed
 
 EVENTS_PAGE = 500
@@ -96,6 +97,7 @@ class SessionViewSet(viewsets.ViewSet):
 
     # -- endpoints ----------------------------------------------------------------------------
 
+    @schema.LIST
     def list(self, request: Request) -> Response:
         rows = Session.objects.all()
         user = request.user
@@ -137,6 +139,7 @@ class SessionViewSet(viewsets.ViewSet):
             ]
         )
 
+    @schema.RETRIEVE
     def retrieve(self, request: Request, session_id: str) -> Response:
         self.access(request, session_id)
         session = default_store().load(session_id)
@@ -147,6 +150,7 @@ class SessionViewSet(viewsets.ViewSet):
             headers={"ETag": f'"{session["version"]}"'},
         )
 
+    @schema.UPDATE
     def update(self, request: Request, session_id: str) -> Response:
         self.access(request, session_id)
         if_match, if_none_match = (
@@ -179,6 +183,7 @@ class SessionViewSet(viewsets.ViewSet):
             headers={"ETag": f'"{saved["version"]}"'},
         )
 
+    @schema.DESTROY
     def destroy(self, request: Request, session_id: str) -> Response:
         access = self.access(request, session_id)
         existed = default_store().delete(session_id)
@@ -188,6 +193,7 @@ class SessionViewSet(viewsets.ViewSet):
             model.objects.filter(session_id=session_id).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    @schema.TURN
     @action(detail=True, methods=["post"])
     def turn(self, request: Request, session_id: str) -> Response:
         turn_input, context, agent = parse_turn(request.data)
@@ -206,6 +212,7 @@ class SessionViewSet(viewsets.ViewSet):
             ) from None
         return Response({**result.as_dict(), "version": result.session["version"]})
 
+    @schema.EVENTS
     @action(detail=True, methods=["get"])
     def events(self, request: Request, session_id: str) -> Response:
         self.access(request, session_id)

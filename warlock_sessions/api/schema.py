@@ -1,0 +1,131 @@
+"""Shapes for the OpenAPI document (drf-spectacular): what each endpoint takes and returns,
+errors included. Documentation only; the views validate bodies themselves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+try:
+    from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+except ImportError:  # the openapi extra is not installed: the decorators do nothing
+    OpenApiParameter = OpenApiResponse = None
+
+    def extend_schema(*args: Any, **kwargs: Any) -> Any:
+        return lambda view: view
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="stable, kebab-case: switch on it")
+    detail = serializers.CharField(help_text="one English sentence")
+    field = serializers.CharField(required=False, help_text="the input at fault (invalid-input)")
+    expected_version = serializers.IntegerField(required=False)
+    actual_version = serializers.IntegerField(required=False, allow_null=True)
+
+
+class SessionEnvelopeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    version = serializers.IntegerField()
+    session = serializers.JSONField(help_text="the v4 session blob")
+
+
+class SessionSummarySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    version = serializers.IntegerField()
+    agent = serializers.CharField()
+    run_flows = serializers.ListField(child=serializers.CharField())
+    run_statuses = serializers.ListField(child=serializers.CharField())
+    updated_at = serializers.DateTimeField()
+
+
+class TurnRequestSerializer(serializers.Serializer):
+    message = serializers.JSONField(required=False, help_text='{"text", "id"?, "at"?}')
+    event = serializers.JSONField(required=False, help_text='{"name", "key", "payload"?}')
+    start = serializers.JSONField(required=False, help_text='{"flow", "key", "input"?}')
+    wake = serializers.CharField(required=False, help_text="a wake key")
+    context = serializers.JSONField(required=False)
+    agent = serializers.CharField(required=False, help_text="a name in WARLOCK_SESSIONS['AGENTS']")
+
+
+class TurnResultSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    changed = serializers.BooleanField()
+    messages = serializers.ListField(child=serializers.JSONField())
+    schedule = serializers.ListField(child=serializers.JSONField())
+    outcomes = serializers.ListField(child=serializers.JSONField())
+    started = serializers.ListField(child=serializers.JSONField())
+    ended = serializers.ListField(child=serializers.JSONField())
+    skipped = serializers.ListField(child=serializers.JSONField())
+    llm_calls = serializers.IntegerField()
+    code = serializers.CharField(allow_null=True)
+    session = serializers.JSONField()
+
+
+class EventsSerializer(serializers.Serializer):
+    events = serializers.ListField(child=serializers.JSONField())
+    last_seq = serializers.IntegerField()
+
+
+def errors(*statuses: int) -> dict[int, Any]:
+    described = {
+        400: "invalid input, JSON or session",
+        403: "not allowed",
+        404: "no such session",
+        409: "the turn lost the version race after the retries",
+        412: "If-Match/If-None-Match did not hold",
+        413: "the body is too large",
+        429: "throttled",
+        503: "the model provider failed",
+    }
+    if OpenApiResponse is None:
+        return {}
+    return {
+        status: OpenApiResponse(ErrorSerializer, description=described[status])
+        for status in statuses
+    }
+
+
+LIST = extend_schema(
+    responses={200: SessionSummarySerializer(many=True), **errors(400, 403, 429)},
+    parameters=[
+        OpenApiParameter(name, str, description=text)
+        for name, text in (
+            ("agent", "agent name"),
+            ("run_status", "a live run's status"),
+            ("flow", "a live run's flow"),
+            ("updated_after", "ISO-8601"),
+            ("updated_before", "ISO-8601"),
+        )
+    ]
+    if OpenApiParameter
+    else None,
+)
+RETRIEVE = extend_schema(responses={200: SessionEnvelopeSerializer, **errors(403, 404, 429)})
+UPDATE = extend_schema(
+    request=SessionEnvelopeSerializer,
+    responses={
+        200: SessionEnvelopeSerializer,
+        201: SessionEnvelopeSerializer,
+        **errors(400, 403, 404, 412, 413, 429),
+    },
+    parameters=[
+        OpenApiParameter(
+            "If-Match", str, OpenApiParameter.HEADER, description='"<version>": update'
+        ),
+        OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, description="*: create"),
+    ]
+    if OpenApiParameter
+    else None,
+)
+DESTROY = extend_schema(responses={204: None, **errors(403, 404, 429)})
+TURN = extend_schema(
+    request=TurnRequestSerializer,
+    responses={200: TurnResultSerializer, **errors(400, 403, 404, 409, 413, 429, 503)},
+)
+EVENTS = extend_schema(
+    responses={200: EventsSerializer, **errors(400, 403, 404, 429)},
+    parameters=[OpenApiParameter("after_seq", int, description="events after this seq")]
+    if OpenApiParameter
+    else None,
+)
