@@ -14,10 +14,15 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
     "warlock_sessions",
+    "example_project.demo",
 ]
+STATIC_URL = "static/"
+ASGI_APPLICATION = "example_project.asgi.application"
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

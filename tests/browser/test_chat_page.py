@@ -1,0 +1,104 @@
+"""The demo chat in a real browser: Debian's Chromium driven by Playwright against daphne.
+
+Skipped with the reason when no Chromium is installed (``apt-get install chromium``), except
+under WARLOCK_REQUIRE_SERVICES=1, where CI installs it and a missing browser fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from channels.testing import ChannelsLiveServerTestCase
+from django.test import override_settings
+
+from tests.services import REQUIRE_SERVICES
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HAVE_CHROMIUM = os.path.exists(CHROMIUM)
+if not HAVE_CHROMIUM and REQUIRE_SERVICES:
+    raise RuntimeError(f"WARLOCK_REQUIRE_SERVICES=1 but there is no Chromium at {CHROMIUM}")
+
+SETTINGS = {
+    "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+    "DEFAULT_AGENT": "booking",
+}
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.mark.skipif(
+    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+)
+@override_settings(WARLOCK_SESSIONS=SETTINGS)
+class ChatPageTest(ChannelsLiveServerTestCase):
+    serve_static = True
+
+    def test_a_booking_conversation_survives_a_dropped_socket(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page()
+            page.goto(self.live_server_url + "/")
+            status = page.locator("#status")
+            expect(status).to_have_text("online", timeout=15000)
+            bot = page.locator(".messages li.bot")
+
+            def send(text: str) -> None:
+                page.fill("#text", text)
+                page.press("#text", "Enter")
+
+            send("I'd like to book an appointment")
+            expect(bot.last).to_have_text(
+                "Great, let's get you booked. What's your name?", timeout=15000
+            )
+            send("My name is Ana Souza")
+            expect(bot.last).to_have_text(
+                "Thanks, Ana Souza! What's your e-mail address?", timeout=15000
+            )
+
+            # Drop the socket and, while the page is away, let the API fire the discount event.
+            page.evaluate("window.warlockChat.socket().close()")
+            fired = page.evaluate("""async () => {
+                const cookie = document.cookie.split('; ').find(c => c.startsWith('csrftoken='));
+                const token = cookie.split('=')[1];
+                const chatId = document.querySelector('.chat').dataset.chatId;
+                const reply = await fetch(`/api/sessions/${chatId}/turn/`, {method: 'POST',
+                    headers: {'Content-Type': 'application/json', 'X-CSRFToken': token},
+                    body: JSON.stringify({event: {name: 'discount', key: 'offer-1'}})});
+                return reply.status;
+            }""")
+            assert fired == 200
+            expect(bot.last).to_have_text(
+                "Good news: 10% off any booking made this week!", timeout=15000
+            )
+            expect(status).to_have_text("online", timeout=15000)
+
+            send("ana@example.com")
+            expect(bot.last).to_have_text("Which day would suit you?", timeout=15000)
+            send("tomorrow")
+            expect(bot.last).to_contain_text("Shall I book it?", timeout=15000)
+            send("yes")
+            expect(bot.last).to_contain_text("Booked! See you on", timeout=15000)
+
+            texts = bot.all_inner_texts()
+            page.screenshot(path=str(shots / "chat.png"), full_page=True)
+            browser.close()
+
+        assert texts.count("Good news: 10% off any booking made this week!") == 1
+        assert len(texts) == len(set(texts)), texts
+        assert texts[0] == "Great, let's get you booked. What's your name?"
+        assert texts[-1].startswith("Booked! See you on") and "Ana Souza" in texts[-1]
+        print(f"\nscreenshot: {shots / 'chat.png'}")
