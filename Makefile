@@ -36,6 +36,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.engine
 	$(BIN)/python -m bench.providers
 	$(BIN)/python -m bench.host
+	$(BIN)/python -m bench.ws
 
 $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[docs]'

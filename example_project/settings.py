@@ -68,8 +68,10 @@ def database_from_url(url: str) -> dict:
         "PASSWORD": params.get("password", ""),
         "HOST": params.get("host", ""),
         "PORT": str(params.get("port", "")),
-        "CONN_MAX_AGE": 60,
-        "OPTIONS": {"prepare_threshold": 5},
+        # Under ASGI sync work runs in threads that come and go: pool the connections, never
+        # keep one per thread (CONN_MAX_AGE), or PostgreSQL runs out ("too many clients").
+        "CONN_MAX_AGE": 0,
+        "OPTIONS": {"pool": {"min_size": 2, "max_size": 16}, "prepare_threshold": 5},
     }
 
 
