@@ -3,7 +3,7 @@ after the commit, hand the messages and wakes on (engine-spec §3, invariants I1
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -165,15 +165,18 @@ class Host:
     ) -> TurnResult:
         """``handle`` for async code (Channels consumers): runs in a worker thread with its own
         database connection, so concurrent conversations do not queue behind each other."""
-        return await sync_to_async(self._handle_in_thread, thread_sensitive=False)(
-            session_id, input, context, **turn_options
-        )
+        return await in_worker_thread(self.handle)(session_id, input, context, **turn_options)
 
-    def _handle_in_thread(
-        self, session_id: str, input: Mapping[str, Any], context: Any, **turn_options: Any
-    ) -> TurnResult:
+
+def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``function`` for async code, run in a worker thread rather than the one thread Channels
+    keeps for database calls, tidying that thread's connection before and after."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
         try:
-            return self.handle(session_id, input, context, **turn_options)
+            return function(*args, **kwargs)
         finally:
             close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=False)

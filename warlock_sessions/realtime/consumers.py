@@ -15,13 +15,13 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from ..conf import warlock_settings
 from ..engine import ProviderError
 from ..errors import AgentNotConfiguredError, InvalidInputError, SessionConflictError
 from ..host import Host, group_name
+from ..host.loop import in_worker_thread
 from ..host.records import event_frame
 from ..host.wire import parse_turn
 from ..models import SessionEvent, SessionOwner
@@ -42,9 +42,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.requester = SimpleNamespace(
             user=self.scope.get("user"), session=self.scope.get("session")
         )
-        if not await database_sync_to_async(self.allowed)():
+        if not await in_worker_thread(self.allowed)():
             await self.close(code=UNAUTHORISED)
             return
+        self.owned = False  # checked again, and claimed, with the first turn
         self.group = group_name(self.session_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -95,7 +96,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         """Send everything the log holds past ``last_seq``."""
         async with self.sending:
             while True:
-                events = await database_sync_to_async(self.logged_after)(self.last_seq)
+                events = await in_worker_thread(self.logged_after)(self.last_seq)
                 for event in events:
                     await self.send_json(event)
                     self.last_seq = event["seq"]
@@ -130,10 +131,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         body = {frame_type: fields, **{k: content[k] for k in ("context", "agent") if k in content}}
         try:
             turn_input, context, agent = parse_turn(body)
-            if not await database_sync_to_async(self.allowed)():
-                await self.error("permission-denied", "you may not send turns to this session")
-                return
-            await database_sync_to_async(self.claim)()
+            if not self.owned:
+                # A new session may have been claimed by someone else since connect.
+                await in_worker_thread(self.claim)()
+                if not await in_worker_thread(self.allowed)():
+                    await self.error("permission-denied", "you may not send turns to this session")
+                    return
+                self.owned = True
             await Host(agent).ahandle(self.session_id, turn_input, context)
         except InvalidInputError as error:
             await self.error("invalid-input", str(error))
