@@ -16,6 +16,8 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from example_project.databases import postgres_settings
+
 ADMIN_URL = os.environ.get("WARLOCK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BENCH_DATABASE = os.environ.get("WARLOCK_BENCH_DATABASE", "warlock_bench")
 
@@ -49,16 +51,7 @@ def configure_django(database_url: str, **extra_settings: Any) -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    params = psycopg.conninfo.conninfo_to_dict(database_url)
-    database = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": params["dbname"],
-        "USER": params.get("user", "postgres"),
-        "PASSWORD": params.get("password", ""),
-        "HOST": params.get("host", "127.0.0.1"),
-        "PORT": str(params.get("port", "5432")),
-        "CONN_MAX_AGE": None,
-    }
+    database = {**postgres_settings(database_url), "CONN_MAX_AGE": None}
     settings.configure(
         DEBUG=False,
         USE_TZ=True,

@@ -2,9 +2,8 @@
 
 import os
 
-from psycopg.conninfo import conninfo_to_dict
+from example_project.databases import asgi_postgres_settings
 
-_db = conninfo_to_dict(os.environ["WARLOCK_BENCH_DATABASE_URL"])
 SECRET_KEY = "bench"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
@@ -22,20 +21,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
 ROOT_URLCONF = "warlock_sessions.api.urls"
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": _db["dbname"],
-        "USER": _db.get("user", ""),
-        "PASSWORD": _db.get("password", ""),
-        "HOST": _db.get("host", ""),
-        "PORT": str(_db.get("port", "")),
-        # Under ASGI sync work runs in threads that come and go: pool the connections, never
-        # keep one per thread (CONN_MAX_AGE), or PostgreSQL runs out ("too many clients").
-        "CONN_MAX_AGE": 0,
-        "OPTIONS": {"pool": {"min_size": 2, "max_size": 16}, "prepare_threshold": 5},
-    }
-}
+DATABASES = {"default": asgi_postgres_settings(os.environ["WARLOCK_BENCH_DATABASE_URL"])}
 CHANNEL_LAYERS = {
     "default": (
         {

@@ -5,6 +5,8 @@ RuleModel by default, so it needs no services. DATABASE_URL (postgresql://…) a
 import os
 from pathlib import Path
 
+from example_project.databases import asgi_postgres_settings
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # A demo only: never reuse this key or DEBUG in production.
@@ -57,26 +59,8 @@ WSGI_APPLICATION = "example_project.wsgi.application"
 ASGI_APPLICATION = "example_project.asgi.application"
 
 
-def database_from_url(url: str) -> dict:
-    from psycopg.conninfo import conninfo_to_dict
-
-    params = conninfo_to_dict(url)
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": params.get("dbname", "postgres"),
-        "USER": params.get("user", ""),
-        "PASSWORD": params.get("password", ""),
-        "HOST": params.get("host", ""),
-        "PORT": str(params.get("port", "")),
-        # Under ASGI sync work runs in threads that come and go: pool the connections, never
-        # keep one per thread (CONN_MAX_AGE), or PostgreSQL runs out ("too many clients").
-        "CONN_MAX_AGE": 0,
-        "OPTIONS": {"pool": {"min_size": 2, "max_size": 16}, "prepare_threshold": 5},
-    }
-
-
 DATABASES = {
-    "default": database_from_url(os.environ["DATABASE_URL"])
+    "default": asgi_postgres_settings(os.environ["DATABASE_URL"])
     if os.environ.get("DATABASE_URL")
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "demo.sqlite3"}
 }

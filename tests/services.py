@@ -11,6 +11,8 @@ from functools import cache
 
 import psycopg
 
+from example_project.databases import postgres_settings
+
 POSTGRES_URL = os.environ.get(
     "WARLOCK_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -44,12 +46,4 @@ def redis_unreachable() -> str | None:
 
 
 def postgres_database_settings() -> dict[str, object]:
-    params = psycopg.conninfo.conninfo_to_dict(POSTGRES_URL)
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": params.get("dbname", "test"),
-        "USER": params.get("user", "postgres"),
-        "PASSWORD": params.get("password", ""),
-        "HOST": params.get("host", "127.0.0.1"),
-        "PORT": str(params.get("port", "5432")),
-    }
+    return postgres_settings(POSTGRES_URL)

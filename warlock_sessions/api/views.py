@@ -19,9 +19,9 @@ from ..conf import warlock_settings
 from ..engine import ProviderError
 from ..errors import SessionConflictError
 from ..host import Host
-from ..host.records import event_frame
+from ..host.records import event_frame, forget_session
 from ..host.wire import parse_turn
-from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
+from ..models import Session, SessionEvent, SessionOwner
 from ..permissions import SessionAccess, anonymous_key, claim_owner
 from ..stores import default_store
 from . import schema
@@ -189,8 +189,7 @@ class SessionViewSet(viewsets.ViewSet):
         existed = default_store().delete(session_id)
         if not existed and access.owner is None:
             raise not_found(session_id)
-        for model in (SessionOwner, SessionEvent, OutboundMessage, Wake):
-            model.objects.filter(session_id=session_id).delete()
+        forget_session(session_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @schema.TURN

@@ -46,12 +46,6 @@ class FakeModel:
         self._speak = deque(_speak_outcome(reply) for reply in speak)
         self.requests: dict[str, list[Any]] = {"understand": [], "speak": []}
 
-    def script(self, *, understand: Iterable[Any] = (), speak: Iterable[Any] = ()) -> FakeModel:
-        """Queue more replies; returns the model for chaining."""
-        self._understand.extend(_understanding(reply) for reply in understand)
-        self._speak.extend(_speak_outcome(reply) for reply in speak)
-        return self
-
     @property
     def remaining(self) -> dict[str, int]:
         return {"understand": len(self._understand), "speak": len(self._speak)}
@@ -134,6 +128,3 @@ class MemoryScheduler:
     @property
     def size(self) -> int:
         return len(self._entries)
-
-    def keys(self) -> list[str]:
-        return sorted(self._entries)

@@ -54,5 +54,3 @@ OUTCOME_MESSAGES: dict[str, str] = {
     "provider-context": "the conversation outgrew the model's context window",
     "provider-invalid": "the provider rejected the request",
 }
-
-PROVIDER_CODES = frozenset(code for code in OUTCOME_MESSAGES if code.startswith("provider-"))

@@ -13,14 +13,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import Max
 
 from .. import signals
 from ..conf import warlock_settings
 from ..engine import TurnResult
 from ..engine.isotime import ms_from_iso
-from ..models import OutboundMessage, SessionEvent, Wake
+from ..models import OutboundMessage, SessionEvent, SessionOwner, Wake
 
 logger = logging.getLogger("warlock_sessions.host")
 
@@ -353,3 +353,13 @@ def _push(session_id: str, events: list[dict[str, Any]]) -> None:
         logger.warning(
             "could not push events of session %r to the channel layer", session_id, exc_info=True
         )
+
+
+def forget_session(session_id: str, using: str | None = None) -> None:
+    """Remove what the host and API keep about a session besides its blob: event log, outbox,
+    wakes and owner."""
+
+    for model in (SessionEvent, OutboundMessage, Wake, SessionOwner):
+        model.objects.using(using or router.db_for_write(model)).filter(
+            session_id=session_id
+        ).delete()
