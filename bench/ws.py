@@ -43,7 +43,7 @@ def start_daphne(layer: str, port: int) -> subprocess.Popen[bytes]:
         "127.0.0.1",
         "-p",
         str(port),
-        "bench.ws_app:application",
+        os.environ.get("WS_APP", "bench.ws_app:application"),
     ]
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 30

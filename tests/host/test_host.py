@@ -15,7 +15,7 @@ from warlock_sessions.host import Host
 from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
 from warlock_sessions.stores import DjangoStore, MemoryStore
 
-from .conftest import echo_agent, race_agent
+from .conftest import echo_agent, race_agent, timer_agent
 
 T0_MS = 1789898400000
 
@@ -265,3 +265,79 @@ def test_a_configured_deliverer_is_retried_with_backoff(alias: str) -> None:
         assert deliver_due_messages(using=alias) == 1
         message.refresh_from_db()
         assert message.status == "delivered" and message.delivered_at is not None
+
+
+class LoadCountingStore(DjangoStore):
+    """The real DjangoStore, counting the loads the host asks of it."""
+
+    loads = 0
+
+    def load(self, session_id: str) -> Any:
+        self.loads += 1
+        return super().load(session_id)
+
+
+def test_handle_returns_the_events_it_logged(alias: str) -> None:
+    host = Host(race_agent(), DjangoStore(using=alias), clock=FakeClock(T0_MS))
+    first = host.handle("s1", {"message": {"text": "x", "id": "m1"}})
+    second = host.handle("s1", {"message": {"text": "y", "id": "m2"}})
+    logged = list(
+        SessionEvent.objects.using(alias)
+        .filter(session_id="s1")
+        .order_by("seq")
+        .values("seq", "type", "payload")
+    )
+    assert first.events + second.events == logged
+    assert first.events[-1]["type"] == "turn" and second.events[0]["seq"] == 5
+
+
+def test_a_current_last_saved_session_spares_the_load(alias: str) -> None:
+    store = LoadCountingStore(using=alias)
+    host = Host(echo_agent(), store, clock=FakeClock(T0_MS))
+    first = host.handle("s1", {"message": {"text": "oi", "id": "m1"}})
+    second = host.handle("s1", {"message": {"text": "oi", "id": "m2"}}, last_saved=first.session)
+    assert store.loads == 1
+    assert second.session["version"] == 2 and second.session["inputs"][-2:] == ["m1", "m2"]
+    assert second.session == store.load("s1")
+
+
+def test_a_stale_last_saved_session_is_refused_and_replayed_without_using_a_retry(
+    alias: str,
+) -> None:
+    store = LoadCountingStore(using=alias)
+    host = Host(echo_agent(), store, clock=FakeClock(T0_MS), max_conflict_retries=0)
+    first = host.handle("s1", {"message": {"text": "oi", "id": "m1"}})
+    Host(echo_agent(), DjangoStore(using=alias), clock=FakeClock(T0_MS)).handle(
+        "s1", {"message": {"text": "outra aba", "id": "m2"}}
+    )
+    conflicts: list[int] = []
+
+    def count(sender: Any, attempt: int, **kwargs: Any) -> None:
+        conflicts.append(attempt)
+
+    signals.session_conflict.connect(count)
+    try:
+        third = host.handle("s1", {"message": {"text": "oi", "id": "m3"}}, last_saved=first.session)
+    finally:
+        signals.session_conflict.disconnect(count)
+    assert conflicts == [1] and store.loads == 2
+    assert third.session["version"] == 3 and third.session["inputs"][-3:] == ["m1", "m2", "m3"]
+    assert OutboundMessage.objects.using(alias).filter(key="idle:m3").count() == 1
+
+
+def test_a_turn_that_changes_nothing_on_a_stale_copy_is_computed_again_from_the_store(
+    alias: str,
+) -> None:
+    """A stale copy does not know the wake a later turn scheduled, so the wake looks unknown and
+    changes nothing; no conditional save would catch that, so the host asks the store."""
+    clock = FakeClock(T0_MS)
+    host = Host(timer_agent(), DjangoStore(using=alias), clock=clock)
+    first = host.handle("t1", {"start": {"flow": "f0", "key": "a"}})
+    later = host.handle("t1", {"start": {"flow": "lembrete", "key": "b"}})
+    wake = next(item["key"] for item in later.schedule if "lembrete" in item["key"])
+    clock.advance("3s")
+
+    fired = host.handle("t1", {"wake": wake}, last_saved=first.session)
+
+    assert fired.changed and [m["text"] for m in fired.messages] == ["Hora do lembrete!"]
+    assert fired.session["version"] == 3

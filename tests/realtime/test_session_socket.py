@@ -15,7 +15,8 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from tests.services import REDIS_URL, redis_unreachable
-from warlock_sessions.host import run_due_wakes
+from warlock_sessions import signals
+from warlock_sessions.host import Host, run_due_wakes
 from warlock_sessions.models import Wake
 from warlock_sessions.realtime.routing import websocket_urlpatterns
 
@@ -174,3 +175,47 @@ async def test_a_visitor_without_a_django_session_cannot_start_one(layer: str) -
     bare = WebsocketCommunicator(APPLICATION, "/ws/sessions/new-1/")
     connected, code = await bare.connect()
     assert (connected, code) == (False, 4403)
+
+
+async def test_two_tabs_and_a_turn_from_elsewhere_see_every_event_once_in_order(
+    layer: str,
+) -> None:
+    """Each socket starts its next turn from the session it last saved; a turn made elsewhere
+    (another tab, the HTTP API) moves the session on, and the next turn must still land once."""
+    first_tab = await socket("/ws/sessions/c6/")
+    assert (await first_tab.connect())[0]
+    await first_tab.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    seen_first = await until_turn(first_tab)
+    second_tab = await socket(f"/ws/sessions/c6/?after_seq={seen_first[-1]['seq']}")
+    assert (await second_tab.connect())[0]
+
+    await database_sync_to_async(Host().handle)("c6", {"message": {"text": "Ana", "id": "m2"}})
+    seen_first += await until_turn(first_tab)
+    seen_second = await until_turn(second_tab)
+    conflicts: list[int] = []
+
+    def count(sender: Any, attempt: int, **kwargs: Any) -> None:
+        conflicts.append(attempt)
+
+    signals.session_conflict.connect(count)
+    try:
+        await first_tab.send_json_to({"type": "message", "text": "ana@example.com", "id": "m3"})
+        seen_first += await until_turn(first_tab)
+        seen_second += await until_turn(second_tab)
+    finally:
+        signals.session_conflict.disconnect(count)
+
+    assert conflicts == []  # the pushed turn told the tab its copy was stale: it loaded
+
+    assert [event["seq"] for event in seen_first] == list(range(1, len(seen_first) + 1))
+    assert seen_second == seen_first[len(seen_first) - len(seen_second) :]
+    turns = [event for event in seen_first if event["type"] == "turn"]
+    assert [turn["version"] for turn in turns] == [1, 2, 3]
+    replies = [event["text"] for event in seen_first if event["type"] == "message"]
+    assert replies[1:] == [
+        "Thanks, Ana! What's your e-mail address?",
+        "Which day would suit you?",
+    ]
+    for tab in (first_tab, second_tab):
+        assert await tab.receive_nothing(timeout=0.3)
+        await tab.disconnect()

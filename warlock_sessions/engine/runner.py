@@ -1388,6 +1388,6 @@ class TurnState:
             return False
         return (
             self.original is None
-            or not json_equal(self.session, self.original)
             or bool(self.messages or self.schedule or self.outcomes or self.skipped)
+            or not json_equal(self.session, self.original)  # the costly test, last
         )

@@ -3,23 +3,32 @@ after the commit, hand the messages and wakes on (engine-spec §3, invariants I1
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import close_old_connections, router, transaction
 from django.utils import timezone
 
 from .. import signals
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
-from ..engine import Agent, Model, SystemClock, TurnResult, turn
+from ..engine import Agent, Model, Session, SystemClock, TurnResult, turn
 from ..engine.turn import INPUT_KINDS, Clock
 from ..errors import SessionConflictError
 from ..models import OutboundMessage
 from ..stores import Store, default_store
 from ..stores.db import DjangoStore
-from .records import FIRST_SEQ, publish, statement_parts, turn_records, write_records
+from .records import (
+    FIRST_SEQ,
+    announce,
+    apush,
+    push,
+    statement_parts,
+    turn_records,
+    write_records,
+)
 
 
 def turn_input_of(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,6 +45,14 @@ def turn_input_of(value: Mapping[str, Any]) -> dict[str, Any]:
             + (f" (and no {', '.join(sorted(extra))})" if extra else "")
         )
     return {kinds[0]: value[kinds[0]]}
+
+
+@dataclass
+class HostedTurn(TurnResult):
+    """A ``TurnResult`` as the host committed it: ``session`` is as stored and ``events`` are
+    the entries (``{seq, type, payload}``) the turn added to the session's event log."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Host:
@@ -87,14 +104,58 @@ class Host:
         self.together = is_db_store and self.store.saves_together
 
     def handle(
-        self, session_id: str, input: Mapping[str, Any], context: Any = None, **turn_options: Any
-    ) -> TurnResult:
-        """Apply one input. Returns the TurnResult with ``session`` as stored (its new version
-        when the turn changed anything)."""
+        self,
+        session_id: str,
+        input: Mapping[str, Any],
+        context: Any = None,
+        *,
+        last_saved: Session | None = None,
+        **turn_options: Any,
+    ) -> HostedTurn:
+        """Apply one input. Returns the ``HostedTurn``: ``session`` as stored (its new version
+        when the turn changed anything) and the events it logged.
+
+        ``last_saved``: the session exactly as a previous ``HostedTurn`` of this session
+        returned it. The first attempt starts from it instead of loading: a copy that is no
+        longer current is refused by the conditional save, and the turn reloads and replays
+        (an attempt that does not count against ``max_conflict_retries``). A turn that changes
+        nothing is not checked by any save, so it is computed again from the stored session."""
+        return self._handle(session_id, input, context, turn_options, last_saved, push)
+
+    async def ahandle(
+        self,
+        session_id: str,
+        input: Mapping[str, Any],
+        context: Any = None,
+        *,
+        last_saved: Session | None = None,
+        **turn_options: Any,
+    ) -> HostedTurn:
+        """``handle`` for async code (Channels consumers): the turn runs in a worker thread with
+        its own database connection, so concurrent conversations do not queue behind each other;
+        the events go to the channel layer from the event loop once it has committed."""
+        hosted = await in_worker_thread(self._handle)(
+            session_id, input, context, turn_options, last_saved, None
+        )
+        await apush(session_id, hosted.events)
+        return hosted
+
+    def _handle(
+        self,
+        session_id: str,
+        input: Mapping[str, Any],
+        context: Any,
+        turn_options: Mapping[str, Any],
+        last_saved: Session | None,
+        push_events: Callable[[str, list[dict[str, Any]]], None] | None,
+    ) -> HostedTurn:
         turn_input = turn_input_of(input)
         conflict: SessionConflictError | None = None
-        for attempt in range(self.max_conflict_retries + 1):
-            loaded = self.store.load(session_id)
+        attempts = self.max_conflict_retries + 1 + (last_saved is not None)
+        for attempt in range(attempts):
+            remembered = last_saved is not None
+            loaded = last_saved if remembered else self.store.load(session_id)
+            last_saved = None
             result = turn(
                 agent=self.agent,
                 session_id=session_id,
@@ -108,11 +169,14 @@ class Host:
             signals.turn_computed.send(
                 sender=type(self), session_id=session_id, input=turn_input, result=result
             )
+            if not result.changed and remembered:
+                continue  # no conditional save checks a turn that changed nothing: ask the store
+            hosted = HostedTurn(**vars(result))
             if not result.changed:
-                return result
+                return hosted
             expected = loaded["version"] if loaded is not None else 0
             try:
-                result.session = self._commit(session_id, result, expected, turn_input)
+                self._commit(session_id, hosted, expected, turn_input, push_events)
             except SessionConflictError as error:
                 conflict = error
                 signals.session_conflict.send(
@@ -123,17 +187,22 @@ class Host:
                     attempt=attempt + 1,
                 )
                 continue
-            return result
+            return hosted
         assert conflict is not None
         raise conflict
 
     def _commit(
-        self, session_id: str, result: TurnResult, expected: int, turn_input: Mapping[str, Any]
-    ) -> Any:
+        self,
+        session_id: str,
+        hosted: HostedTurn,
+        expected: int,
+        turn_input: Mapping[str, Any],
+        push_events: Callable[[str, list[dict[str, Any]]], None] | None,
+    ) -> None:
         changes = turn_records(
             session_id=session_id,
             agent_name=self.agent_name,
-            result=result,
+            result=hosted,
             version=expected + 1,
             turn_input=turn_input,
             now=timezone.now(),
@@ -142,35 +211,32 @@ class Host:
             # PostgreSQL: the save and every record in one statement (two round trips a turn).
             parts, params = statement_parts(changes, self.using)
             saved, (first_seq,) = self.store.save_together(
-                result.session, expected, parts, params, FIRST_SEQ
+                hosted.session, expected, parts, params, FIRST_SEQ
             )
         elif self.one_transaction:
             with transaction.atomic(using=self.using):
-                saved = self.store.save(result.session, expected)
+                saved = self.store.save(hosted.session, expected)
                 first_seq = write_records(changes, self.using, exclusive=True)
         else:
-            saved = self.store.save(result.session, expected)
+            saved = self.store.save(hosted.session, expected)
             with transaction.atomic(using=self.using):
                 first_seq = write_records(changes, self.using, exclusive=False)
-        events = changes.numbered(first_seq)
-        version = saved["version"]
-        transaction.on_commit(
-            lambda: publish(session_id=session_id, result=result, version=version, events=events),
-            using=self.using,
-        )
-        return saved
+        hosted.session = saved
+        hosted.events = events = changes.numbered(first_seq)
 
-    async def ahandle(
-        self, session_id: str, input: Mapping[str, Any], context: Any = None, **turn_options: Any
-    ) -> TurnResult:
-        """``handle`` for async code (Channels consumers): runs in a worker thread with its own
-        database connection, so concurrent conversations do not queue behind each other."""
-        return await in_worker_thread(self.handle)(session_id, input, context, **turn_options)
+        def after_commit() -> None:
+            announce(session_id=session_id, result=hosted, version=saved["version"])
+            if push_events is not None:
+                push_events(session_id, events)
+
+        transaction.on_commit(after_commit, using=self.using)
 
 
 def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """``function`` for async code, run in a worker thread rather than the one thread Channels
-    keeps for database calls, tidying that thread's connection before and after."""
+    """``function`` for async code, run in a worker thread of the event loop's executor rather
+    than the one thread Channels keeps for database calls, tidying that thread's connection
+    before and after. (``asyncio.to_thread``: asgiref's ``sync_to_async`` did the same hop at
+    half again the cost per call, measured in bench/ws.py.)"""
 
     def run(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
@@ -179,4 +245,7 @@ def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[An
         finally:
             close_old_connections()
 
-    return sync_to_async(run, thread_sensitive=False)
+    async def in_thread(*args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(run, *args, **kwargs)
+
+    return in_thread

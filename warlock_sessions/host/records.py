@@ -4,6 +4,7 @@ channel-layer push and delivery."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connections, router, transaction
-from django.db.models import Max
+from django.db.models import Max, Model
 
 from .. import signals
 from ..conf import warlock_settings
@@ -220,13 +221,18 @@ SAVED = "EXISTS (SELECT 1 FROM saved)"
 FIRST_SEQ = "(SELECT MIN(seq) FROM events)"
 
 
-def statement_parts(changes: TurnRecords, using: str) -> tuple[list[str], list[Any]]:
-    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
-    one statement writes the session and all of this, or (on a conflict) nothing."""
-    table = {
+@functools.cache
+def _quoted_tables(using: str) -> dict[type[Model], str]:
+    return {
         model: connections[using].ops.quote_name(model._meta.db_table)
         for model in (OutboundMessage, SessionEvent, Wake)
     }
+
+
+def statement_parts(changes: TurnRecords, using: str) -> tuple[list[str], list[Any]]:
+    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
+    one statement writes the session and all of this, or (on a conflict) nothing."""
+    table = _quoted_tables(using)
     parts: list[str] = []
     params: list[Any] = []
     now = changes.now
@@ -315,10 +321,8 @@ def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
     return {"data": payload}
 
 
-def publish(
-    *, session_id: str, result: TurnResult, version: int, events: list[SessionEvent]
-) -> None:
-    """After commit: signals, then the channel-layer push (lossy; the log is the truth)."""
+def announce(*, session_id: str, result: TurnResult, version: int) -> None:
+    """After commit: the signals of a committed turn."""
     signals.session_saved.send(sender=None, session_id=session_id, version=version, result=result)
     for started in result.started:
         signals.run_started.send(sender=None, session_id=session_id, run=started)
@@ -328,20 +332,20 @@ def publish(
         )
     for message in result.messages:
         signals.message_out.send(sender=None, session_id=session_id, message=message)
-    _push(session_id, events)
 
 
-def _push(session_id: str, events: list[dict[str, Any]]) -> None:
+async def apush(session_id: str, events: list[dict[str, Any]]) -> None:
+    """After commit: the events to the session's channel-layer group (lossy; the log is the
+    truth, and a socket that missed some catches up from it)."""
     if not events or not getattr(settings, "CHANNEL_LAYERS", None):
         return
-    from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(
+        await layer.group_send(
             group_name(session_id),
             {
                 "type": "warlock.events",
@@ -349,10 +353,18 @@ def _push(session_id: str, events: list[dict[str, Any]]) -> None:
                 "events": [event_frame(event) for event in events],
             },
         )
-    except Exception:  # the log already holds the events; a socket catches up with after_seq
+    except Exception:
         logger.warning(
             "could not push events of session %r to the channel layer", session_id, exc_info=True
         )
+
+
+def push(session_id: str, events: list[dict[str, Any]]) -> None:
+    """``apush`` for synchronous code."""
+    if events:
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(apush)(session_id, events)
 
 
 def forget_session(session_id: str, using: str | None = None) -> None:

@@ -15,10 +15,11 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from ..conf import warlock_settings
-from ..engine import ProviderError
+from ..engine import ProviderError, Session
 from ..errors import AgentNotConfiguredError, InvalidInputError, SessionConflictError
 from ..host import Host, group_name
 from ..host.loop import in_worker_thread
@@ -46,10 +47,22 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=UNAUTHORISED)
             return
         self.owned = False  # checked again, and claimed, with the first turn
+        self.last_saved: Session | None = None
+        self.hosts: dict[str | None, Host] = {}
         self.group = group_name(self.session_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self.catch_up()
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels tidies the event-loop thread's database connection before every handler: a
+        # hop through its one shared sync thread for each frame and each group message. The
+        # handlers here reach the database only through in_worker_thread, which tidies the
+        # connection it uses, so the hop would only queue every socket behind one thread.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
@@ -98,22 +111,35 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             while True:
                 events = await in_worker_thread(self.logged_after)(self.last_seq)
                 for event in events:
-                    await self.send_json(event)
-                    self.last_seq = event["seq"]
+                    await self.send_event(event)
                 if len(events) < REPLAY_BATCH:
                     return
 
     async def warlock_events(self, message: dict[str, Any]) -> None:
         """Events pushed to the session's group after a commit."""
-        events = sorted(message["events"], key=lambda event: event["seq"])
+        await self.deliver(message["events"])
+
+    async def deliver(self, events: list[dict[str, Any]]) -> None:
+        """Send the frames this socket has not sent yet, in ``seq`` order; when they do not
+        follow on from the last one sent, the layer dropped something and the log has it."""
+        events = sorted(events, key=lambda event: event["seq"])
         if events and events[0]["seq"] > self.last_seq + 1:
-            await self.catch_up()  # the layer dropped something: the log has it
+            await self.catch_up()
             return
         async with self.sending:
             for event in events:
                 if event["seq"] == self.last_seq + 1:
-                    await self.send_json(event)
-                    self.last_seq = event["seq"]
+                    await self.send_event(event)
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        await self.send_json(event)
+        self.last_seq = event["seq"]
+        if (
+            event["type"] == "turn"
+            and self.last_saved is not None
+            and event["version"] > self.last_saved["version"]
+        ):
+            self.last_saved = None  # another turn (a wake, another tab) moved the session on
 
     async def error(self, code: str, detail: str) -> None:
         await self.send_json({"type": "error", "code": code, "detail": detail})
@@ -138,7 +164,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                     await self.error("permission-denied", "you may not send turns to this session")
                     return
                 self.owned = True
-            await Host(agent).ahandle(self.session_id, turn_input, context)
+            hosted = await self.host(agent).ahandle(
+                self.session_id, turn_input, context, last_saved=self.last_saved
+            )
         except InvalidInputError as error:
             await self.error("invalid-input", str(error))
             return
@@ -151,7 +179,16 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         except ProviderError as error:
             await self.error(error.code, f"The model provider failed: {error}")
             return
-        await self.catch_up()
+        # The next turn starts from this session instead of loading it (the save checks it is
+        # still current), and the turn's own events go out without a trip to the log.
+        self.last_saved = hosted.session if hosted.session.get("version") else None
+        await self.deliver([event_frame(event) for event in hosted.events])
+
+    def host(self, agent: str | None) -> Host:
+        """The host of ``agent``, made once per socket (a Host costs more than a turn's parse)."""
+        if agent not in self.hosts:
+            self.hosts[agent] = Host(agent)
+        return self.hosts[agent]
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any

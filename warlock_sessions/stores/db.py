@@ -107,6 +107,7 @@ class DjangoStore(Store):
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
             "update": f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s",
             "delete": f"DELETE FROM {table} {by_id}",
+            "version_column": column["version"],
         }
 
     def _cursor(self) -> CursorWrapper:
@@ -172,11 +173,9 @@ class DjangoStore(Store):
         the final ``SELECT``) evaluated to.
         """
         session_id, expected, save_params = self._prepare(session, expected_version)
-        version = connections[self.using].ops.quote_name(
-            SessionRow._meta.get_field("version").column
-        )
-        saved = self._sql["insert" if expected == 0 else "update"] + f" RETURNING {version}"
-        ctes = ", ".join([f"saved AS ({saved})", *parts])
+        saved = self._sql["insert" if expected == 0 else "update"]
+        version = self._sql["version_column"]
+        ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
         sql = f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}"
         with server_binding_cursor(self.using, prepared=False) as cursor:
             cursor.execute(sql, [*save_params, *params])
