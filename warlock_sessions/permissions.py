@@ -5,7 +5,6 @@ The object a policy judges is a :class:`SessionAccess`: the session id and its o
 
 from __future__ import annotations
 
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,13 +33,16 @@ def anonymous_key(request: Request) -> str:
     return session.session_key or ""
 
 
-def claim_owner(session_id: str, user: Any, anonymous: str) -> None:
+def claim_owner(session_id: str, user: Any, anonymous: str) -> SessionOwner | None:
     """Make ``user`` (or, with no user, the anonymous visitor ``anonymous``) the owner of a
-    session nobody owns yet; a concurrent claim wins quietly and the policy decides."""
-    with suppress(IntegrityError):
-        SessionOwner.objects.create(
+    session nobody owns yet, returning the new owner row; when someone else owns it already
+    (or won a concurrent claim) return ``None`` and let the policy decide."""
+    try:
+        return SessionOwner.objects.create(
             session_id=session_id, user=user, anonymous_key="" if user else anonymous
         )
+    except IntegrityError:
+        return None
 
 
 def is_owner(request: Request, owner: SessionOwner | None) -> bool:

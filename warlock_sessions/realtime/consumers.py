@@ -70,31 +70,34 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     # -- access ---------------------------------------------------------------------------------
 
-    def allowed(self, action: str = "turn") -> bool:
+    def allowed(self, owner: SessionOwner | None = None) -> bool:
         """The HTTP policy, applied to the socket's user and Django session. A session nobody
         started yet may be opened by anyone able to own it (the first turn claims it)."""
-        owner = SessionOwner.objects.filter(session_id=self.session_id).first()
+        owner = owner or SessionOwner.objects.filter(session_id=self.session_id).first()
         if owner is None and default_store().load(self.session_id) is None:
             return self.can_own()
         access = SessionAccess(self.session_id, owner)
         policy = warlock_settings.PERMISSION()
         if hasattr(policy, "can_see") and not policy.can_see(self.requester, access):
             return False
-        return policy.has_object_permission(self.requester, SimpleNamespace(action=action), access)
+        return policy.has_object_permission(self.requester, SimpleNamespace(action="turn"), access)
 
     def can_own(self) -> bool:
         user = self.requester.user
         session = self.requester.session
         return bool(user and user.is_authenticated) or bool(session and session.session_key)
 
-    def claim(self) -> None:
+    def claimed(self) -> bool:
+        """Claim the session if nobody owns it yet (someone may have since connect), then
+        apply the policy: what the first turn checks."""
         user = self.requester.user
         authenticated = bool(user and user.is_authenticated)
-        claim_owner(
+        owner = claim_owner(
             self.session_id,
             user if authenticated else None,
             "" if authenticated else self.requester.session.session_key,
         )
+        return self.allowed(owner)
 
     # -- delivery -------------------------------------------------------------------------------
 
@@ -158,9 +161,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         try:
             turn_input, context, agent = parse_turn(body)
             if not self.owned:
-                # A new session may have been claimed by someone else since connect.
-                await in_worker_thread(self.claim)()
-                if not await in_worker_thread(self.allowed)():
+                if not await in_worker_thread(self.claimed)():
                     await self.error("permission-denied", "you may not send turns to this session")
                     return
                 self.owned = True
