@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connections, router, transaction
-from django.db.models import Max, Model
+from django.db.models import Max
 
 from .. import signals
 from ..conf import warlock_settings
@@ -221,78 +221,93 @@ SAVED = "EXISTS (SELECT 1 FROM saved)"
 FIRST_SEQ = "(SELECT MIN(seq) FROM events)"
 
 
+def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], list[Any]]:
+    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
+    one statement writes the session and all of this, or (on a conflict) nothing.
+
+    The rows travel as one JSON array per table, so the SQL text depends only on which writes
+    a turn has (a handful of shapes, built once) and a turn binds a few parameters, not a few
+    per row."""
+    now = changes.now
+    params: list[Any] = []
+    if changes.messages:
+        params += [
+            changes.session_id,
+            changes.status,
+            now,
+            now,
+            now if changes.delivered else None,
+            json.dumps(changes.messages, ensure_ascii=False),
+        ]
+    if changes.fired:
+        params += [now, changes.session_id, changes.fired]
+    if changes.replaced:
+        params += [changes.session_id, changes.replaced]
+    if changes.schedule:
+        params += [
+            changes.session_id,
+            changes.agent,
+            now,
+            json.dumps(changes.schedule, ensure_ascii=False),
+        ]
+    params += [changes.session_id, now, json.dumps(changes.events, ensure_ascii=False)]
+    params.append(changes.session_id)
+    shape = (
+        bool(changes.messages),
+        bool(changes.fired),
+        bool(changes.replaced),
+        bool(changes.schedule),
+    )
+    return _statement_parts(using, *shape), params
+
+
 @functools.cache
-def _quoted_tables(using: str) -> dict[type[Model], str]:
-    return {
+def _statement_parts(
+    using: str, messages: bool, fired: bool, replaced: bool, schedule: bool
+) -> tuple[str, ...]:
+    table = {
         model: connections[using].ops.quote_name(model._meta.db_table)
         for model in (OutboundMessage, SessionEvent, Wake)
     }
-
-
-def statement_parts(changes: TurnRecords, using: str) -> tuple[list[str], list[Any]]:
-    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
-    one statement writes the session and all of this, or (on a conflict) nothing."""
-    table = _quoted_tables(using)
     parts: list[str] = []
-    params: list[Any] = []
-    now = changes.now
-    if changes.messages:
-        rows = ", ".join(["(%s, %s, %s, %s, %s, %s, %s::timestamptz)"] * len(changes.messages))
+    if messages:
         parts.append(
             f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, kind, text, "
             "after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
-            "delivered_at) SELECT v.column1, %s, v.column2, v.column3, v.column4, "
-            f"v.column5::jsonb, %s, 0, '', %s, v.column6, v.column7 FROM (VALUES {rows}) AS v "
-            f"WHERE {SAVED} ON CONFLICT (session_id, key) DO NOTHING)"
+            "delivered_at) SELECT m.value->>'key', %s, m.value->>'kind', m.value->>'text', "
+            "(m.value->>'afterMs')::integer, m.value, %s, 0, '', %s, %s::timestamptz + "
+            "(m.value->>'afterMs')::integer * interval '1 millisecond', %s::timestamptz "
+            f"FROM jsonb_array_elements(%s::jsonb) AS m(value) WHERE {SAVED} "
+            "ON CONFLICT (session_id, key) DO NOTHING)"
         )
-        params += [changes.session_id, changes.status, now]
-        for message in changes.messages:
-            params += [
-                message["key"],
-                message["kind"],
-                message["text"],
-                message["afterMs"],
-                json.dumps(message, ensure_ascii=False),
-                now + timedelta(milliseconds=message["afterMs"]),
-                now if changes.delivered else None,
-            ]
-    if changes.fired:
+    if fired:
         parts.append(
             f"fired AS (UPDATE {table[Wake]} SET status = 'fired', fired_at = %s, "
             "lease_until = NULL WHERE session_id = %s AND key = %s AND status = 'pending' "
             f"AND {SAVED})"
         )
-        params += [now, changes.session_id, changes.fired]
-    if changes.replaced:
+    if replaced:
         parts.append(
             f"replaced AS (DELETE FROM {table[Wake]} WHERE session_id = %s "
             f"AND key = ANY(%s) AND status = 'pending' AND {SAVED})"
         )
-        params += [changes.session_id, changes.replaced]
-    if changes.schedule:
-        rows = ", ".join(["(%s, %s::timestamptz)"] * len(changes.schedule))
+    if schedule:
         parts.append(
             f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, agent, due_at, status, "
-            "attempts, last_error, created_at) SELECT v.column1, %s, %s, v.column2, 'pending', "
-            f"0, '', %s FROM (VALUES {rows}) AS v WHERE {SAVED} ON CONFLICT (session_id, key) "
-            "DO UPDATE SET due_at = EXCLUDED.due_at, agent = EXCLUDED.agent, status = 'pending', "
-            "attempts = 0, lease_until = NULL)"
+            "attempts, last_error, created_at) SELECT w.value->>'key', %s, %s, "
+            "(w.value->>'at')::timestamptz, 'pending', 0, '', %s "
+            f"FROM jsonb_array_elements(%s::jsonb) AS w(value) WHERE {SAVED} "
+            "ON CONFLICT (session_id, key) DO UPDATE SET due_at = EXCLUDED.due_at, "
+            "agent = EXCLUDED.agent, status = 'pending', attempts = 0, lease_until = NULL)"
         )
-        params += [changes.session_id, changes.agent, now]
-        for entry in changes.schedule:
-            params += [entry["key"], _moment(entry["at"])]
-    rows = ", ".join(["(%s, %s, %s)"] * len(changes.events))
     parts.append(
         f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
-        "created_at) SELECT %s, base.last + v.column1, v.column2, v.column3::jsonb, %s "
-        f"FROM (VALUES {rows}) AS v CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM "
-        f"{table[SessionEvent]} WHERE session_id = %s) AS base WHERE {SAVED} RETURNING seq)"
+        "created_at) SELECT %s, base.last + e.ordinality, e.value->>0, e.value->1, %s "
+        "FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
+        f"CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM {table[SessionEvent]} "
+        f"WHERE session_id = %s) AS base WHERE {SAVED} RETURNING seq)"
     )
-    params += [changes.session_id, now]
-    for index, (kind, payload) in enumerate(changes.events, start=1):
-        params += [index, kind, json.dumps(payload, ensure_ascii=False)]
-    params.append(changes.session_id)
-    return parts, params
+    return tuple(parts)
 
 
 def event_frame(event: Mapping[str, Any]) -> dict[str, Any]:
