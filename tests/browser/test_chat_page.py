@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from asgiref.sync import SyncToAsync
 from channels.testing import ChannelsLiveServerTestCase
 from django.test import override_settings
 
@@ -43,6 +45,15 @@ ARGS = [
 @override_settings(WARLOCK_SESSIONS=SETTINGS)
 class ChatPageTest(ChannelsLiveServerTestCase):
     serve_static = True
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        # The live server is a forked process, and asgiref's shared sync thread does not
+        # survive a fork: after earlier async tests started it, the server would queue the
+        # auth middleware's database calls for a thread it does not have and never answer
+        # (asgiref#194). A fresh executor starts its thread in the server when first needed.
+        SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+        super().setUpClass()
 
     def test_a_booking_conversation_survives_a_dropped_socket(self) -> None:
         from playwright.sync_api import expect, sync_playwright
