@@ -43,16 +43,19 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.requester = SimpleNamespace(
             user=self.scope.get("user"), session=self.scope.get("session")
         )
-        if not await in_worker_thread(self.allowed)():
-            await self.close(code=UNAUTHORISED)
-            return
         self.owned = False  # checked again, and claimed, with the first turn
         self.last_saved: Session | None = None
         self.hosts: dict[str | None, Host] = {}
         self.group = group_name(self.session_id)
+        # Following the group before reading the log leaves no gap between the two.
         await self.channel_layer.group_add(self.group, self.channel_name)
+        logged = await in_worker_thread(self.admitted)()
+        if logged is None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.close(code=UNAUTHORISED)
+            return
         await self.accept()
-        await self.catch_up()
+        await self.catch_up(logged)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels tidies the event-loop thread's database connection before every handler: a
@@ -70,12 +73,20 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     # -- access ---------------------------------------------------------------------------------
 
-    def allowed(self, owner: SessionOwner | None = None) -> bool:
-        """The HTTP policy, applied to the socket's user and Django session. A session nobody
-        started yet may be opened by anyone able to own it (the first turn claims it)."""
-        owner = owner or SessionOwner.objects.filter(session_id=self.session_id).first()
+    def admitted(self) -> list[dict[str, Any]] | None:
+        """On connect, in one worker-thread call: ``None`` when the client may not see the
+        session, else the logged events to replay (none for a session not started yet, which
+        anyone able to own it may open: the first turn claims it)."""
+        owner = self.current_owner()
         if owner is None and default_store().load(self.session_id) is None:
-            return self.can_own()
+            return [] if self.can_own() else None
+        return self.logged_after(self.last_seq) if self.permitted(owner) else None
+
+    def current_owner(self) -> SessionOwner | None:
+        return SessionOwner.objects.filter(session_id=self.session_id).first()
+
+    def permitted(self, owner: SessionOwner | None) -> bool:
+        """The HTTP policy, applied to the socket's user and Django session."""
         access = SessionAccess(self.session_id, owner)
         policy = warlock_settings.PERMISSION()
         if hasattr(policy, "can_see") and not policy.can_see(self.requester, access):
@@ -97,7 +108,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             user if authenticated else None,
             "" if authenticated else self.requester.session.session_key,
         )
-        return self.allowed(owner)
+        return self.permitted(owner or self.current_owner())
 
     # -- delivery -------------------------------------------------------------------------------
 
@@ -108,11 +119,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             for row in rows[:REPLAY_BATCH]
         ]
 
-    async def catch_up(self) -> None:
-        """Send everything the log holds past ``last_seq``."""
+    async def catch_up(self, logged: list[dict[str, Any]] | None = None) -> None:
+        """Send everything the log holds past ``last_seq`` (starting with ``logged``, when the
+        caller has read the first batch already)."""
         async with self.sending:
             while True:
-                events = await in_worker_thread(self.logged_after)(self.last_seq)
+                if logged is None:
+                    logged = await in_worker_thread(self.logged_after)(self.last_seq)
+                events, logged = logged, None
                 for event in events:
                     await self.send_event(event)
                 if len(events) < REPLAY_BATCH:
