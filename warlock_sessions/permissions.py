@@ -25,7 +25,7 @@ class SessionAccess:
     owner: SessionOwner | None
 
 
-def anonymous_key(request: Request) -> str:
+def anonymous_key(request: Any) -> str:
     """The Django session key that identifies an anonymous visitor (created if missing)."""
     session = request._request.session if hasattr(request, "_request") else request.session
     if not session.session_key:
@@ -33,16 +33,24 @@ def anonymous_key(request: Request) -> str:
     return session.session_key or ""
 
 
-def claim_owner(session_id: str, user: Any, anonymous: str) -> SessionOwner | None:
-    """Make ``user`` (or, with no user, the anonymous visitor ``anonymous``) the owner of a
-    session nobody owns yet, returning the new owner row; when someone else owns it already
-    (or won a concurrent claim) return ``None`` and let the policy decide."""
+def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
+    """Make whoever makes ``request`` (its user, or for an anonymous visitor their Django
+    session) the owner of a session nobody owns yet, returning the new owner row; when someone
+    else owns it already (or won a concurrent claim) return ``None`` and let the policy
+    decide. ``request`` is a DRF request or anything with ``user`` and ``session``."""
+    user = request.user if request.user and request.user.is_authenticated else None
     try:
         return SessionOwner.objects.create(
-            session_id=session_id, user=user, anonymous_key="" if user else anonymous
+            session_id=session_id, user=user, anonymous_key="" if user else anonymous_key(request)
         )
     except IntegrityError:
         return None
+
+
+def may_see(policy: Any, request: Any, access: SessionAccess) -> bool:
+    """Whether ``policy`` admits the session exists to ``request`` (policies without
+    ``can_see`` leave it to ``has_object_permission``)."""
+    return not hasattr(policy, "can_see") or policy.can_see(request, access)
 
 
 def is_owner(request: Request, owner: SessionOwner | None) -> bool:

@@ -22,7 +22,7 @@ from ..host import Host
 from ..host.records import event_frame, forget_session
 from ..host.wire import parse_turn
 from ..models import Session, SessionEvent, SessionOwner
-from ..permissions import SessionAccess, anonymous_key, claim_owner
+from ..permissions import SessionAccess, anonymous_key, claim_owner, may_see
 from ..stores import default_store
 from . import schema
 from .errors import ApiError, exception_handler, not_found, precondition_failed
@@ -85,15 +85,10 @@ class SessionViewSet(viewsets.ViewSet):
             session_id, SessionOwner.objects.filter(session_id=session_id).first()
         )
         policy = self.get_permissions()[0]
-        if hasattr(policy, "can_see") and not policy.can_see(request, access):
+        if not may_see(policy, request, access):
             raise not_found(session_id)
         self.check_object_permissions(request, access)
         return access
-
-    def claim(self, request: Request, session_id: str) -> None:
-        """A new session belongs to whoever starts it."""
-        user = request.user if request.user and request.user.is_authenticated else None
-        claim_owner(session_id, user, "" if user else anonymous_key(request))
 
     # -- endpoints ----------------------------------------------------------------------------
 
@@ -201,7 +196,7 @@ class SessionViewSet(viewsets.ViewSet):
             not SessionOwner.objects.filter(session_id=session_id).exists()
             and store.load(session_id) is None
         ):
-            self.claim(request, session_id)
+            claim_owner(request, session_id)  # a new session belongs to whoever starts it
         self.access(request, session_id)
         try:
             result = Host(agent, store).handle(session_id, turn_input, context)

@@ -26,7 +26,7 @@ from ..host.loop import in_worker_thread
 from ..host.records import event_frame
 from ..host.wire import parse_turn
 from ..models import SessionEvent, SessionOwner
-from ..permissions import SessionAccess, claim_owner
+from ..permissions import SessionAccess, claim_owner, may_see
 from ..stores import default_store
 
 UNAUTHORISED = 4403
@@ -89,9 +89,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         """The HTTP policy, applied to the socket's user and Django session."""
         access = SessionAccess(self.session_id, owner)
         policy = warlock_settings.PERMISSION()
-        if hasattr(policy, "can_see") and not policy.can_see(self.requester, access):
-            return False
-        return policy.has_object_permission(self.requester, SimpleNamespace(action="turn"), access)
+        return may_see(policy, self.requester, access) and policy.has_object_permission(
+            self.requester, SimpleNamespace(action="turn"), access
+        )
 
     def can_own(self) -> bool:
         user = self.requester.user
@@ -101,14 +101,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     def claimed(self) -> bool:
         """Claim the session if nobody owns it yet (someone may have since connect), then
         apply the policy: what the first turn checks."""
-        user = self.requester.user
-        authenticated = bool(user and user.is_authenticated)
-        owner = claim_owner(
-            self.session_id,
-            user if authenticated else None,
-            "" if authenticated else self.requester.session.session_key,
-        )
-        return self.permitted(owner or self.current_owner())
+        return self.permitted(claim_owner(self.requester, self.session_id) or self.current_owner())
 
     # -- delivery -------------------------------------------------------------------------------
 
@@ -182,14 +175,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             hosted = await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved
             )
-        except InvalidInputError as error:
+        except (InvalidInputError, AgentNotConfiguredError) as error:
             await self.error("invalid-input", str(error))
             return
         except SessionConflictError as error:
             await self.error("session-conflict", f"{error} Send it again.")
-            return
-        except AgentNotConfiguredError as error:
-            await self.error("invalid-input", str(error))
             return
         except ProviderError as error:
             await self.error(error.code, f"The model provider failed: {error}")
