@@ -349,14 +349,19 @@ def announce(*, session_id: str, result: TurnResult, version: int) -> None:
         signals.message_out.send(sender=None, session_id=session_id, message=message)
 
 
+def _channel_layer() -> Any:
+    """The default channel layer, or ``None`` when the project has none."""
+    if not getattr(settings, "CHANNEL_LAYERS", None):
+        return None
+    from channels.layers import get_channel_layer
+
+    return get_channel_layer()
+
+
 async def apush(session_id: str, events: list[dict[str, Any]]) -> None:
     """After commit: the events to the session's channel-layer group (lossy; the log is the
     truth, and a socket that missed some catches up from it)."""
-    if not events or not getattr(settings, "CHANNEL_LAYERS", None):
-        return
-    from channels.layers import get_channel_layer
-
-    layer = get_channel_layer()
+    layer = _channel_layer() if events else None
     if layer is None:
         return
     try:
@@ -375,8 +380,9 @@ async def apush(session_id: str, events: list[dict[str, Any]]) -> None:
 
 
 def push(session_id: str, events: list[dict[str, Any]]) -> None:
-    """``apush`` for synchronous code."""
-    if events:
+    """``apush`` for synchronous code; without a channel layer it costs nothing (no event loop
+    is started for it)."""
+    if events and _channel_layer() is not None:
         from asgiref.sync import async_to_sync
 
         async_to_sync(apush)(session_id, events)
