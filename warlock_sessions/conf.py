@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     "MODELS": {},
     # How often the host reloads and replays a turn that lost the version race before giving up.
     "MAX_CONFLICT_RETRIES": 3,
+    # Turns that cannot block (their model says ``blocking = False`` and the agent calls no code of
+    # its own) are run by Host.ahandle on the event loop itself, with up to this many PostgreSQL
+    # connections per loop and database; 0 runs every turn in a worker thread.
+    "LOOP_CONNECTIONS": 4,
     # Import string of deliver(message: OutboundMessage) -> None, raising on failure, that sends a
     # message to its channel (WhatsApp, e-mail…). None: the event log and websocket deliver it.
     "DELIVER": None,

@@ -103,6 +103,19 @@ class Agent:
             flows, self.fields, self.actions, self.conditions
         )
 
+    def may_block(self, model: Model | None = None) -> bool:
+        """Whether a turn of this agent (with ``model`` in place of its own) may wait on I/O:
+        unless the model says ``blocking = False``, it may, and so may any code of the agent's
+        own that a turn calls (actions, conditions, business hours, ``should_retry``)."""
+        chosen = model or self.model
+        return bool(
+            getattr(chosen, "blocking", True)
+            or self.actions
+            or self.conditions
+            or self.business_hours
+            or self.should_retry
+        )
+
     def turn(self, **turn_input: Any) -> TurnResult:
         """``warlock_sessions.engine.turn`` with this agent."""
         from .turn import turn

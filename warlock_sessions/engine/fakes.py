@@ -37,6 +37,9 @@ class FakeModel:
     was asked, for assertions.
     """
 
+    #: Scripted replies, no I/O: an async host may run its turns on the event loop.
+    blocking = False
+
     def __init__(
         self,
         understand: Iterable[Understanding | Mapping[str, Any]] = (),

@@ -131,6 +131,10 @@ class ProviderError(WarlockError):
 
 @runtime_checkable
 class Model(Protocol):
+    """Understands messages and speaks. A model whose calls never wait on I/O (no network, no
+    database) may say so with a class attribute ``blocking = False``: an async host may then
+    run its turns on the event loop instead of a worker thread (``Agent.may_block``)."""
+
     def understand(self, request: UnderstandRequest) -> Understanding: ...
 
     def speak(self, request: SpeakRequest) -> Spoken | Deferral: ...

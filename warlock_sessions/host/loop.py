@@ -20,8 +20,10 @@ from ..errors import SessionConflictError
 from ..models import OutboundMessage
 from ..stores import Store, default_store
 from ..stores.db import DjangoStore
+from ..stores.loop_connections import loop_connection
 from .records import (
     FIRST_SEQ,
+    TurnRecords,
     announce,
     apush,
     push,
@@ -102,6 +104,7 @@ class Host:
         self.using = self.store.using if is_db_store else router.db_for_write(OutboundMessage)
         self.one_transaction = is_db_store
         self.together = is_db_store and self.store.saves_together
+        self.may_run_on_loop = self.together and not self.agent.may_block(self.model)
 
     def handle(
         self,
@@ -133,11 +136,72 @@ class Host:
     ) -> HostedTurn:
         """``handle`` for async code (Channels consumers): the turn runs in a worker thread with
         its own database connection, so concurrent conversations do not queue behind each other;
-        the events go to the channel layer from the event loop once it has committed."""
+        the events go to the channel layer from the event loop once it has committed.
+
+        A turn that cannot block runs on the event loop instead, with no thread hop, when all of
+        these hold: the store saves together (``DjangoStore`` on PostgreSQL), the agent cannot
+        block (``Agent.may_block``), ``last_saved`` is given, no receiver listens to the host's
+        signals (receivers may do I/O), and a loop connection is free (``LOOP_CONNECTIONS``).
+        When that turn changes nothing or its copy was stale, it is redone in a thread."""
+        if last_saved is not None and not turn_options and self._runs_on_loop():
+            async with loop_connection(self.using) as connection:
+                if connection is not None:
+                    hosted = await self._on_loop(connection, session_id, input, context, last_saved)
+                    if hosted is not None:
+                        await apush(session_id, hosted.events)
+                        return hosted
+                    last_saved = None
         hosted = await in_worker_thread(self._handle)(
             session_id, input, context, turn_options, last_saved, None
         )
         await apush(session_id, hosted.events)
+        return hosted
+
+    def _runs_on_loop(self) -> bool:
+        return self.may_run_on_loop and not any(
+            signal.has_listeners(sender) for signal, sender in self._signals_sent()
+        )
+
+    def _signals_sent(self) -> list[tuple[Any, Any]]:
+        """The signals a turn sends, with their sender."""
+        return [
+            (signals.turn_computed, type(self)),
+            (signals.session_conflict, type(self)),
+            (signals.session_saved, None),
+            (signals.run_started, None),
+            (signals.run_ended, None),
+            (signals.message_out, None),
+        ]
+
+    async def _on_loop(
+        self,
+        connection: Any,
+        session_id: str,
+        input: Mapping[str, Any],
+        context: Any,
+        loaded: Session,
+    ) -> HostedTurn | None:
+        """``ahandle``'s first attempt on the event loop, saved on ``connection``; ``None`` when
+        it is to be redone in a thread: it changed nothing (no save checked the copy) or the
+        copy was stale."""
+        turn_input = turn_input_of(input)
+        result = self._compute(session_id, loaded, turn_input, context, {})
+        if not result.changed:
+            return None
+        hosted = HostedTurn(**vars(result))
+        expected = loaded["version"]
+        changes = self._records(session_id, hosted, expected, turn_input)
+        parts, params = statement_parts(changes, self.using)
+        try:
+            saved, (first_seq,) = await self.store.asave_together(
+                connection, hosted.session, expected, parts, params, FIRST_SEQ
+            )
+        except SessionConflictError as error:
+            self._conflicted(session_id, error, attempt=1)
+            return None
+        hosted.session = saved
+        hosted.events = changes.numbered(first_seq)
+        announce(session_id=session_id, result=hosted, version=saved["version"])
         return hosted
 
     def _handle(
@@ -156,19 +220,7 @@ class Host:
             remembered = last_saved is not None
             loaded = last_saved if remembered else self.store.load(session_id)
             last_saved = None
-            result = turn(
-                agent=self.agent,
-                session_id=session_id,
-                session=loaded,
-                context=context,
-                clock=self.clock,
-                model=self.model,
-                **turn_input,
-                **turn_options,
-            )
-            signals.turn_computed.send(
-                sender=type(self), session_id=session_id, input=turn_input, result=result
-            )
+            result = self._compute(session_id, loaded, turn_input, context, turn_options)
             if not result.changed and remembered:
                 continue  # no conditional save checks a turn that changed nothing: ask the store
             hosted = HostedTurn(**vars(result))
@@ -179,17 +231,55 @@ class Host:
                 self._commit(session_id, hosted, expected, turn_input, push_events)
             except SessionConflictError as error:
                 conflict = error
-                signals.session_conflict.send(
-                    sender=type(self),
-                    session_id=session_id,
-                    expected_version=error.expected_version,
-                    actual_version=error.actual_version,
-                    attempt=attempt + 1,
-                )
+                self._conflicted(session_id, error, attempt=attempt + 1)
                 continue
             return hosted
         assert conflict is not None
         raise conflict
+
+    def _compute(
+        self,
+        session_id: str,
+        loaded: Session | None,
+        turn_input: Mapping[str, Any],
+        context: Any,
+        turn_options: Mapping[str, Any],
+    ) -> TurnResult:
+        result = turn(
+            agent=self.agent,
+            session_id=session_id,
+            session=loaded,
+            context=context,
+            clock=self.clock,
+            model=self.model,
+            **turn_input,
+            **turn_options,
+        )
+        signals.turn_computed.send(
+            sender=type(self), session_id=session_id, input=turn_input, result=result
+        )
+        return result
+
+    def _conflicted(self, session_id: str, error: SessionConflictError, attempt: int) -> None:
+        signals.session_conflict.send(
+            sender=type(self),
+            session_id=session_id,
+            expected_version=error.expected_version,
+            actual_version=error.actual_version,
+            attempt=attempt,
+        )
+
+    def _records(
+        self, session_id: str, hosted: HostedTurn, expected: int, turn_input: Mapping[str, Any]
+    ) -> TurnRecords:
+        return turn_records(
+            session_id=session_id,
+            agent_name=self.agent_name,
+            result=hosted,
+            version=expected + 1,
+            turn_input=turn_input,
+            now=timezone.now(),
+        )
 
     def _commit(
         self,
@@ -199,14 +289,7 @@ class Host:
         turn_input: Mapping[str, Any],
         push_events: Callable[[str, list[dict[str, Any]]], None] | None,
     ) -> None:
-        changes = turn_records(
-            session_id=session_id,
-            agent_name=self.agent_name,
-            result=hosted,
-            version=expected + 1,
-            turn_input=turn_input,
-            now=timezone.now(),
-        )
+        changes = self._records(session_id, hosted, expected, turn_input)
         if self.together:
             # PostgreSQL: the save and every record in one statement (two round trips a turn).
             parts, params = statement_parts(changes, self.using)

@@ -73,6 +73,9 @@ class RuleModel:
     ``name``) to choose a recogniser. It makes no LLM calls: ``llm_calls`` is 0.
     """
 
+    #: It computes in memory, so an async host may run its turns on the event loop.
+    blocking = False
+
     def __init__(self, language: str = "auto") -> None:
         if language not in ("auto", "en", "pt"):
             raise ValueError(f"language must be 'auto', 'en' or 'pt', not {language!r}")

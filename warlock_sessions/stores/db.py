@@ -118,8 +118,7 @@ class DjangoStore(Store):
         self, cursor: CursorWrapper, session_id: str, expected: int
     ) -> SessionConflictError:
         cursor.execute(self._sql["version"], [session_id])
-        row = cursor.fetchone()
-        return SessionConflictError(session_id, expected, None if row is None else row[0])
+        return _conflict_error(session_id, expected, cursor.fetchone())
 
     def save(self, session: Session, expected_version: int) -> Session:
         session_id, expected, params = self._prepare(session, expected_version)
@@ -155,17 +154,54 @@ class DjangoStore(Store):
         raised. Returns the saved session and what ``select`` (SQL after the saved version in
         the final ``SELECT``) evaluated to.
         """
-        session_id, expected, save_params = self._prepare(session, expected_version)
-        saved = self._sql["insert" if expected == 0 else "update"]
-        version = self._sql["version_column"]
-        ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
-        sql = f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}"
+        statement, values, session_id, expected = self._together(
+            session, expected_version, parts, params, select
+        )
         with server_binding_cursor(self.using) as cursor:
-            cursor.execute(sql, [*save_params, *params])
+            cursor.execute(statement, values)
             row = cursor.fetchone()
             if row[0] is None:
                 raise self._conflict(cursor, session_id, expected)
         return saved_copy(session, expected + 1), tuple(row[1:])
+
+    async def asave_together(
+        self,
+        connection: Any,
+        session: Session,
+        expected_version: int,
+        parts: Sequence[str],
+        params: Sequence[object],
+        select: str,
+    ) -> tuple[Session, tuple[Any, ...]]:
+        """``save_together`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
+        store's database in autocommit mode (``stores.loop_connections``). Database errors are
+        Django's, as from ``save_together``."""
+        statement, values, session_id, expected = self._together(
+            session, expected_version, parts, params, select
+        )
+        with connections[self.using].wrap_database_errors:
+            row = await (await connection.execute(statement, values)).fetchone()
+            if row[0] is None:
+                cursor = await connection.execute(self._sql["version"], [session_id])
+                raise _conflict_error(session_id, expected, await cursor.fetchone())
+        return saved_copy(session, expected + 1), tuple(row[1:])
+
+    def _together(
+        self,
+        session: Session,
+        expected_version: int,
+        parts: Sequence[str],
+        params: Sequence[object],
+        select: str,
+    ) -> tuple[str, list[object], str, int]:
+        """The statement of ``save_together``, its parameters, the session id and the expected
+        version."""
+        session_id, expected, save_params = self._prepare(session, expected_version)
+        saved = self._sql["insert" if expected == 0 else "update"]
+        version = self._sql["version_column"]
+        ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
+        statement = f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}"
+        return statement, [*save_params, *params], session_id, expected
 
     def _insert(self, cursor: CursorWrapper, params: list[object]) -> int:
         if connections[self.using].features.supports_ignore_conflicts:
@@ -184,3 +220,11 @@ class DjangoStore(Store):
         with self._cursor() as cursor:
             cursor.execute(self._sql["delete"], [check_session_id(session_id)])
             return cursor.rowcount == 1
+
+
+def _conflict_error(
+    session_id: str, expected: int, row: Sequence[Any] | None
+) -> SessionConflictError:
+    """The conflict of a save that wrote nothing; ``row`` is the stored version read back
+    (``None``: the session is gone)."""
+    return SessionConflictError(session_id, expected, None if row is None else row[0])

@@ -1,0 +1,194 @@
+"""Host.ahandle on the event loop: a turn that cannot block is saved on a loop connection, with
+no worker thread, and everything else still goes through one (PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.test import override_settings
+
+from warlock_sessions import signals
+from warlock_sessions.engine import Agent, Spoken
+from warlock_sessions.host import Host
+from warlock_sessions.models import SessionEvent
+from warlock_sessions.providers import RuleModel
+from warlock_sessions.stores import DjangoStore
+from warlock_sessions.stores.loop_connections import loop_connection
+
+from .conftest import needs_postgres
+
+pytestmark = [
+    needs_postgres,
+    pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+]
+ALIAS = "postgres"
+
+
+class ThreadNotingModel(RuleModel):
+    """The RuleModel, noting which thread each reply was spoken on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    def speak(self, request: Any) -> Spoken:
+        self.threads.append(threading.get_ident())
+        return super().speak(request)
+
+
+class BlockingModel(ThreadNotingModel):
+    """As a model reaching the network would say of itself."""
+
+    blocking = True
+
+
+def agent(model: RuleModel, **extra: Any) -> Agent:
+    return Agent([], idle={"prompt": "ok"}, model=model, name="echo", **extra)
+
+
+def logged(session_id: str) -> list[dict[str, Any]]:
+    try:
+        return [
+            {"seq": row.seq, "type": row.type, "payload": row.payload}
+            for row in SessionEvent.objects.using(ALIAS).filter(session_id=session_id)
+        ]
+    finally:
+        connections[ALIAS].close()
+
+
+@pytest.fixture(autouse=True)
+def close_connections() -> Iterator[None]:
+    yield
+    connections.close_all()
+
+
+async def two_turns(host: Host, session_id: str = "s1") -> tuple[Any, Any]:
+    first = await host.ahandle(session_id, {"message": {"text": "oi", "id": "m1"}})
+    second = await host.ahandle(
+        session_id, {"message": {"text": "oi", "id": "m2"}}, last_saved=first.session
+    )
+    return first, second
+
+
+@pytest.mark.asyncio
+async def test_a_turn_that_cannot_block_runs_on_the_event_loop() -> None:
+    model = ThreadNotingModel()
+    host = Host(agent(model), DjangoStore(using=ALIAS))
+
+    first, second = await two_turns(host)
+
+    loop_thread = threading.get_ident()
+    assert model.threads[0] != loop_thread  # no last_saved: loaded in a worker thread
+    assert model.threads[1:] == [loop_thread]
+    assert second.session["version"] == 2
+    assert [message["key"] for message in second.messages] == ["idle:m2"]
+    assert first.events + second.events == await sync_to_async(logged)("s1")
+    assert second.session == await sync_to_async(host.store.load)("s1")
+
+
+def with_a_receiver(host: Host) -> Any:
+    def receiver(**kwargs: Any) -> None:
+        pass
+
+    signals.session_saved.connect(receiver, weak=False)
+    return lambda: signals.session_saved.disconnect(receiver)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "why",
+    ["model may block", "agent runs its own code", "a receiver listens", "no loop connections"],
+)
+async def test_a_turn_that_may_block_goes_through_a_worker_thread(why: str) -> None:
+    model = BlockingModel() if why == "model may block" else ThreadNotingModel()
+    actions = {"anotar": lambda params, ctx: None} if why == "agent runs its own code" else None
+    host = Host(agent(model, actions=actions), DjangoStore(using=ALIAS))
+    undo = with_a_receiver(host) if why == "a receiver listens" else lambda: None
+    limit = 0 if why == "no loop connections" else 4
+    try:
+        with override_settings(WARLOCK_SESSIONS={"LOOP_CONNECTIONS": limit}):
+            first, second = await two_turns(host)
+    finally:
+        undo()
+
+    assert threading.get_ident() not in model.threads
+    assert second.session["version"] == 2
+    assert first.events + second.events == await sync_to_async(logged)("s1")
+
+
+@pytest.mark.asyncio
+async def test_a_stale_copy_on_the_loop_is_replayed_in_a_thread() -> None:
+    model = ThreadNotingModel()
+    host = Host(agent(model), DjangoStore(using=ALIAS))
+    first = await host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}})
+    elsewhere = await host.ahandle("s1", {"message": {"text": "oi", "id": "m2"}})
+
+    stale = await host.ahandle(
+        "s1", {"message": {"text": "oi", "id": "m3"}}, last_saved=first.session
+    )
+
+    loop_thread = threading.get_ident()
+    assert model.threads[2] == loop_thread and model.threads[3] != loop_thread
+    assert elsewhere.session["version"] == 2 and stale.session["version"] == 3
+    assert stale.session["inputs"][-3:] == ["m1", "m2", "m3"]
+    events = await sync_to_async(logged)("s1")
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert stale.events == events[-len(stale.events) :]
+
+
+@pytest.mark.asyncio
+async def test_a_turn_that_changes_nothing_on_the_loop_is_checked_against_the_store() -> None:
+    model = ThreadNotingModel()
+    host = Host(agent(model), DjangoStore(using=ALIAS))
+    first, second = await two_turns(host)
+
+    again = await host.ahandle(
+        "s1", {"message": {"text": "oi", "id": "m2"}}, last_saved=second.session
+    )
+
+    assert not again.changed and again.events == []
+    assert again.session == second.session
+    assert len(await sync_to_async(logged)("s1")) == len(first.events) + len(second.events)
+
+
+async def connection_when_free() -> Any:
+    async with loop_connection(ALIAS) as connection:
+        return connection
+
+
+@pytest.mark.asyncio
+async def test_a_loop_opens_at_most_loop_connections_and_reuses_them() -> None:
+    with override_settings(WARLOCK_SESSIONS={"LOOP_CONNECTIONS": 1}):
+        async with loop_connection(ALIAS) as first:
+            waiting = asyncio.create_task(connection_when_free())
+            await asyncio.sleep(0.05)
+            assert first is not None and not waiting.done()  # waits for the one connection
+        assert await waiting is first
+
+
+def test_loop_connections_close_with_their_loop() -> None:
+    async def open_one() -> int:
+        async with loop_connection(ALIAS) as connection:
+            assert connection is not None
+            return connection.info.backend_pid
+
+    pid = asyncio.run(open_one())
+
+    with connections[ALIAS].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+        assert cursor.fetchone() == (0,)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("limit", [-1, "4", 2.0])
+async def test_a_bad_loop_connections_setting_is_named(limit: Any) -> None:
+    bad = override_settings(WARLOCK_SESSIONS={"LOOP_CONNECTIONS": limit})
+    with bad, pytest.raises(ValueError, match=r"WARLOCK_SESSIONS\['LOOP_CONNECTIONS'\]"):
+        async with loop_connection(ALIAS):
+            pass
