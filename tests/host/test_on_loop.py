@@ -83,10 +83,8 @@ async def test_a_turn_that_cannot_block_runs_on_the_event_loop() -> None:
 
     first, second = await two_turns(host)
 
-    loop_thread = threading.get_ident()
-    assert model.threads[0] != loop_thread  # no last_saved: loaded in a worker thread
-    assert model.threads[1:] == [loop_thread]
-    assert second.session["version"] == 2
+    assert model.threads == [threading.get_ident()] * 2
+    assert first.session["version"] == 1 and second.session["version"] == 2
     assert [message["key"] for message in second.messages] == ["idle:m2"]
     assert first.events + second.events == await sync_to_async(logged)("s1")
     assert second.session == await sync_to_async(host.store.load)("s1")
@@ -140,6 +138,55 @@ async def test_a_stale_copy_on_the_loop_is_replayed_in_a_thread() -> None:
     events = await sync_to_async(logged)("s1")
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     assert stale.events == events[-len(stale.events) :]
+
+
+class LoadTogetherStore(DjangoStore):
+    """The real DjangoStore, holding each load on the loop until ``expected`` turns have
+    loaded: they all start from the same version, and all but one lose the race."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__(using=ALIAS)
+        self.waiting = expected
+        self.all_loaded = asyncio.Event()
+
+    async def aload(self, connection: Any, session_id: str) -> Any:
+        session = await super().aload(connection, session_id)
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.all_loaded.set()
+        await self.all_loaded.wait()
+        return session
+
+
+@pytest.mark.asyncio
+async def test_first_turns_racing_on_the_loop_both_land() -> None:
+    model = ThreadNotingModel()
+    host = Host(agent(model), LoadTogetherStore(expected=2))
+
+    results = await asyncio.gather(
+        host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}}),
+        host.ahandle("s1", {"message": {"text": "oi", "id": "m2"}}),
+    )
+
+    stored = await sync_to_async(host.store.load)("s1")
+    assert sorted(result.session["version"] for result in results) == [1, 2]
+    assert sorted(stored["inputs"]) == ["m1", "m2"]
+    assert threading.get_ident() in model.threads  # one won on the loop
+    assert len(model.threads) == 3  # the other lost the insert and was replayed in a thread
+    events = await sync_to_async(logged)("s1")
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+
+
+@pytest.mark.asyncio
+async def test_a_repeated_input_on_the_loop_writes_nothing() -> None:
+    model = ThreadNotingModel()
+    host = Host(agent(model), DjangoStore(using=ALIAS))
+    first = await host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}})
+
+    again = await host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}})
+
+    assert not again.changed and again.events == [] and again.session == first.session
+    assert len(await sync_to_async(logged)("s1")) == len(first.events)
 
 
 @pytest.mark.asyncio

@@ -140,10 +140,10 @@ class Host:
 
         A turn that cannot block runs on the event loop instead, with no thread hop, when all of
         these hold: the store saves together (``DjangoStore`` on PostgreSQL), the agent cannot
-        block (``Agent.may_block``), ``last_saved`` is given, no receiver listens to the host's
-        signals (receivers may do I/O), and a loop connection is free (``LOOP_CONNECTIONS``).
-        When that turn changes nothing or its copy was stale, it is redone in a thread."""
-        if last_saved is not None and not turn_options and self._runs_on_loop():
+        block (``Agent.may_block``), no receiver listens to the host's signals (receivers may do
+        I/O) and ``LOOP_CONNECTIONS`` is not 0. Should that turn lose the version race, or have
+        started from a ``last_saved`` and changed nothing, it is redone in a thread."""
+        if not turn_options and self._runs_on_loop():
             async with loop_connection(self.using) as connection:
                 if connection is not None:
                     hosted = await self._on_loop(connection, session_id, input, context, last_saved)
@@ -179,17 +179,19 @@ class Host:
         session_id: str,
         input: Mapping[str, Any],
         context: Any,
-        loaded: Session,
+        last_saved: Session | None,
     ) -> HostedTurn | None:
-        """``ahandle``'s first attempt on the event loop, saved on ``connection``; ``None`` when
-        it is to be redone in a thread: it changed nothing (no save checked the copy) or the
-        copy was stale."""
+        """``ahandle``'s first attempt on the event loop, loading (unless given ``last_saved``)
+        and saving on ``connection``; ``None`` when it is to be redone in a thread: it lost the
+        version race, or it changed nothing on a remembered copy (no save checked that copy)."""
         turn_input = turn_input_of(input)
+        remembered = last_saved is not None
+        loaded = last_saved if remembered else await self.store.aload(connection, session_id)
         result = self._compute(session_id, loaded, turn_input, context, {})
         if not result.changed:
-            return None
+            return None if remembered else HostedTurn(**vars(result))
         hosted = HostedTurn(**vars(result))
-        expected = loaded["version"]
+        expected = loaded["version"] if loaded is not None else 0
         changes = self._records(session_id, hosted, expected, turn_input)
         parts, params = statement_parts(changes, self.using)
         try:

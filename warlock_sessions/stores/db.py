@@ -102,6 +102,13 @@ class DjangoStore(Store):
             row = cursor.fetchone()
         return None if row is None else decode_session(row[0], session_id, row[1])
 
+    async def aload(self, connection: Any, session_id: str) -> Session | None:
+        """``load`` awaited on ``connection`` (see ``asave_together``)."""
+        with connections[self.using].wrap_database_errors:
+            cursor = await connection.execute(self._sql["load"], [check_session_id(session_id)])
+            row = await cursor.fetchone()
+        return None if row is None else decode_session(row[0], session_id, row[1])
+
     def _prepare(self, session: Session, expected_version: int) -> tuple[str, int, list[object]]:
         """The checked id, expected version and the parameters of the insert or update."""
         session_id = session_id_of(session)
