@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import OperationalError, connections
 from django.test import override_settings
 
 from warlock_sessions import signals
@@ -239,3 +239,16 @@ async def test_a_bad_loop_connections_setting_is_named(limit: Any) -> None:
     with bad, pytest.raises(ValueError, match=r"WARLOCK_SESSIONS\['LOOP_CONNECTIONS'\]"):
         async with loop_connection(ALIAS):
             pass
+
+
+@pytest.mark.asyncio
+async def test_a_database_that_cannot_be_reached_raises_djangos_error() -> None:
+    settings_dict = connections[ALIAS].settings_dict
+    port = settings_dict["PORT"]
+    settings_dict["PORT"] = "1"  # nothing listens there
+    try:
+        with pytest.raises(OperationalError):
+            async with loop_connection(ALIAS):
+                pass
+    finally:
+        settings_dict["PORT"] = port
