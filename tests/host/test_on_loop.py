@@ -36,9 +36,11 @@ class ThreadNotingModel(RuleModel):
     def __init__(self) -> None:
         super().__init__()
         self.threads: list[int] = []
+        self.histories: list[Any] = []
 
     def speak(self, request: Any) -> Spoken:
         self.threads.append(threading.get_ident())
+        self.histories.append(request.history)
         return super().speak(request)
 
 
@@ -82,12 +84,17 @@ async def test_a_turn_that_cannot_block_runs_on_the_event_loop() -> None:
     host = Host(agent(model), DjangoStore(using=ALIAS))
 
     first, second = await two_turns(host)
+    third = await host.ahandle(
+        "s1", {"message": {"text": "oi", "id": "m3"}}, history=["earlier"], last_saved=None
+    )
 
-    assert model.threads == [threading.get_ident()] * 2
+    assert model.threads == [threading.get_ident()] * 3
+    assert model.histories[-1] == ["earlier"]  # turn options reach the turn on the loop too
+    assert third.session["version"] == 3
     assert first.session["version"] == 1 and second.session["version"] == 2
     assert [message["key"] for message in second.messages] == ["idle:m2"]
-    assert first.events + second.events == await sync_to_async(logged)("s1")
-    assert second.session == await sync_to_async(host.store.load)("s1")
+    assert first.events + second.events + third.events == await sync_to_async(logged)("s1")
+    assert third.session == await sync_to_async(host.store.load)("s1")
 
 
 def with_a_receiver(host: Host) -> Any:

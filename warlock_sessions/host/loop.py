@@ -143,10 +143,12 @@ class Host:
         block (``Agent.may_block``), no receiver listens to the host's signals (receivers may do
         I/O) and ``LOOP_CONNECTIONS`` is not 0. Should that turn lose the version race, or have
         started from a ``last_saved`` and changed nothing, it is redone in a thread."""
-        if not turn_options and self._runs_on_loop():
+        if self._runs_on_loop():
             async with loop_connection(self.using) as connection:
                 if connection is not None:
-                    hosted = await self._on_loop(connection, session_id, input, context, last_saved)
+                    hosted = await self._on_loop(
+                        connection, session_id, input, context, turn_options, last_saved
+                    )
                     if hosted is not None:
                         await apush(session_id, hosted.events)
                         return hosted
@@ -179,6 +181,7 @@ class Host:
         session_id: str,
         input: Mapping[str, Any],
         context: Any,
+        turn_options: Mapping[str, Any],
         last_saved: Session | None,
     ) -> HostedTurn | None:
         """``ahandle``'s first attempt on the event loop, loading (unless given ``last_saved``)
@@ -187,7 +190,7 @@ class Host:
         turn_input = turn_input_of(input)
         remembered = last_saved is not None
         loaded = last_saved if remembered else await self.store.aload(connection, session_id)
-        result = self._compute(session_id, loaded, turn_input, context, {})
+        result = self._compute(session_id, loaded, turn_input, context, turn_options)
         if not result.changed:
             return None if remembered else HostedTurn(**vars(result))
         hosted = HostedTurn(**vars(result))
