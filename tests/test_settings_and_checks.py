@@ -78,6 +78,26 @@ def test_realtime_without_a_channel_layer_is_reported() -> None:
         assert warlock_check_ids() == []
 
 
+class SessionsDatabaseRouter:
+    """Sends the warlock_sessions app to the sessions_db alias."""
+
+    def db_for_read(self, model: type, **hints: object) -> str | None:
+        return "sessions_db" if model._meta.app_label == "warlock_sessions" else None
+
+    db_for_write = db_for_read
+
+
+def test_a_store_database_the_router_does_not_send_the_models_to_is_reported() -> None:
+    elsewhere = {"STORE_OPTIONS": {"using": "sessions_db"}}
+    with override_settings(WARLOCK_SESSIONS=elsewhere):
+        assert warlock_check_ids() == ["warlock_sessions.W003"]
+    routed = [f"{__name__}.SessionsDatabaseRouter"]
+    with override_settings(WARLOCK_SESSIONS=elsewhere, DATABASE_ROUTERS=routed):
+        assert warlock_check_ids() == []
+    with override_settings(WARLOCK_SESSIONS={"STORE_OPTIONS": {"using": "default"}}):
+        assert warlock_check_ids() == []
+
+
 def test_a_non_dict_setting_is_reported() -> None:
     with override_settings(WARLOCK_SESSIONS=["STORE"]):
         assert warlock_check_ids() == ["warlock_sessions.E005"]

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.db import router
 from django.utils.module_loading import import_string
 
 from .conf import DEFAULTS, SETTING_NAME
@@ -96,7 +97,41 @@ def _check_store(configured: dict[str, Any]) -> list[CheckMessage]:
                 id="warlock_sessions.E004",
             )
         ]
-    return []
+    return _check_store_database(store_class, options)
+
+
+def _check_store_database(store_class: type, options: dict[str, Any]) -> list[CheckMessage]:
+    """A ``DjangoStore`` on one database while the router sends the app's models to another:
+    the host writes a turn's records beside the session, and the API, admin and websockets
+    read them where the router says."""
+    from .models import OutboundMessage, SessionEvent, SessionOwner, Wake
+    from .models import Session as SessionRow
+    from .stores.db import DjangoStore
+
+    using = options.get("using")
+    if not issubclass(store_class, DjangoStore) or using is None:
+        return []
+    routed = sorted(
+        {
+            alias
+            for model in (SessionRow, SessionEvent, OutboundMessage, Wake, SessionOwner)
+            for alias in (router.db_for_read(model), router.db_for_write(model))
+        }
+        - {using}
+    )
+    if not routed:
+        return []
+    return [
+        Warning(
+            f"{_setting('STORE_OPTIONS')} puts sessions in database {using!r}, but the database "
+            f"router sends warlock_sessions models to {', '.join(map(repr, routed))}: the API, "
+            "the admin and the websockets would read sessions and events where the store does "
+            "not write them.",
+            hint=f"Route the warlock_sessions app to {using!r} in DATABASE_ROUTERS "
+            "(see the stores documentation), or drop 'using'.",
+            id="warlock_sessions.W003",
+        )
+    ]
 
 
 def _check_realtime() -> list[CheckMessage]:
