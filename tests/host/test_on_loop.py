@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import OperationalError, connections
+from django.db import DatabaseError, OperationalError, connections
 from django.test import override_settings
 
 from warlock_sessions import signals
@@ -259,3 +259,20 @@ async def test_a_database_that_cannot_be_reached_raises_djangos_error() -> None:
                 pass
     finally:
         settings_dict["PORT"] = port
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("role", ["pg_monitor", "no_such_role"])
+async def test_loop_connections_assume_the_configured_role(role: str) -> None:
+    options = connections[ALIAS].settings_dict["OPTIONS"]
+    options["assume_role"] = role
+    try:
+        if role == "no_such_role":
+            with pytest.raises(DatabaseError, match="no_such_role"):
+                await connection_when_free()
+            return
+        async with loop_connection(ALIAS) as connection:
+            cursor = await connection.execute("SELECT current_user")
+            assert await cursor.fetchone() == (role,)
+    finally:
+        del options["assume_role"]

@@ -90,11 +90,15 @@ async def _connect(using: str) -> Any:
     wrapper = connections[using]
     params = wrapper.get_connection_params()
     params.pop("cursor_factory", None)  # Django's cursors are synchronous
+    role = wrapper.settings_dict["OPTIONS"].get("assume_role")
     with wrapper.wrap_database_errors:
         connection = await AsyncConnection.connect(**params, autocommit=True)
-        role = wrapper.settings_dict["OPTIONS"].get("assume_role")
         if role:
-            await connection.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            try:
+                await connection.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            except BaseException:
+                await connection.close()
+                raise
     return connection
 
 
