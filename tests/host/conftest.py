@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.db import connections
 
 from tests.flows import RACE_FIELDS, RACE_FLOWS
 from tests.services import postgres_unreachable
-from warlock_sessions.engine import Agent, Spoken
+from warlock_sessions.engine import Agent, Model, Spoken
 from warlock_sessions.providers import RuleModel
 
 needs_postgres = pytest.mark.skipif(
@@ -46,9 +48,23 @@ def race_agent() -> Agent:
     return Agent(RACE_FLOWS, fields=RACE_FIELDS, model=RoutingOnlyModel(), name="race")
 
 
-def echo_agent() -> Agent:
+def echo_agent(model: Model | None = None, **options: Any) -> Agent:
     """Answers every message with the idle speaker: one reply per message, key idle:<id>."""
-    return Agent([], idle={"prompt": "ok"}, model=RuleModel(), name="echo")
+    return Agent([], idle={"prompt": "ok"}, model=model or RuleModel(), name="echo", **options)
+
+
+class ThreadNotingModel(RuleModel):
+    """The RuleModel, noting which thread each reply was spoken on and the history it got."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+        self.histories: list[Any] = []
+
+    def speak(self, request: Any) -> Spoken:
+        self.threads.append(threading.get_ident())
+        self.histories.append(request.history)
+        return super().speak(request)
 
 
 def timer_agent() -> Agent:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -14,14 +15,12 @@ from django.db import DatabaseError, OperationalError, connections
 from django.test import override_settings
 
 from warlock_sessions import signals
-from warlock_sessions.engine import Agent, Spoken
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent
-from warlock_sessions.providers import RuleModel
 from warlock_sessions.stores import DjangoStore
 from warlock_sessions.stores.loop_connections import loop_connection
 
-from .conftest import needs_postgres
+from .conftest import ThreadNotingModel, echo_agent, needs_postgres
 
 pytestmark = [
     needs_postgres,
@@ -30,28 +29,18 @@ pytestmark = [
 ALIAS = "postgres"
 
 
-class ThreadNotingModel(RuleModel):
-    """The RuleModel, noting which thread each reply was spoken on."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.threads: list[int] = []
-        self.histories: list[Any] = []
-
-    def speak(self, request: Any) -> Spoken:
-        self.threads.append(threading.get_ident())
-        self.histories.append(request.history)
-        return super().speak(request)
-
-
 class BlockingModel(ThreadNotingModel):
     """As a model reaching the network would say of itself."""
 
     blocking = True
 
 
-def agent(model: RuleModel, **extra: Any) -> Agent:
-    return Agent([], idle={"prompt": "ok"}, model=model, name="echo", **extra)
+def noting_host(
+    model: ThreadNotingModel | None = None, store: DjangoStore | None = None, **options: Any
+) -> tuple[ThreadNotingModel, Host]:
+    """A host of the echo agent on PostgreSQL whose model notes the threads it spoke on."""
+    model = model or ThreadNotingModel()
+    return model, Host(echo_agent(model, **options), store or DjangoStore(using=ALIAS))
 
 
 def logged(session_id: str) -> list[dict[str, Any]]:
@@ -80,8 +69,7 @@ async def two_turns(host: Host, session_id: str = "s1") -> tuple[Any, Any]:
 
 @pytest.mark.asyncio
 async def test_a_turn_that_cannot_block_runs_on_the_event_loop() -> None:
-    model = ThreadNotingModel()
-    host = Host(agent(model), DjangoStore(using=ALIAS))
+    model, host = noting_host()
 
     first, second = await two_turns(host)
     third = await host.ahandle(
@@ -97,12 +85,16 @@ async def test_a_turn_that_cannot_block_runs_on_the_event_loop() -> None:
     assert third.session == await sync_to_async(host.store.load)("s1")
 
 
-def with_a_receiver(host: Host) -> Any:
+@contextmanager
+def a_receiver_listening() -> Iterator[None]:
     def receiver(**kwargs: Any) -> None:
         pass
 
     signals.session_saved.connect(receiver, weak=False)
-    return lambda: signals.session_saved.disconnect(receiver)
+    try:
+        yield
+    finally:
+        signals.session_saved.disconnect(receiver)
 
 
 @pytest.mark.asyncio
@@ -111,16 +103,13 @@ def with_a_receiver(host: Host) -> Any:
     ["model may block", "agent runs its own code", "a receiver listens", "no loop connections"],
 )
 async def test_a_turn_that_may_block_goes_through_a_worker_thread(why: str) -> None:
-    model = BlockingModel() if why == "model may block" else ThreadNotingModel()
     actions = {"anotar": lambda params, ctx: None} if why == "agent runs its own code" else None
-    host = Host(agent(model, actions=actions), DjangoStore(using=ALIAS))
-    undo = with_a_receiver(host) if why == "a receiver listens" else lambda: None
+    noting = BlockingModel() if why == "model may block" else None
+    model, host = noting_host(noting, actions=actions)
+    listening = a_receiver_listening() if why == "a receiver listens" else nullcontext()
     limit = 0 if why == "no loop connections" else 4
-    try:
-        with override_settings(WARLOCK_SESSIONS={"LOOP_CONNECTIONS": limit}):
-            first, second = await two_turns(host)
-    finally:
-        undo()
+    with listening, override_settings(WARLOCK_SESSIONS={"LOOP_CONNECTIONS": limit}):
+        first, second = await two_turns(host)
 
     assert threading.get_ident() not in model.threads
     assert second.session["version"] == 2
@@ -129,8 +118,7 @@ async def test_a_turn_that_may_block_goes_through_a_worker_thread(why: str) -> N
 
 @pytest.mark.asyncio
 async def test_a_stale_copy_on_the_loop_is_replayed_in_a_thread() -> None:
-    model = ThreadNotingModel()
-    host = Host(agent(model), DjangoStore(using=ALIAS))
+    model, host = noting_host()
     first = await host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}})
     elsewhere = await host.ahandle("s1", {"message": {"text": "oi", "id": "m2"}})
 
@@ -167,8 +155,7 @@ class LoadTogetherStore(DjangoStore):
 
 @pytest.mark.asyncio
 async def test_first_turns_racing_on_the_loop_both_land() -> None:
-    model = ThreadNotingModel()
-    host = Host(agent(model), LoadTogetherStore(expected=2))
+    model, host = noting_host(store=LoadTogetherStore(expected=2))
 
     results = await asyncio.gather(
         host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}}),
@@ -186,8 +173,7 @@ async def test_first_turns_racing_on_the_loop_both_land() -> None:
 
 @pytest.mark.asyncio
 async def test_a_repeated_input_on_the_loop_writes_nothing() -> None:
-    model = ThreadNotingModel()
-    host = Host(agent(model), DjangoStore(using=ALIAS))
+    _, host = noting_host()
     first = await host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}})
 
     again = await host.ahandle("s1", {"message": {"text": "oi", "id": "m1"}})
@@ -198,8 +184,7 @@ async def test_a_repeated_input_on_the_loop_writes_nothing() -> None:
 
 @pytest.mark.asyncio
 async def test_a_turn_that_changes_nothing_on_the_loop_is_checked_against_the_store() -> None:
-    model = ThreadNotingModel()
-    host = Host(agent(model), DjangoStore(using=ALIAS))
+    _, host = noting_host()
     first, second = await two_turns(host)
 
     again = await host.ahandle(

@@ -69,8 +69,12 @@ def cookie_for(username: str | None) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def socket(path: str, username: str | None = "ana") -> WebsocketCommunicator:
-    cookie = await database_sync_to_async(cookie_for)(username)
+async def socket(
+    path: str, username: str | None = "ana", cookie: bytes | None = None
+) -> WebsocketCommunicator:
+    """A socket of ``username`` (``None``: a new anonymous visitor), or of the visitor whose
+    ``cookie`` is given."""
+    cookie = cookie or await database_sync_to_async(cookie_for)(username)
     return WebsocketCommunicator(APPLICATION, path, headers=[(b"cookie", cookie)])
 
 
@@ -83,9 +87,9 @@ async def until_turn(communicator: WebsocketCommunicator) -> list[dict[str, Any]
             return events
 
 
-async def test_a_chat_over_the_socket_in_seq_order(layer: str) -> None:
-    chat = await socket("/ws/sessions/c1/")
-    assert (await chat.connect())[0]
+async def booking_begun(chat: WebsocketCommunicator) -> tuple[list[Any], list[Any]]:
+    """Over a connected ``chat``: ask to book, give the name; both replies arrive, and every
+    event in ``seq`` order from 1. Returns each turn's events."""
     await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
     first = await until_turn(chat)
     await chat.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
@@ -93,11 +97,19 @@ async def test_a_chat_over_the_socket_in_seq_order(layer: str) -> None:
 
     events = first + second
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
-    replies = [event for event in events if event["type"] == "message"]
-    assert [r["text"] for r in replies] == [
+    assert [event["text"] for event in events if event["type"] == "message"] == [
         "Great, let's get you booked. What's your name?",
         "Thanks, Ana Souza! What's your e-mail address?",
     ]
+    return first, second
+
+
+async def test_a_chat_over_the_socket_in_seq_order(layer: str) -> None:
+    chat = await socket("/ws/sessions/c1/")
+    assert (await chat.connect())[0]
+    first, second = await booking_begun(chat)
+
+    replies = [event for event in first + second if event["type"] == "message"]
     assert set(replies[0]) == {"type", "seq", "key", "text", "kind", "after_ms"}
     assert first[-1]["version"] == 1 and second[-1]["version"] == 2
     assert await chat.receive_nothing(timeout=0.3)

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import override_settings
 
-from example_project.demo.agents import FIELDS, FLOWS
-from tests.host.conftest import needs_postgres
-from warlock_sessions.engine import Agent, Spoken
-from warlock_sessions.providers import RuleModel
+from example_project.demo.agents import booking_agent
+from tests.host.conftest import ThreadNotingModel, needs_postgres
+from warlock_sessions.engine import Agent
 
-from .test_session_socket import APPLICATION, LAYERS, cookie_for, socket, until_turn
+from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -27,18 +24,14 @@ pytestmark = [
 ]
 
 
-class ThreadNotingModel(RuleModel):
-    """The RuleModel, noting which thread each reply was spoken on."""
-
-    threads: list[int] = []
-
-    def speak(self, request: Any) -> Spoken:
-        self.threads.append(threading.get_ident())
-        return super().speak(request)
+MODEL = ThreadNotingModel()
 
 
 def noting_booking_agent() -> Agent:
-    return Agent(FLOWS, fields=FIELDS, model=ThreadNotingModel(), name="booking")
+    """The demo's booking agent, its RuleModel noting the threads it spoke on."""
+    agent = booking_agent()
+    agent.model = MODEL
+    return agent
 
 
 class AppOnPostgres:
@@ -53,7 +46,7 @@ class AppOnPostgres:
 
 @pytest.fixture(autouse=True)
 def app_on_postgres() -> Iterator[None]:
-    ThreadNotingModel.threads = []
+    MODEL.threads.clear()
     with override_settings(
         CHANNEL_LAYERS=LAYERS["memory"],
         DATABASE_ROUTERS=[f"{__name__}.AppOnPostgres"],
@@ -69,18 +62,9 @@ def app_on_postgres() -> Iterator[None]:
 async def test_a_chat_runs_its_turns_on_the_event_loop() -> None:
     chat = await socket("/ws/sessions/pg1/", username=None)
     assert (await chat.connect())[0]
-    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
-    first = await until_turn(chat)
-    await chat.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
-    second = await until_turn(chat)
+    await booking_begun(chat)
 
-    events = first + second
-    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
-    assert [event["text"] for event in events if event["type"] == "message"] == [
-        "Great, let's get you booked. What's your name?",
-        "Thanks, Ana Souza! What's your e-mail address?",
-    ]
-    assert ThreadNotingModel.threads == [threading.get_ident()] * 2
+    assert MODEL.threads == [threading.get_ident()] * 2
     assert await chat.receive_nothing(timeout=0.3)
     await chat.disconnect()
 
@@ -90,10 +74,7 @@ async def test_a_chat_runs_its_turns_on_the_event_loop() -> None:
 
 async def test_two_tabs_see_each_others_turns_once_in_order() -> None:
     cookie = await database_sync_to_async(cookie_for)(None)
-    tabs = [
-        WebsocketCommunicator(APPLICATION, "/ws/sessions/pg2/", headers=[(b"cookie", cookie)])
-        for _ in range(2)
-    ]
+    tabs = [await socket("/ws/sessions/pg2/", cookie=cookie) for _ in range(2)]
     for tab in tabs:
         assert (await tab.connect())[0]
 
@@ -107,7 +88,7 @@ async def test_two_tabs_see_each_others_turns_once_in_order() -> None:
     seen_by_second += replied
     assert seen_by_first == seen_by_second
     assert [event["seq"] for event in seen_by_first] == list(range(1, len(seen_by_first) + 1))
-    assert ThreadNotingModel.threads == [threading.get_ident()] * 2
+    assert MODEL.threads == [threading.get_ident()] * 2
     for tab in tabs:
         assert await tab.receive_nothing(timeout=0.3)
         await tab.disconnect()

@@ -190,10 +190,9 @@ class Host:
         turn_input = turn_input_of(input)
         remembered = last_saved is not None
         loaded = last_saved if remembered else await self.store.aload(connection, session_id)
-        result = self._compute(session_id, loaded, turn_input, context, turn_options)
-        if not result.changed:
-            return None if remembered else HostedTurn(**vars(result))
-        hosted = HostedTurn(**vars(result))
+        hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
+        if not hosted.changed:
+            return None if remembered else hosted
         expected = loaded["version"] if loaded is not None else 0
         changes = self._records(session_id, hosted, expected, turn_input)
         parts, params = statement_parts(changes, self.using)
@@ -225,11 +224,10 @@ class Host:
             remembered = last_saved is not None
             loaded = last_saved if remembered else self.store.load(session_id)
             last_saved = None
-            result = self._compute(session_id, loaded, turn_input, context, turn_options)
-            if not result.changed and remembered:
+            hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
+            if not hosted.changed and remembered:
                 continue  # no conditional save checks a turn that changed nothing: ask the store
-            hosted = HostedTurn(**vars(result))
-            if not result.changed:
+            if not hosted.changed:
                 return hosted
             expected = loaded["version"] if loaded is not None else 0
             try:
@@ -249,7 +247,8 @@ class Host:
         turn_input: Mapping[str, Any],
         context: Any,
         turn_options: Mapping[str, Any],
-    ) -> TurnResult:
+    ) -> HostedTurn:
+        """The turn, announced to ``turn_computed``, as a ``HostedTurn`` yet to be committed."""
         result = turn(
             agent=self.agent,
             session_id=session_id,
@@ -263,7 +262,7 @@ class Host:
         signals.turn_computed.send(
             sender=type(self), session_id=session_id, input=turn_input, result=result
         )
-        return result
+        return HostedTurn(**vars(result))
 
     def _conflicted(self, session_id: str, error: SessionConflictError, attempt: int) -> None:
         signals.session_conflict.send(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Max
 
 from .. import signals
@@ -388,11 +388,8 @@ def push(session_id: str, events: list[dict[str, Any]]) -> None:
         async_to_sync(apush)(session_id, events)
 
 
-def forget_session(session_id: str, using: str | None = None) -> None:
+def forget_session(session_id: str) -> None:
     """Remove what the host and API keep about a session besides its blob: event log, outbox,
     wakes and owner."""
-
     for model in (SessionEvent, OutboundMessage, Wake, SessionOwner):
-        model.objects.using(using or router.db_for_write(model)).filter(
-            session_id=session_id
-        ).delete()
+        model.objects.filter(session_id=session_id).delete()
