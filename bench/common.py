@@ -109,6 +109,22 @@ def verdict(label: str, ratio: float, limit: float) -> str:
     return f"{label}: {ratio:.2f}x (target <= {limit}x) {'OK' if ratio <= limit else 'MISSED'}"
 
 
+def empty_tables(*models: Any) -> None:
+    """Empty the tables of ``models`` so each run starts from the same state.
+
+    ``TRUNCATE``, not ``DELETE``: this server runs with autovacuum off, so deleted rows piled
+    up as dead tuples and slowed every index scan (``Host.handle`` drifted from 1.1x to 3x a
+    raw load+save over a day of runs). Nor ``DELETE`` then ``VACUUM ANALYZE``: that records
+    the tables as empty, the planner then scans them sequentially while a run fills them, and
+    the websocket rate fell by half within one run. A truncated table has no dead rows and
+    unknown statistics, which the planner treats as a table of some size."""
+    from django.db import connection
+
+    tables = ", ".join(connection.ops.quote_name(model._meta.db_table) for model in models)
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {tables}")
+
+
 def raw_jsonb_load_save(connection: psycopg.Connection, blob: dict) -> Callable[[], None]:
     """The baseline every benchmark compares with: raw psycopg ``SELECT`` + conditional
     ``UPDATE`` of ``blob`` in a jsonb column (table ``bench_raw_jsonb``, recreated here)."""

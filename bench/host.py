@@ -22,6 +22,7 @@ import psycopg
 from bench.common import (
     bench_database_url,
     configure_django,
+    empty_tables,
     measure,
     raw_jsonb_load_save,
     report,
@@ -86,8 +87,7 @@ def message_turn_ratio(iterations: int) -> float:
     from warlock_sessions.stores import DjangoStore
     from warlock_sessions.testing import realistic_session
 
-    for model in (Session, SessionEvent, OutboundMessage, Wake):
-        model.objects.all().delete()
+    empty_tables(Session, SessionEvent, OutboundMessage, Wake)
     blob = realistic_session("bench")
     DjangoStore().save(blob, 0)
     host = Host(bench_agent(), DjangoStore())
@@ -120,8 +120,7 @@ def worker_throughput_ratio() -> float:
     from warlock_sessions.stores import DjangoStore
     from warlock_sessions.testing.wakes import seed_due_wakes
 
-    for model in (Session, SessionEvent, OutboundMessage, Wake):
-        model.objects.all().delete()
+    empty_tables(Session, SessionEvent, OutboundMessage, Wake)
     store = DjangoStore(agent="bench")
     # The wakes are due from the start; no worker runs until the single-process rate is taken.
     seed_due_wakes(store, sessions=200, flows=10, agent="bench", prefix="w")

@@ -22,6 +22,7 @@ import psycopg
 from bench.common import (
     bench_database_url,
     configure_django,
+    empty_tables,
     measure,
     raw_jsonb_load_save,
     report,
@@ -71,7 +72,7 @@ def main() -> None:
         ).rowcount
         assert updated == 1
 
-    SessionRow.objects.all().delete()
+    empty_tables(SessionRow)
     store = DjangoStore()
     store.save(blob, 0)
 
@@ -103,8 +104,7 @@ def main() -> None:
     saver = saver_context.__enter__()
     saver.setup()
     with saver.conn.cursor() as cursor:
-        cursor.execute("DELETE FROM checkpoints WHERE thread_id = 'bench'")
-        cursor.execute("DELETE FROM checkpoint_blobs WHERE thread_id = 'bench'")
+        cursor.execute("TRUNCATE checkpoints, checkpoint_blobs")  # see empty_tables
     thread = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
     first = empty_checkpoint()
     first["channel_values"] = {"session": blob}

@@ -64,10 +64,10 @@ def fresh_visitors(count: int) -> list[str]:
     """Clean tables, and one anonymous Django session (its cookie owns a chat) per chat."""
     from django.contrib.sessions.backends.db import SessionStore
 
+    from bench.common import empty_tables
     from warlock_sessions.models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
 
-    for model in (Session, SessionEvent, OutboundMessage, Wake, SessionOwner):
-        model.objects.all().delete()
+    empty_tables(Session, SessionEvent, OutboundMessage, Wake, SessionOwner)
     keys = []
     for _ in range(count):
         store = SessionStore()
