@@ -4,6 +4,7 @@ ladder, event trigger delays, mentions, branches, fixed questions, business hour
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,6 +26,7 @@ from warlock_sessions.engine import (
     turn,
 )
 from warlock_sessions.engine.fields import coerce_field
+from warlock_sessions.errors import InvalidInputError
 from warlock_sessions.engine.templates import render
 
 T0_MS = 1789898400000
@@ -136,20 +138,38 @@ AGENT = Agent(
 )
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({}, "exactly one of"),
         ({"message": "oi", "wake": "k"}, "exactly one of"),
-        ({"message": {"id": "m1"}}, "message.text must be text"),
-        ({"message": {"text": "oi", "id": 5}}, "message.id must be text"),
-        ({"wake": 5}, "wake must be a wake key"),
-        ({"event": {"name": "pago"}}, "event.key must be"),
-        ({"start": {"flow": "bv", "key": "k", "hop": "1"}}, "start.hop must be a whole number"),
+        ({"message": {"id": "m1"}}, "message.text: must be text"),
+        ({"message": {"text": "oi", "id": 5}}, "message.id: must be text"),
+        ({"wake": 5}, "wake: must be a wake key"),
+        ({"event": {"name": "pago"}}, "event.key: must be"),
+        ({"start": {"flow": "bv", "key": "k", "hop": "1"}}, "start.hop: must be a whole number"),
+        # What no store can keep is refused before the turn, never after a save.
+        ({"event": {"name": "e", "key": "k", "payload": {"n": float("inf")}}}, "payload.n: is inf"),
+        ({"start": {"flow": "bv", "key": "k", "input": _nested(40)}}, "deeper than 32"),
+        ({"message": {"text": "a\x00b"}}, "message.text: contains a NUL"),
+        ({"message": {"text": "oi", "id": "\ud800"}}, "message.id: contains a lone surrogate"),
+        ({"wake": "w\udfff"}, "wake: contains a lone surrogate"),
+        ({"event": {"name": "e", "key": "k", "payload": {"\ud800": 1}}}, "lone surrogate"),
+        ({"message": {"text": "oi", "at": "yesterday"}}, "message.at: must be an ISO-8601"),
+        ({"message": {"text": "oi", "at": "2026-13-01T00:00:00Z"}}, "message.at"),
+        ({"message": {"text": "oi", "at": "2026-01-01T00:00:00+99:00"}}, "message.at"),
+        ({"message": {"text": "oi", "at": "9999-12-31T23:59:59-23:59"}}, "message.at"),
     ],
 )
 def test_bad_turn_input_gets_a_specific_error(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
         turn(agent=AGENT, session_id="s1", clock=FakeClock(), model=FakeModel(), **kwargs)
 
 

@@ -204,7 +204,8 @@ def test_03_race_two_hosts_one_conflict_replayed_with_identical_keys() -> None:
     replayed = host_b(v2)
     assert "replied" in codes(replayed)
     assert [(run["flowId"], run["reason"]) for run in replayed.ended] == [("retomar", "end")]
-    assert [m["key"] for m in replayed.messages] == ["triagem#m1:quem:1"]
+    # Its second ask at the same visit: a key of its own, so the outbox keeps both messages.
+    assert [m["key"] for m in replayed.messages] == ["triagem#m1:quem:1.1"]
     assert host.store.save(replayed.session, 2)["version"] == 3
     assert host_b(v1) == lost  # recomputing the lost turn mints identical keys
 
@@ -524,11 +525,14 @@ def test_13_max_asks_then_stay() -> None:
     host = Host(agent)
     t1 = host.turn(message={"text": "oi", "id": "m1"}, session=None, speak=(S(nome=None),))
     t2 = host.turn(message={"text": "?", "id": "m2"}, understand=(U(),), speak=(S(nome=None),))
-    assert [m["key"] for m in t1.messages] == [m["key"] for m in t2.messages] == ["lead#m1:q:1"]
+    # Upstream gives both asks the key :q:1; the outbox keeps one message per key, so the
+    # second ask at the same visit is suffixed with the asks made so far.
+    assert [m["key"] for m in t1.messages] == ["lead#m1:q:1"]
+    assert [m["key"] for m in t2.messages] == ["lead#m1:q:1.1"]
     t3 = host.turn(message={"text": "??", "id": "m3"}, understand=(U(),), speak=(S(),))
     assert codes(t3).count("max-asks") == 1
     assert ran == ["lead#m1:d:1"]
-    assert [m["key"] for m in t3.messages] == ["lead#m1:q:2"]
+    assert [m["key"] for m in t3.messages] == ["lead#m1:q:2.2"]  # the asks carry over visits
 
 
 # 14 --------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from .ports import (
     UnderstandRequest,
 )
 from .predicates import PredicateContext, evaluate, json_equal
-from .session import Run, Session
+from .session import Run, Session, storable_text
 from .templates import render, render_deep
 
 SHORT_WAIT_MS = 10_000
@@ -214,6 +214,15 @@ class TurnState:
     def step_key(self, run: Run, step: Step) -> str:
         return f"{run['id']}:{step.id}:{run['visits'].get(step.id, 0)}"
 
+    def message_key(self, run: Run, step: Step) -> str:
+        """The key of what a talk step says: its step key, suffixed once the step has asked
+        within the visit with how many asks it has made. A step that asks again at the same visit
+        says something new each turn (every ask counts, so the suffix only grows), and the
+        outbox keeps one message per key, so the re-ask must not share the first one's key."""
+        asked = sum(run["asked"].get(name, 0) for name in step.collect)
+        key = self.step_key(run, step)
+        return f"{key}.{asked}" if asked else key
+
     def outcome(
         self, run: Run | None, kind: str, status: str, *, step_id: str | None = None, **line: Any
     ) -> None:
@@ -246,7 +255,7 @@ class TurnState:
         media: Any = None,
     ) -> None:
         """Queue a message to the customer; it carries any inline delay waiting to ride on it."""
-        message: dict[str, Any] = {"text": text, "kind": kind}
+        message: dict[str, Any] = {"text": storable_text(text), "kind": kind}
         if media is not None:
             message["media"] = media
         message["afterMs"] = self.after_ms
@@ -909,7 +918,13 @@ class TurnState:
             and pending == step.collect
             and all(run["asked"].get(name, 0) == 0 for name in pending)
         ):
-            self.emit(render(question, self.scope(run)), "verbatim", key, run, step)
+            self.emit(
+                render(question, self.scope(run)),
+                "verbatim",
+                self.message_key(run, step),
+                run,
+                step,
+            )
             for name in pending:
                 run["asked"][name] = run["asked"].get(name, 0) + 1
             self.outcome(run, kind, "ok", key=key, code="asked-fixed")
@@ -1284,7 +1299,7 @@ class TurnState:
         run, flow, step = talk.run, talk.flow, talk.step
         key = self.step_key(run, step)  # type: ignore[arg-type]
         if spoken.message:
-            self.emit(spoken.message, "ai", key, run, step)  # type: ignore[arg-type]
+            self.emit(spoken.message, "ai", self.message_key(run, step), run, step)  # type: ignore[arg-type]
         for name, raw in spoken.fields.items():
             self.write_field(name, raw)
         self.session["data"].update(spoken.data)

@@ -367,6 +367,12 @@ def _dates_to_iso(value: Any) -> Any:
 # -- JSON codec shared by every store ------------------------------------------------------
 
 
+#: How deeply JSON values may nest. Deeper input is refused before anything walks or encodes it
+#: recursively: Python's recursion limit (and PostgreSQL's ``jsonb``) would fail far later, after
+#: a save, with an error no caller could act on.
+MAX_JSON_DEPTH = 100
+
+
 class _NotJson(Exception):
     """Raised while walking a value; collects the path on the way out."""
 
@@ -375,28 +381,51 @@ class _NotJson(Exception):
         self.path: list[str] = []
 
 
-def _check_json_native(value: Any) -> None:
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored everywhere (a NUL, which PostgreSQL refuses, or a lone
+    surrogate, which has no UTF-8 form), or ``None`` when it can."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate, which is not text"
+    return None
+
+
+def storable_text(text: str) -> str:
+    """``text`` with what no store can keep (NUL, lone surrogates) replaced: a model reply or a
+    rendered template must never fail a save."""
+    if text_problem(text) is None:
+        return text
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def _check_json_native(value: Any, depth: int, limit: int) -> None:
     kind = type(value)
     if kind is str:
-        if "\x00" in value:
-            raise _NotJson("contains a NUL character")
-    elif kind is dict:
-        for key, item in value.items():
+        problem = text_problem(value)
+        if problem:
+            raise _NotJson(problem)
+    elif kind is dict or kind is list or kind is tuple:
+        if depth == 0:
+            raise _NotJson(f"nests deeper than {limit} levels")
+        items = value.items() if kind is dict else enumerate(value)
+        for key, item in items:
             try:
-                if type(key) is not str:
-                    raise _NotJson(f"has the non-text key {key!r}")
-                if "\x00" in key:
-                    raise _NotJson(f"has the key {key!r}, which contains a NUL character")
-                _check_json_native(item)
+                if kind is dict:
+                    if type(key) is not str:
+                        raise _NotJson(f"has the non-text key {key!r}")
+                    problem = text_problem(key)
+                    if problem:
+                        raise _NotJson(f"has the key {key!r}, which {problem}")
+                _check_json_native(item, depth - 1, limit)
             except _NotJson as error:
-                error.path.append(f".{key}" if type(key) is str else "")
-                raise
-    elif kind is list or kind is tuple:
-        for index, item in enumerate(value):
-            try:
-                _check_json_native(item)
-            except _NotJson as error:
-                error.path.append(f"[{index}]")
+                if kind is dict:
+                    error.path.append(f".{key}" if type(key) is str else "")
+                else:
+                    error.path.append(f"[{key}]")
                 raise
     elif kind is float:
         if not math.isfinite(value):
@@ -407,14 +436,24 @@ def _check_json_native(value: Any) -> None:
         raise _NotJson(f"is a {kind.__name__} ({value!r:.60}), which is not a JSON value")
 
 
+def json_problem(value: Any, depth: int = MAX_JSON_DEPTH) -> tuple[str, str] | None:
+    """The path and reason of the first part of ``value`` that is not storable JSON (not a JSON
+    type, NaN or infinity, a NUL or lone surrogate in text, nesting deeper than ``depth``), or
+    ``None`` when all of it is."""
+    try:
+        _check_json_native(value, depth, depth)
+    except _NotJson as error:
+        return "".join(reversed(error.path)), error.why
+    return None
+
+
 def _not_json_error(session_id: str, blob: Any) -> InvalidSessionError | None:
     """Walk ``blob`` and describe its first non-JSON value with its path, if it has one."""
-    try:
-        _check_json_native(blob)
-    except _NotJson as error:
-        where = "".join(reversed(error.path)).lstrip(".") or "the session"
-        return InvalidSessionError(session_id, f"{where} {error.why}")
-    return None
+    problem = json_problem(blob)
+    if problem is None:
+        return None
+    path, why = problem
+    return InvalidSessionError(session_id, f"{path.lstrip('.') or 'the session'} {why}")
 
 
 def _refuse_unknown_type(value: Any) -> Any:

@@ -12,10 +12,12 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from ..errors import InvalidInputError
 from .agent import Agent
+from .isotime import iso_from_ms, ms_from_iso
 from .ports import Deferral, Model, ProviderError, Spoken
 from .runner import TurnState
-from .session import Session, assert_session
+from .session import Session, assert_session, json_problem
 
 INPUT_KINDS = ("message", "wake", "event", "start")
 
@@ -50,9 +52,35 @@ class TurnResult:
         return asdict(self)
 
 
+#: How deeply an input's payload, a start's input or a context may nest.
+MAX_INPUT_DEPTH = 32
+
+
 def _require(value: object, check: type | tuple[type, ...], where: str, what: str) -> None:
     if not isinstance(value, check) or (isinstance(value, bool) and check is int):
-        raise ValueError(f"turn(): {where} must be {what}, not {value!r:.80}")
+        raise InvalidInputError(where, f"must be {what}, not {_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    return "a deeply nested value" if isinstance(value, dict | list) else f"{value!r:.80}"
+
+
+def _require_json(value: object, where: str) -> None:
+    """Refuse what no store could keep (checked before the turn, so never after a save)."""
+    problem = json_problem(value, MAX_INPUT_DEPTH)
+    if problem is not None:
+        path, why = problem
+        raise InvalidInputError(f"{where}{path}", why)
+
+
+def _require_moment(value: object, where: str) -> None:
+    _require(value, str, where, "an ISO-8601 date and time")
+    try:
+        iso_from_ms(ms_from_iso(value))  # type: ignore[arg-type]
+    except (ValueError, OverflowError, OSError):
+        raise InvalidInputError(
+            where, f"must be an ISO-8601 date and time, not {value!r:.80}"
+        ) from None
 
 
 def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[str, dict[str, Any]]:
@@ -62,10 +90,11 @@ def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[st
         if value is not None
     ]
     if len(given) != 1:
-        raise ValueError("turn() takes exactly one of message=, wake=, event=, start=")
+        raise InvalidInputError("input", "give exactly one of message=, wake=, event=, start=")
     kind, value = given[0]
     if kind == "wake":
         _require(value, str, "wake", "a wake key (text)")
+        _require_json(value, "wake")
         return kind, {"key": value}
     if kind == "message" and isinstance(value, str):
         value = {"text": value}
@@ -73,11 +102,14 @@ def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[st
     what = dict(value)
     if kind == "message":
         _require(what.get("text"), str, "message.text", "text")
-        for key in ("id", "at"):
-            if what.get(key) is not None:
-                _require(what[key], str, f"message.{key}", "text")
-            else:
-                what.pop(key, None)
+        if what.get("id") is not None:
+            _require(what["id"], str, "message.id", "text")
+        else:
+            what.pop("id", None)
+        if what.get("at") is not None:
+            _require_moment(what["at"], "message.at")
+        else:
+            what.pop("at", None)
     elif kind == "event":
         _require(what.get("name"), str, "event.name", "an event name")
         _require(what.get("key"), str, "event.key", "a key (text)")
@@ -86,6 +118,7 @@ def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[st
         _require(what.get("flow"), str, "start.flow", "a flow id")
         _require(what.get("key"), str, "start.key", "a key (text)")
         _require(what.setdefault("hop", 0), int, "start.hop", "a whole number")
+    _require_json(what, kind)
     return kind, what
 
 
