@@ -58,7 +58,7 @@ def default_agent_name() -> str:
 @cache
 def get_agent(name: str | None = None) -> Agent:
     """The configured agent ``name`` (or the default one), built once."""
-    name = name or default_agent_name()
+    name = default_agent_name() if name is None else name
     path, model_name = agent_entry(name)
     target = import_from_string(path, f"AGENTS']['{name}")
     agent = target() if callable(target) and not isinstance(target, Agent) else target

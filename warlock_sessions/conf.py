@@ -30,8 +30,9 @@ DEFAULTS: dict[str, Any] = {
     # name -> {"CLASS": import string (default OpenAICompatibleModel), "BASE_URL", "MODEL",
     # "API_KEY" or "API_KEY_ENV" (an environment variable), "OPTIONS": {more keyword arguments}}.
     "MODELS": {},
-    # How often the host reloads and replays a turn that lost the version race before giving up.
-    "MAX_CONFLICT_RETRIES": 3,
+    # How often the host reloads and replays a turn that lost the version race before giving up
+    # (each after a short random pause that grows with every loss).
+    "MAX_CONFLICT_RETRIES": 10,
     # Turns that cannot block (their model says ``blocking = False`` and the agent calls no code of
     # its own) are run by Host.ahandle on the event loop itself, with up to this many PostgreSQL
     # connections per loop and database; 0 runs every turn in a worker thread.
@@ -48,6 +49,9 @@ DEFAULTS: dict[str, Any] = {
     # The HTTP API: who may do what (a DRF permission class), and the largest request body.
     "PERMISSION": "warlock_sessions.permissions.OwnerOrStaff",
     "MAX_BODY_BYTES": 256 * 1024,
+    # Websockets one client (a user, or an anonymous visitor's Django session) may hold open in
+    # one server process; more are closed with code 4429.
+    "MAX_SOCKETS_PER_CLIENT": 20,
 }
 
 #: Settings whose value is an import string (or a list of them) resolved on access.

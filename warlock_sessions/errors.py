@@ -65,8 +65,23 @@ class InvalidInputError(WarlockError, ValueError):
         super().__init__(f"{field}: {why}")
 
 
+class InputNotAllowedError(WarlockError, PermissionError):
+    """An end user sent an input that only server code or staff may send (the trust model);
+    ``field`` names it."""
+
+    def __init__(self, field: str, why: str) -> None:
+        self.field = field
+        self.why = why
+        super().__init__(f"{field}: {why}")
+
+
 class AgentNotConfiguredError(WarlockError, LookupError):
     """No agent (or model) by that name in ``WARLOCK_SESSIONS``."""
+
+
+class UnnamedAgentError(WarlockError, ValueError):
+    """A ``Host`` was given an ``Agent`` without a name: the wakes it schedules could not be
+    fired with it (the worker finds agents by the name each wake records)."""
 
 
 class SessionNotFoundError(WarlockError):

@@ -184,6 +184,28 @@ class Wake(LeasedWork):
         ]
 
 
+class AppliedInput(models.Model):
+    """An input a committed turn applied, by its id (a message's ``id``, an event's or a start's
+    ``key``): written with the turn's save, unique per session, so the same input sent again is
+    refused however late it comes (the blob remembers only the latest few ids)."""
+
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
+    input_key = models.CharField(_("input"), max_length=600)
+    created_at = models.DateTimeField(_("applied"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("applied input")
+        verbose_name_plural = _("applied inputs")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session_id", "input_key"], name="warlock_applied_input_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.input_key}"
+
+
 class SessionOwner(models.Model):
     """Who a session belongs to, for the API's access policy: the user who started it, or for an
     anonymous visitor their Django session. Kept apart from the store, so any store has owners."""

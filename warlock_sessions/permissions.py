@@ -5,6 +5,7 @@ The object a policy judges is a :class:`SessionAccess`: the session id and its o
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +26,39 @@ class SessionAccess:
     owner: SessionOwner | None
 
 
-def anonymous_key(request: Any) -> str:
-    """The Django session key that identifies an anonymous visitor (created if missing)."""
-    session = request._request.session if hasattr(request, "_request") else request.session
-    if not session.session_key:
+#: The Django session key under which an anonymous visitor's identity is kept. It is data,
+#: not the session key itself, so it survives ``login()`` cycling the key.
+VISITOR_KEY = "warlock_visitor"
+
+
+def _django_session(request: Any) -> Any:
+    request = getattr(request, "_request", request)  # a DRF request wraps Django's
+    return getattr(request, "session", None)
+
+
+def anonymous_key(request: Any, *, create: bool = False) -> str:
+    """The identity of an anonymous visitor, kept in their Django session; with ``create``, one
+    is made (and the session saved) for a visitor who has none. Reading never creates a
+    session row."""
+    session = _django_session(request)
+    if session is None:
+        return ""
+    key = session.get(VISITOR_KEY)
+    if key is None and create:
+        key = session[VISITOR_KEY] = secrets.token_urlsafe(24)
         session.save()
-    return session.session_key or ""
+    return key or ""
+
+
+def adopt_visitor_sessions(user: Any, request: Any) -> int:
+    """Give ``user`` the sessions they started as an anonymous visitor (on login): the
+    conversation goes on under their account. Returns how many were adopted."""
+    key = anonymous_key(request)
+    if not key or not getattr(user, "pk", None):
+        return 0
+    return SessionOwner.objects.filter(user=None, anonymous_key=key).update(
+        user=user, anonymous_key=""
+    )
 
 
 def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
@@ -41,7 +69,9 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
     user = request.user if request.user and request.user.is_authenticated else None
     try:
         return SessionOwner.objects.create(
-            session_id=session_id, user=user, anonymous_key="" if user else anonymous_key(request)
+            session_id=session_id,
+            user=user,
+            anonymous_key="" if user else anonymous_key(request, create=True),
         )
     except IntegrityError:
         return None
@@ -51,6 +81,16 @@ def may_see(policy: Any, request: Any, access: SessionAccess) -> bool:
     """Whether ``policy`` admits the session exists to ``request`` (policies without
     ``can_see`` leave it to ``has_object_permission``)."""
     return not hasattr(policy, "can_see") or policy.can_see(request, access)
+
+
+def is_trusted(policy: Any, request: Any) -> bool:
+    """Whether ``policy`` lets ``request`` send server-grade inputs (context, agent, wakes,
+    private events; see ``host.wire.check_allowed``). Policies without ``is_trusted`` trust
+    staff only."""
+    if hasattr(policy, "is_trusted"):
+        return bool(policy.is_trusted(request))
+    user = getattr(request, "user", None)
+    return bool(user and user.is_staff)
 
 
 def is_owner(request: Request, owner: SessionOwner | None) -> bool:
@@ -85,6 +125,11 @@ class OwnerOrStaff(BasePermission):
         if action in READ_ACTIONS and user and user.has_perm("warlock_sessions.view_session"):
             return True
         return is_owner(request, obj.owner)
+
+    def is_trusted(self, request: Request) -> bool:
+        """Staff and holders of ``change_session`` send what server code sends."""
+        user = request.user
+        return bool(user and (user.is_staff or user.has_perm("warlock_sessions.change_session")))
 
     def can_see(self, request: Request, obj: SessionAccess) -> bool:
         """Whether to admit the session exists (404 otherwise)."""

@@ -2,7 +2,8 @@
 
 It exercises the engine for real: a catch-all greeting said once, a booking flow collecting
 name, e-mail and preferred date (validated, re-asked up to three times), a confirmation that
-loops back to the date on "no", and a reminder after two minutes of silence.
+loops back to the date on "no", and a reminder after two minutes of silence while a
+booking is open.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ FLOWS = [
     },
     {
         "id": "reminder",
-        "on": [{"silence": "2m"}],
+        # Only while a booking waits on the user: a finished booking wants no reminder.
+        "on": [{"silence": "2m", "if": {"running": ["booking"]}}],
         "steps": [
             {"id": "nudge", "prompt": "Are you still there? I'm here whenever you're ready."}
         ],

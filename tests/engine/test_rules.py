@@ -26,8 +26,8 @@ from warlock_sessions.engine import (
     turn,
 )
 from warlock_sessions.engine.fields import coerce_field
-from warlock_sessions.errors import InvalidInputError
 from warlock_sessions.engine.templates import render
+from warlock_sessions.errors import InvalidInputError
 
 T0_MS = 1789898400000
 SPEC_CODES = [

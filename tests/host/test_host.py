@@ -121,14 +121,15 @@ def test_scenario_3_race_end_to_end_through_two_hosts_on_the_database(alias: str
     b = outcome["b"]
     assert conflicts == [(1, 2)]
     assert computed == [
-        ["triagem#m1:quem:1"],
-        ["triagem#m1:quem:1"],
-    ]  # the replay mints the same keys
+        ["triagem#m1:quem:1.2"],
+        ["triagem#m1:quem:1.2"],
+    ]  # the replay mints the same keys (the step's second ask: both fields asked once)
     assert b.session["version"] == 3
     assert [(run["flowId"], run["reason"]) for run in b.ended] == [("retomar", "end")]
     assert sorted(OutboundMessage.objects.using(alias).values_list("key", flat=True)) == [
         "retomar#1789898400000:p1:1",
         "triagem#m1:quem:1",
+        "triagem#m1:quem:1.2",  # the first ask and the re-ask are two messages
     ]
     assert Wake.objects.using(alias).get(key=f"silence:retomar:s1:{T0_MS}").status == "fired"
     seqs = [seq for seq, _ in events_of(alias, "s1")]

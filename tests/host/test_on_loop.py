@@ -153,7 +153,35 @@ class LoadTogetherStore(DjangoStore):
         return session
 
 
+@pytest.fixture
+def as_if_two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turns of one session in one process queue on a lock; two processes share none."""
+    monkeypatch.setattr(
+        "warlock_sessions.host.loop.session_lock", lambda session_id: asyncio.Lock()
+    )
+
+
 @pytest.mark.asyncio
+async def test_turns_of_one_session_in_one_process_queue_instead_of_conflicting() -> None:
+    _, host = noting_host()
+    conflicts: list[int] = []
+
+    def note(**kwargs: Any) -> None:
+        conflicts.append(kwargs["attempt"])
+
+    signals.session_conflict.connect(note, weak=False)
+    try:
+        results = await asyncio.gather(
+            *(host.ahandle("s1", {"message": {"text": "oi", "id": f"m{i}"}}) for i in range(6))
+        )
+    finally:
+        signals.session_conflict.disconnect(note)
+    assert sorted(result.session["version"] for result in results) == [1, 2, 3, 4, 5, 6]
+    assert conflicts == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("as_if_two_processes")
 async def test_first_turns_racing_on_the_loop_both_land() -> None:
     model, host = noting_host(store=LoadTogetherStore(expected=2))
 

@@ -109,6 +109,35 @@ def test_conflict_storm_8_processes_100_messages_each(alias: str) -> None:
     )
 
 
+def _three_session_sender(alias: str, sender: int, count: int, results: Any) -> None:
+    host = Host(echo_agent(), DjangoStore(using=alias))  # the default MAX_CONFLICT_RETRIES
+    refused = 0
+    for index in range(count):
+        session_id = f"busy-{(sender + index) % 3}"
+        try:
+            host.handle(session_id, {"message": {"text": "hi", "id": f"p{sender}-{index}"}})
+        except SessionConflictError:
+            refused += 1
+    results.put(refused)
+
+
+@pytest.mark.parametrize("alias", [pytest.param("postgres", marks=POSTGRES_ONLY)])
+def test_six_processes_on_three_sessions_get_no_call_refused_with_the_defaults(alias: str) -> None:
+    senders, per_sender = 6, 80
+    results = FORK.Queue()
+    processes = [
+        forked(_three_session_sender, alias, sender, per_sender, results)
+        for sender in range(senders)
+    ]
+    refused = [results.get(timeout=300) for _ in processes]
+    for process in processes:
+        process.join(30)
+        assert process.exitcode == 0
+    assert sum(refused) == 0
+    turns = SessionEvent.objects.using(alias).filter(type="turn", session_id__startswith="busy-")
+    assert turns.count() == senders * per_sender
+
+
 def _crash_before_save(alias: str, marker: str) -> None:
     def block(sender: Any, session_id: str, input: Any, result: Any, **kwargs: Any) -> None:
         Path(marker).write_text(json.dumps([m["key"] for m in result.messages]))

@@ -17,7 +17,7 @@ from django.test import Client, override_settings
 from tests.services import REDIS_URL, redis_unreachable
 from warlock_sessions import signals
 from warlock_sessions.host import Host, run_due_wakes
-from warlock_sessions.models import Wake
+from warlock_sessions.models import SessionOwner, Wake
 from warlock_sessions.realtime.routing import websocket_urlpatterns
 
 APPLICATION = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
@@ -60,7 +60,8 @@ def cookie_for(username: str | None) -> bytes:
     """A real Django session cookie: logged in as ``username``, or an anonymous visitor's."""
     client = Client()
     if username:
-        client.force_login(User.objects.get_or_create(username=username)[0])
+        user = User.objects.get_or_create(username=username, is_staff=username == "staff")[0]
+        client.force_login(user)
     else:
         session = client.session
         session["visited"] = True
@@ -153,7 +154,7 @@ async def test_a_reconnect_with_after_seq_replays_what_was_missed_once(layer: st
 
 
 async def test_messages_from_a_wake_arrive_live(layer: str) -> None:
-    chat = await socket("/ws/sessions/t1/")
+    chat = await socket("/ws/sessions/t1/", "staff")  # picking the agent is staff's
     assert (await chat.connect())[0]
     await chat.send_json_to({"type": "start", "flow": "lembrete", "key": "k", "agent": "timer"})
     await until_turn(chat)
@@ -168,19 +169,120 @@ async def test_messages_from_a_wake_arrive_live(layer: str) -> None:
     await chat.disconnect()
 
 
-async def test_others_are_refused_with_4403(layer: str) -> None:
+async def test_others_see_nothing_and_are_closed_with_4403_like_for_any_id(layer: str) -> None:
     owner = await socket("/ws/sessions/c4/")
     assert (await owner.connect())[0]
     await owner.send_json_to({"type": "message", "text": "book", "id": "m1"})
     await until_turn(owner)
-    await owner.disconnect()
 
     for intruder in (
         await socket("/ws/sessions/c4/", "bob"),
         await socket("/ws/sessions/c4/", None),
     ):
-        connected, code = await intruder.connect()
-        assert (connected, code) == (False, 4403)
+        # The handshake is the same as for an id nobody uses: nothing leaks from it.
+        assert (await intruder.connect())[0]
+        await owner.send_json_to({"type": "message", "text": "Ana Souza", "id": f"m{id(intruder)}"})
+        await until_turn(owner)
+        assert await intruder.receive_nothing(timeout=0.3)  # no replay, no live events
+        await intruder.send_json_to({"type": "message", "text": "hi", "id": "x1"})
+        assert await intruder.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    await owner.disconnect()
+
+
+async def test_an_early_socket_neither_eavesdrops_nor_hijacks_a_session_made_later(
+    layer: str,
+) -> None:
+    early = await socket("/ws/sessions/later-1/", "mallory")
+    assert (await early.connect())[0]
+    # Server code makes the session afterwards; its events must not reach the early socket.
+    await database_sync_to_async(Host().handle)(
+        "later-1", {"message": {"text": "book", "id": "s1"}}
+    )
+    assert await early.receive_nothing(timeout=1.5)
+    # Nor may the early socket claim the session that now exists.
+    await early.send_json_to({"type": "message", "text": "mine now", "id": "x1"})
+    assert await early.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    owners = await database_sync_to_async(
+        lambda: list(SessionOwner.objects.filter(session_id="later-1"))
+    )()
+    assert owners == []
+
+
+async def test_end_users_send_only_messages_and_public_inputs_over_the_socket(layer: str) -> None:
+    chat = await socket("/ws/sessions/trust-1/")
+    assert (await chat.connect())[0]
+    forbidden = [
+        {"type": "message", "text": "hi", "id": "m1", "at": "1970-01-01T00:00:00Z"},
+        {"type": "event", "name": "discount", "key": "d1"},
+        {"type": "start", "flow": "booking", "key": "k1"},
+        {"type": "message", "text": "hi", "context": {"vip": True}},
+        {"type": "message", "text": "hi", "agent": "timer"},
+    ]
+    for frame in forbidden:
+        await chat.send_json_to(frame)
+        reply = await chat.receive_json_from(timeout=5)
+        assert reply["type"] == "error" and reply["code"] == "input-not-allowed", frame
+    await chat.send_json_to({"type": "message", "text": "book", "id": "m2"})
+    assert (await until_turn(chat))[-1]["type"] == "turn"
+    await chat.disconnect()
+
+
+async def test_hostile_frames_get_an_error_frame_and_never_a_1011(layer: str) -> None:
+    chat = await socket("/ws/sessions/hostile-1/")
+    assert (await chat.connect())[0]
+    frames = [
+        "[" * 5000 + "]" * 5000,
+        '{"type": "message", "text": "hi", "id": "a\u0000b"}',
+        '{"type": "message", "text": "hi", "id": "\ud800"}',
+        '{"type": "message", "text": 1e999}',
+        '{"type": "message", "text": "' + "x" * 300_000 + '"}',
+        '{"type": "message", "text": NaN}',
+    ]
+    for frame in frames:
+        await chat.send_to(text_data=frame)
+        reply = await chat.receive_json_from(timeout=5)
+        assert reply["type"] == "error", frame[:40]
+    await chat.send_json_to({"type": "message", "text": "book", "id": "m2"})
+    assert (await until_turn(chat))[-1]["type"] == "turn"
+    await chat.disconnect()
+
+
+async def test_a_client_may_hold_only_so_many_sockets(layer: str) -> None:
+    cookie = await database_sync_to_async(cookie_for)("many")
+    with override_settings(WARLOCK_SESSIONS={**SETTINGS, "MAX_SOCKETS_PER_CLIENT": 2}):
+        sockets = [await socket(f"/ws/sessions/many-{i}/", cookie=cookie) for i in range(3)]
+        assert (await sockets[0].connect())[0] and (await sockets[1].connect())[0]
+        assert await sockets[2].connect() == (False, 4429)
+        await sockets[0].disconnect()
+        again = await socket("/ws/sessions/many-9/", cookie=cookie)
+        assert (await again.connect())[0]
+        for open_socket in (sockets[1], again):
+            await open_socket.disconnect()
+
+
+async def test_an_id_no_store_accepts_is_refused_like_any_other(layer: str) -> None:
+    chat = await socket("/ws/sessions/" + "x" * 300 + "/")
+    assert await chat.connect() == (False, 4403)
+
+
+async def test_events_logged_by_another_process_reach_the_socket_through_the_log(
+    layer: str,
+) -> None:
+    """What the channel layer never carries (the in-memory layer does not cross processes)
+    still arrives: the socket follows the log."""
+    chat = await socket("/ws/sessions/follow-1/")
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "book", "id": "m1"})
+    seen = await until_turn(chat)
+
+    def logged_elsewhere() -> None:
+        with override_settings(CHANNEL_LAYERS={}):  # as in a worker with no layer
+            Host().handle("follow-1", {"message": {"text": "Ana Souza", "id": "m2"}})
+
+    await database_sync_to_async(logged_elsewhere)()
+    later = await until_turn(chat)
+    assert [e["seq"] for e in seen + later] == list(range(1, len(seen + later) + 1))
+    await chat.disconnect()
 
 
 async def test_a_visitor_without_a_django_session_cannot_start_one(layer: str) -> None:

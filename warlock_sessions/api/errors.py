@@ -10,6 +10,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..errors import (
     AgentNotConfiguredError,
+    InputNotAllowedError,
     InvalidInputError,
     InvalidSessionError,
     SessionConflictError,
@@ -67,6 +68,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ApiError(400, "invalid-session", str(exc))
     elif isinstance(exc, InvalidInputError):
         exc = ApiError(400, "invalid-input", str(exc), field=exc.field)
+    elif isinstance(exc, InputNotAllowedError):
+        exc = ApiError(403, "input-not-allowed", str(exc), field=exc.field)
     elif isinstance(exc, AgentNotConfiguredError):
         exc = ApiError(400, "invalid-input", str(exc), field="agent")
     response = drf_exception_handler(exc, context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.db import transaction
@@ -12,22 +13,48 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import ProviderError
 from ..errors import SessionConflictError
 from ..host import Host
 from ..host.records import event_frame, forget_session
-from ..host.wire import parse_turn
+from ..host.wire import check_allowed, clean_text_param, loads, parse_turn, session_id_input
 from ..models import Session, SessionEvent, SessionOwner
-from ..permissions import SessionAccess, anonymous_key, claim_owner, may_see
+from ..permissions import SessionAccess, anonymous_key, claim_owner, is_trusted, may_see
 from ..stores import default_store
 from . import schema
 from .errors import ApiError, exception_handler, not_found, precondition_failed
 
 EVENTS_PAGE = 500
+#: The largest ``after_seq`` and ``If-Match`` version (a bigint column's range).
+MAX_SEQ = 2**63 - 1
+
+logger = logging.getLogger("warlock_sessions.api")
+
+
+class CheckedJSONParser(JSONParser):
+    """JSON bodies through ``host.wire.loads``: too deep, NaN or out-of-range numbers are a 400
+    before anything recurses over them."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        return loads(stream.read())
+
+
+def provider_failed(error: ProviderError) -> ApiError:
+    """A provider failure as clients see it: a code and a generic sentence. The provider's own
+    text can carry keys and internals, so it goes to the log only."""
+    logger.warning("model provider failed: %s", error, exc_info=error)
+    return ApiError(
+        503,
+        error.code,
+        "The assistant could not answer just now; try again shortly.",
+        retryable=error.retryable,
+    )
 
 
 class SessionPagination(PageNumberPagination):
@@ -43,7 +70,7 @@ def version_header(request: Request, name: str) -> str | None:
 
 def etag_version(value: str) -> int:
     text = value.removeprefix("W/").strip().strip('"')
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise ApiError(
             400,
             "invalid-input",
@@ -60,6 +87,7 @@ class SessionViewSet(viewsets.ViewSet):
     lookup_value_regex = r"[^/]+"
     lookup_url_kwarg = "session_id"
     pagination_class = SessionPagination
+    parser_classes = [CheckedJSONParser]
 
     def get_permissions(self) -> list[Any]:
         return [warlock_settings.PERMISSION()]
@@ -71,9 +99,15 @@ class SessionViewSet(viewsets.ViewSet):
         limit = warlock_settings.MAX_BODY_BYTES
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
             raise ApiError(413, "payload-too-large", f"The request body is over {limit} bytes.")
+        if "session_id" in kwargs:
+            session_id_input(kwargs["session_id"])
         super().initial(request, *args, **kwargs)
-        if request.method not in ("GET", "HEAD", "OPTIONS") and request.auth is None:
-            # A cookie identifies anonymous visitors too, so their writes need CSRF protection.
+        cookie_borne = request.successful_authenticator is None or isinstance(
+            request.successful_authenticator, SessionAuthentication
+        )
+        if request.method not in ("GET", "HEAD", "OPTIONS") and cookie_borne:
+            # A cookie identifies anonymous visitors too, so their writes need CSRF protection;
+            # Basic or token credentials are not sent by a browser on its own.
             SessionAuthentication().enforce_csrf(request)
 
     # -- access -------------------------------------------------------------------------------
@@ -100,9 +134,12 @@ class SessionViewSet(viewsets.ViewSet):
             if user and user.is_authenticated:
                 owned = SessionOwner.objects.filter(user=user)
             else:
-                owned = SessionOwner.objects.filter(user=None, anonymous_key=anonymous_key(request))
+                key = anonymous_key(request)
+                owned = SessionOwner.objects.filter(user=None, anonymous_key=key or None)
             rows = rows.filter(id__in=owned.values("session_id"))
-        params = request.query_params
+        params = {
+            name: clean_text_param(name, value) for name, value in request.query_params.items()
+        }
         if params.get("agent"):
             rows = rows.filter(agent=params["agent"])
         if params.get("run_status"):
@@ -114,7 +151,10 @@ class SessionViewSet(viewsets.ViewSet):
             ("updated_before", "updated_at__lt"),
         ):
             if params.get(name):
-                moment = parse_datetime(params[name])
+                try:
+                    moment = parse_datetime(params[name])
+                except ValueError:  # well formed, but no such day or offset
+                    moment = None
                 if moment is None:
                     raise ValidationError({name: "expected an ISO-8601 date and time"})
                 rows = rows.filter(**{lookup: moment})
@@ -164,10 +204,9 @@ class SessionViewSet(viewsets.ViewSet):
                 400, "invalid-input", "If-None-Match takes only *.", field="If-None-Match"
             )
         expected = 0 if if_match is None else etag_version(if_match)
-        if not isinstance(request.data, dict):
-            raise ApiError(400, "invalid-session", "The body must be a v4 session object.")
+        blob = session_of_body(request.data, session_id)
         try:
-            saved = default_store().save(request.data, expected)
+            saved = default_store().save(blob, expected)
         except SessionConflictError as error:
             raise precondition_failed(error) from None
         except (TypeError, ValueError) as error:
@@ -184,13 +223,15 @@ class SessionViewSet(viewsets.ViewSet):
         existed = default_store().delete(session_id)
         if not existed and access.owner is None:
             raise not_found(session_id)
-        forget_session(session_id)
+        forget_session(session_id)  # what the log, outbox, wakes and owner kept of it
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @schema.TURN
     @action(detail=True, methods=["post"])
     def turn(self, request: Request, session_id: str) -> Response:
-        turn_input, context, agent = parse_turn(request.data)
+        turn_input, context, agent_name = parse_turn(request.data)
+        if not is_trusted(self.get_permissions()[0], request):
+            check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
         store = default_store()
         if (
             not SessionOwner.objects.filter(session_id=session_id).exists()
@@ -199,20 +240,20 @@ class SessionViewSet(viewsets.ViewSet):
             claim_owner(request, session_id)  # a new session belongs to whoever starts it
         self.access(request, session_id)
         try:
-            result = Host(agent, store).handle(session_id, turn_input, context)
+            result = Host(agent_name, store).handle(session_id, turn_input, context)
         except ProviderError as error:
-            raise ApiError(
-                503, error.code, f"The model provider failed: {error}", retryable=error.retryable
-            ) from None
+            raise provider_failed(error) from None
         return Response({**result.as_dict(), "version": result.session["version"]})
 
     @schema.EVENTS
     @action(detail=True, methods=["get"])
     def events(self, request: Request, session_id: str) -> Response:
-        self.access(request, session_id)
+        access = self.access(request, session_id)
         raw = request.query_params.get("after_seq", "0")
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_SEQ:
             raise ValidationError({"after_seq": "expected a whole number"})
+        if access.owner is None and default_store().load(session_id) is None:
+            raise not_found(session_id)
         rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=int(raw)).order_by("seq")[
             :EVENTS_PAGE
         ]
@@ -220,3 +261,22 @@ class SessionViewSet(viewsets.ViewSet):
             event_frame({"seq": row.seq, "type": row.type, "payload": row.payload}) for row in rows
         ]
         return Response({"events": events, "last_seq": events[-1]["seq"] if events else int(raw)})
+
+
+def session_of_body(data: Any, session_id: str) -> dict[str, Any]:
+    """The blob a PUT carries: the envelope GET returns (``{"id", "version", "session"}``) or
+    the bare blob, either way for the session its URL names."""
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid-session", "The body must be a session envelope or blob.")
+    blob = data.get("session") if "session" in data and "v" not in data else data
+    if not isinstance(blob, dict):
+        raise ApiError(400, "invalid-session", "The envelope's session must be a v4 blob.")
+    for where, named in (("id", data.get("id", session_id)), ("session.id", blob.get("id"))):
+        if named != session_id:
+            raise ApiError(
+                400,
+                "id-mismatch",
+                f"The body's {where} is {named!r:.80}, but the URL names {session_id!r:.80}.",
+                field=where,
+            )
+    return blob

@@ -62,6 +62,9 @@ class Agent:
     * ``business_hours``: ``callable(datetime, context) -> datetime`` snapping wake times.
     * ``events``: ``{name: {"direction": "inbound"|"outbound"}}``.
     * ``should_retry``: ``callable(deferral) -> bool`` overriding a provider error's verdict.
+    * ``public_events`` and ``public_starts``: the event names and the flow ids an end user (a
+      session's owner, over HTTP or a websocket) may send and start; every other event and
+      start comes only from server code or staff.
     """
 
     def __init__(
@@ -79,6 +82,8 @@ class Agent:
         tools: Sequence[Any] = (),
         should_retry: Callable[[Deferral], bool] | None = None,
         name: str = "",
+        public_events: Sequence[str] = (),
+        public_starts: Sequence[str] = (),
     ) -> None:
         self.name = name
         self.model = model
@@ -102,6 +107,11 @@ class Agent:
         self.flows: dict[str, Flow] = compile_flows(
             flows, self.fields, self.actions, self.conditions
         )
+        self.public_events = frozenset(public_events)
+        self.public_starts = frozenset(public_starts)
+        unknown = sorted(self.public_starts - set(self.flows))
+        if unknown:
+            raise FlowConfigurationError("public_starts", f"no flow {unknown[0]!r}")
 
     def may_block(self, model: Model | None = None) -> bool:
         """Whether a turn of this agent (with ``model`` in place of its own) may wait on I/O:

@@ -144,6 +144,9 @@ class _Checker:
             elif name == "silenced":
                 if not isinstance(arg, bool):
                     raise self.fail(where, "expected true or false")
+            elif name == "running":
+                if not isinstance(arg, bool):
+                    self.text_list(arg, where)
             elif name not in self.conditions:
                 known = ", ".join(sorted(BUILT_IN | set(self.conditions)))
                 raise self.fail(

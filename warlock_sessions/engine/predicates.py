@@ -1,7 +1,9 @@
 """Code predicates: a callable runs as is; a spec dict is AND over its keys.
 
-``equals`` ({field: value}), ``known`` ([fields]) and ``silenced`` (bool) are built in; any other
-key names one of the agent's ``conditions``, called as ``condition(ctx, arg)``.
+``equals`` ({field: value}), ``known`` ([fields]), ``silenced`` (bool) and ``running`` (a list of
+flow ids: some other live run is of one of them; or a bool: whether any other run is live) are
+built in; any other key names one of the agent's ``conditions``, called as
+``condition(ctx, arg)``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from .fields import is_known
 
-BUILT_IN = frozenset({"equals", "known", "silenced"})
+BUILT_IN = frozenset({"equals", "known", "silenced", "running"})
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class PredicateContext:
     run: Mapping[str, Any] | None
     silenced: str | None
     now: datetime
+    #: The session's live runs (the judged ``run`` among them, when it is live).
+    runs: tuple[Mapping[str, Any], ...] = ()
 
 
 Predicate = Callable[[PredicateContext], bool] | Mapping[str, Any]
@@ -44,11 +48,21 @@ def evaluate(
             holds = all(is_known(ctx.data.get(field)) for field in arg)
         elif name == "silenced":
             holds = (ctx.silenced is not None) == bool(arg)
+        elif name == "running":
+            holds = _running(ctx, arg)
         else:
             holds = bool(conditions[name](ctx, arg))
         if not holds:
             return False
     return True
+
+
+def _running(ctx: PredicateContext, flows: Any) -> bool:
+    judged = ctx.run.get("id") if ctx.run is not None else None
+    others = [run["flowId"] for run in ctx.runs if run["id"] != judged]
+    if isinstance(flows, bool):
+        return bool(others) == flows
+    return any(flow in flows for flow in others)
 
 
 def json_equal(a: Any, b: Any) -> bool:

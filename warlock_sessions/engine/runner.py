@@ -77,6 +77,18 @@ def _deep(value: Any) -> Any:
     return value
 
 
+def ignored_line(code: str, key: str, at: str) -> dict[str, Any]:
+    """The one outcome line of an ignored input."""
+    return {
+        "kind": "wait",
+        "status": "skipped",
+        "code": code,
+        "message": OUTCOME_MESSAGES[code],
+        "key": key,
+        "at": at,
+    }
+
+
 def _next_label(target: Any) -> str | None:
     """The ``next`` column of an outcome line: a step id, ``end``, or ``flow:<id>``."""
     if target is None:
@@ -141,6 +153,7 @@ class TurnState:
         self.outcomes: list[dict[str, Any]] = []
         self.started: list[dict[str, Any]] = []
         self.ended: list[dict[str, Any]] = []
+        self.retired: list[str] = []
         self.skipped: list[dict[str, Any]] = []
         self.llm_calls = 0
         self.floor_run_id: str | None = None
@@ -175,6 +188,7 @@ class TurnState:
             run=run,
             silenced=self.silenced,
             now=self.now,
+            runs=tuple(self.runs),
         )
         return evaluate(predicate, ctx, self.agent.conditions)
 
@@ -271,16 +285,7 @@ class TurnState:
     def ignore(self, code: str, key: str) -> None:
         self.ignored = True
         self.code = code
-        self.outcomes.append(
-            {
-                "kind": "wait",
-                "status": "skipped",
-                "code": code,
-                "message": OUTCOME_MESSAGES[code],
-                "key": key,
-                "at": self.now_iso,
-            }
-        )
+        self.outcomes.append(ignored_line(code, key, self.now_iso))
 
     def skip(self, flow_id: str, anchor: str, trigger_key: str, code: str) -> None:
         self.skipped.append(
@@ -346,7 +351,7 @@ class TurnState:
             flow = self.flows.get(run["flowId"])
             step = flow.step(run["stepId"]) if flow else None
             run["status"] = "running"
-            run.pop("waiting", None)
+            self.unpark(run)
             if flow is None or step is None:
                 continue  # move() reports the missing flow or step
             self.outcome(run, "wait", "ok", code="event-arrived", next=_next_label(step.then))
@@ -393,7 +398,7 @@ class TurnState:
             if flow is None or step is None or step.kind != "wait" or "else" not in step.raw:
                 continue
             run["status"] = "running"
-            run.pop("waiting", None)
+            self.unpark(run)
             branch = next(
                 (b for b in step.raw.get("branches") or [] if self.holds(b["if"], run)), None
             )
@@ -409,7 +414,7 @@ class TurnState:
             return
         set_at = run["waiting"].get("setAt", run["startedAt"])
         run["status"] = "running"
-        run.pop("waiting", None)
+        self.unpark(run)
         self.floor_run_id = run["id"]
         if run["stepId"] is None:
             return  # parked on its trigger's `after`: enters its first step in Run
@@ -1204,8 +1209,17 @@ class TurnState:
                 detail=detail,
             )
         self.ended.append({**run, "reason": reason})
+        self.unpark(run)
         if self.talk is not None and self.talk.run is run:
             self.talk = None
+
+    def unpark(self, run: Run) -> None:
+        """The run no longer waits: unless its own wake woke it, that wake is retired (it
+        would only fire as a stale wake)."""
+        waiting = run.pop("waiting", None)
+        key = (waiting or {}).get("key")
+        if key and not (self.kind == "wake" and key == self.what["key"]):
+            self.retired.append(key)
 
     def park(self, run: Run, kind: str, key: str, at_ms: int, event: str | None = None) -> None:
         run["status"] = "waiting"
@@ -1362,10 +1376,26 @@ class TurnState:
         )
 
     def arm_silence(self) -> None:
+        """Time the silence after the assistant spoke (spec: only when it spoke this turn).
+        The silence timed before is retired once it cannot fire: the user wrote, or the
+        assistant spoke again and the flow was not re-armed (its ``if`` no longer holds)."""
         previous = self.original.get("lastAssistantAt") if self.original else None
-        if self.session.get("lastAssistantAt") == previous:
+        spoke = self.session.get("lastAssistantAt") != previous
+        wakes = self.silence_wakes(previous) if spoke else []
+        self.schedule.extend(wakes)
+        wrote = self.session.get("lastUserAt") != (self.original or {}).get("lastUserAt")
+        if not previous or not (spoke or wrote):
             return
-        self.schedule.extend(self.silence_wakes(previous))
+        kept = {wake.get("replaces") for wake in wakes}
+        if self.kind == "wake":
+            kept.add(self.what["key"])  # the host marks the fired wake itself
+        at_ms = ms_from_iso(previous)
+        self.retired += [
+            key
+            for flow in self.flows.values()
+            if flow.trigger_of("silence") is not None
+            and (key := f"silence:{flow.id}:{self.session['id']}:{at_ms}") not in kept
+        ]
 
     def silence_wakes(self, previous: str | None = None) -> list[dict[str, Any]]:
         session = self.session

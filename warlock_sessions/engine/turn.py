@@ -8,7 +8,7 @@ that lost a version race reloads, replays, and mints the same message and wake k
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from ..errors import InvalidInputError
 from .agent import Agent
 from .isotime import iso_from_ms, ms_from_iso
 from .ports import Deferral, Model, ProviderError, Spoken
-from .runner import TurnState
+from .runner import TurnState, ignored_line
 from .session import Session, assert_session, json_problem
 
 INPUT_KINDS = ("message", "wake", "event", "start")
@@ -47,6 +47,10 @@ class TurnResult:
     skipped: list[dict[str, Any]]
     llm_calls: int
     code: str | None = None
+    #: Keys of wakes scheduled by earlier turns that this turn no longer wants: the timer or
+    #: retry of a run that ended, or a silence the user broke or no live run waits out. A host
+    #: drops them (firing one would only be ignored, after waking the worker for nothing).
+    retired: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +58,8 @@ class TurnResult:
 
 #: How deeply an input's payload, a start's input or a context may nest.
 MAX_INPUT_DEPTH = 32
+#: The longest message id, event or start key, or wake key (they are stored keyed).
+MAX_KEY_LENGTH = 255
 
 
 def _require(value: object, check: type | tuple[type, ...], where: str, what: str) -> None:
@@ -63,6 +69,12 @@ def _require(value: object, check: type | tuple[type, ...], where: str, what: st
 
 def _shown(value: object) -> str:
     return "a deeply nested value" if isinstance(value, dict | list) else f"{value!r:.80}"
+
+
+def _require_key(value: object, where: str, what: str) -> None:
+    _require(value, str, where, what)
+    if not value or len(value) > MAX_KEY_LENGTH:  # type: ignore[arg-type]
+        raise InvalidInputError(where, f"must be 1 to {MAX_KEY_LENGTH} characters long")
 
 
 def _require_json(value: object, where: str) -> None:
@@ -94,6 +106,8 @@ def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[st
     kind, value = given[0]
     if kind == "wake":
         _require(value, str, "wake", "a wake key (text)")
+        if len(value) > 2 * MAX_KEY_LENGTH:
+            raise InvalidInputError("wake", "is longer than any wake key")
         _require_json(value, "wake")
         return kind, {"key": value}
     if kind == "message" and isinstance(value, str):
@@ -103,7 +117,7 @@ def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[st
     if kind == "message":
         _require(what.get("text"), str, "message.text", "text")
         if what.get("id") is not None:
-            _require(what["id"], str, "message.id", "text")
+            _require_key(what["id"], "message.id", "text")
         else:
             what.pop("id", None)
         if what.get("at") is not None:
@@ -111,12 +125,12 @@ def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[st
         else:
             what.pop("at", None)
     elif kind == "event":
-        _require(what.get("name"), str, "event.name", "an event name")
-        _require(what.get("key"), str, "event.key", "a key (text)")
+        _require_key(what.get("name"), "event.name", "an event name")
+        _require_key(what.get("key"), "event.key", "a key (text)")
         _require(what.setdefault("hop", 0), int, "event.hop", "a whole number")
     else:
-        _require(what.get("flow"), str, "start.flow", "a flow id")
-        _require(what.get("key"), str, "start.key", "a key (text)")
+        _require_key(what.get("flow"), "start.flow", "a flow id")
+        _require_key(what.get("key"), "start.key", "a key (text)")
         _require(what.setdefault("hop", 0), int, "start.hop", "a whole number")
     _require_json(what, kind)
     return kind, what
@@ -186,6 +200,25 @@ def turn(
         skipped=state.skipped,
         llm_calls=state.llm_calls,
         code=state.code,
+        retired=state.retired,
+    )
+
+
+def duplicate_input(session: Session, key: str, clock: Clock | None = None) -> TurnResult:
+    """What ``turn`` returns for an input applied before, for a host that knows it was (its
+    record of applied inputs outlives the session's own window of recent ids)."""
+    at = iso_from_ms(round((clock or SystemClock()).now().timestamp() * 1000))
+    return TurnResult(
+        session=session,
+        changed=False,
+        messages=[],
+        schedule=[],
+        outcomes=[ignored_line("duplicate-input", key, at)],
+        started=[],
+        ended=[],
+        skipped=[],
+        llm_calls=0,
+        code="duplicate-input",
     )
 
 

@@ -4,19 +4,22 @@ after the commit, hand the messages and wakes on (engine-spec §3, invariants I1
 from __future__ import annotations
 
 import asyncio
+import random
+import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import close_old_connections, router, transaction
+from django.db import IntegrityError, close_old_connections, router, transaction
 from django.utils import timezone
 
 from .. import signals
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import Agent, Model, Session, SystemClock, TurnResult, turn
-from ..engine.turn import INPUT_KINDS, Clock
-from ..errors import SessionConflictError
+from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
+from ..errors import SessionConflictError, UnnamedAgentError
 from ..models import OutboundMessage
 from ..stores import Store, default_store
 from ..stores.db import DjangoStore
@@ -25,12 +28,41 @@ from .records import (
     FIRST_SEQ,
     TurnRecords,
     announce,
+    applied_key,
     apush,
     push,
     statement_parts,
     turn_records,
+    was_applied,
     write_records,
 )
+
+#: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
+#: with each further loss, and each pause is drawn at random up to that (full jitter), so turns
+#: that collided once do not collide again in lockstep.
+CONFLICT_BACKOFF = 0.005
+#: The longest such pause.
+MAX_CONFLICT_PAUSE = 0.25
+
+
+def conflict_pause(attempt: int) -> float:
+    return random.uniform(0, min(MAX_CONFLICT_PAUSE, CONFLICT_BACKOFF * 2**attempt))
+
+
+#: One lock per event loop and session id: the async turns of a session in this process
+#: (sockets, ``ahandle``) queue instead of racing to the save, which the loser would replay.
+#: A lock lives only while a turn holds or awaits it.
+_session_locks: weakref.WeakValueDictionary[tuple[int, str], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def session_lock(session_id: str) -> asyncio.Lock:
+    key = (id(asyncio.get_running_loop()), session_id)
+    lock = _session_locks.get(key)
+    if lock is None:
+        lock = _session_locks[key] = asyncio.Lock()
+    return lock
 
 
 def turn_input_of(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,9 +117,15 @@ class Host:
         max_conflict_retries: int | None = None,
     ) -> None:
         if isinstance(agent, Agent):
+            if not agent.name:
+                raise UnnamedAgentError(
+                    "Host needs a named agent (Agent(..., name='support'), configured under that "
+                    "name in WARLOCK_SESSIONS['AGENTS']): each wake records the name, and the "
+                    "worker fires it with the agent of that name"
+                )
             self.agent, self.agent_name = agent, agent.name
         else:
-            self.agent_name = agent or default_agent_name()
+            self.agent_name = default_agent_name() if agent is None else agent
             self.agent = get_agent(self.agent_name)
         self.store = store if store is not None else default_store()
         self.clock = clock or SystemClock()
@@ -143,19 +181,20 @@ class Host:
         block (``Agent.may_block``), no receiver listens to the host's signals (receivers may do
         I/O) and ``LOOP_CONNECTIONS`` is not 0. Should that turn lose the version race, or have
         started from a ``last_saved`` and changed nothing, it is redone in a thread."""
-        if self._runs_on_loop():
-            async with loop_connection(self.using) as connection:
-                if connection is not None:
-                    hosted = await self._on_loop(
-                        connection, session_id, input, context, turn_options, last_saved
-                    )
-                    if hosted is not None:
-                        await apush(session_id, hosted.events)
-                        return hosted
-                    last_saved = None
-        hosted = await in_worker_thread(self._handle)(
-            session_id, input, context, turn_options, last_saved, None
-        )
+        async with session_lock(session_id):
+            if self._runs_on_loop():
+                async with loop_connection(self.using) as connection:
+                    if connection is not None:
+                        hosted = await self._on_loop(
+                            connection, session_id, input, context, turn_options, last_saved
+                        )
+                        if hosted is not None:
+                            await apush(session_id, hosted.events)
+                            return hosted
+                        last_saved = None
+            hosted = await in_worker_thread(self._handle)(
+                session_id, input, context, turn_options, last_saved, None
+            )
         await apush(session_id, hosted.events)
         return hosted
 
@@ -198,11 +237,19 @@ class Host:
         parts, params = statement_parts(changes, self.using)
         try:
             saved, (first_seq,) = await self.store.asave_together(
-                connection, hosted.session, expected, parts, params, FIRST_SEQ
+                connection,
+                hosted.session,
+                expected,
+                parts,
+                params,
+                FIRST_SEQ,
+                agent=self.agent_name,
             )
         except SessionConflictError as error:
             self._conflicted(session_id, error, attempt=1)
             return None
+        except IntegrityError:
+            return None  # applied before: the thread path tells the duplicate apart
         hosted.session = saved
         hosted.events = changes.numbered(first_seq)
         announce(session_id=session_id, result=hosted, version=saved["version"])
@@ -235,7 +282,14 @@ class Host:
             except SessionConflictError as error:
                 conflict = error
                 self._conflicted(session_id, error, attempt=attempt + 1)
+                if attempt + 1 < attempts:
+                    time.sleep(conflict_pause(attempt))
                 continue
+            except IntegrityError:
+                key = applied_key(turn_input)
+                if loaded is None or key is None or not was_applied(session_id, key, self.using):
+                    raise
+                return HostedTurn(**vars(duplicate_input(loaded, key.split(":", 1)[1], self.clock)))
             return hosted
         assert conflict is not None
         raise conflict
@@ -298,16 +352,18 @@ class Host:
             # PostgreSQL: the save and every record in one statement (two round trips a turn).
             parts, params = statement_parts(changes, self.using)
             saved, (first_seq,) = self.store.save_together(
-                hosted.session, expected, parts, params, FIRST_SEQ
+                hosted.session, expected, parts, params, FIRST_SEQ, agent=self.agent_name
             )
         elif self.one_transaction:
             with transaction.atomic(using=self.using):
-                saved = self.store.save(hosted.session, expected)
+                saved = self.store.save(hosted.session, expected, agent=self.agent_name)
                 first_seq = write_records(changes, self.using, exclusive=True)
         else:
-            saved = self.store.save(hosted.session, expected)
+            # A store outside the database: the records are written first and commit only once
+            # the save took effect, so a save is never left without its records.
             with transaction.atomic(using=self.using):
                 first_seq = write_records(changes, self.using, exclusive=False)
+                saved = self.store.save(hosted.session, expected)
         hosted.session = saved
         hosted.events = events = changes.numbered(first_seq)
 

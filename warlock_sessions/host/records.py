@@ -21,7 +21,7 @@ from .. import signals
 from ..conf import warlock_settings
 from ..engine import TurnResult
 from ..engine.isotime import ms_from_iso
-from ..models import OutboundMessage, SessionEvent, SessionOwner, Wake
+from ..models import AppliedInput, OutboundMessage, SessionEvent, SessionOwner, Wake
 
 logger = logging.getLogger("warlock_sessions.host")
 
@@ -48,6 +48,24 @@ def describe_input(turn_input: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "wake":
         return {"kind": kind, "key": value}
     return {"kind": kind, "key": value.get("key"), "name": value.get("name") or value.get("flow")}
+
+
+def applied_key(turn_input: Mapping[str, Any]) -> str | None:
+    """How the record of applied inputs names ``turn_input``; ``None`` for an input without an
+    id of its own (a message sent without ``id``) and for wakes (a wake row fires once)."""
+    kind = next(iter(turn_input))
+    value = turn_input[kind]
+    if kind == "message":
+        return f"message:{value['id']}" if value.get("id") else None
+    if kind == "event":
+        return f"event:{value['name']}:{value['key']}"
+    if kind == "start":
+        return f"start:{value['flow']}:{value['key']}"
+    return None
+
+
+def was_applied(session_id: str, key: str, using: str) -> bool:
+    return AppliedInput.objects.using(using).filter(session_id=session_id, input_key=key).exists()
 
 
 def turn_events(
@@ -85,6 +103,7 @@ class TurnRecords:
     now: datetime
     fired: str | None
     replaced: list[str]
+    applied: str | None
     messages: list[dict[str, Any]]
     schedule: list[dict[str, Any]]
     events: list[tuple[str, Any]]
@@ -118,9 +137,9 @@ def turn_records(
     # new silence wake replaces, and a rescheduled key is upserted rather than retired.
     fired = turn_input.get("wake") if turn_input.get("wake") not in scheduled else None
     replaced = sorted(
-        {entry["replaces"] for entry in result.schedule if entry.get("replaces")}
-        - scheduled
-        - {fired}
+        {entry["replaces"] for entry in result.schedule if entry.get("replaces")}.union(
+            result.retired
+        ).difference(scheduled, {fired})
     )
     return TurnRecords(
         session_id=session_id,
@@ -128,6 +147,7 @@ def turn_records(
         now=now,
         fired=fired,
         replaced=replaced,
+        applied=applied_key(turn_input),
         messages=result.messages,
         schedule=result.schedule,
         events=turn_events(result, version, turn_input),
@@ -142,6 +162,11 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
     can number events meanwhile; otherwise a clash on ``seq`` is renumbered and retried.
     """
     now = changes.now
+    if changes.applied:
+        # Unique per session: an input applied before fails the whole transaction here.
+        AppliedInput.objects.using(using).create(
+            session_id=changes.session_id, input_key=changes.applied, created_at=now
+        )
     OutboundMessage.objects.using(using).bulk_create(
         [
             OutboundMessage(
@@ -230,6 +255,8 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     per row."""
     now = changes.now
     params: list[Any] = []
+    if changes.applied:
+        params += [changes.session_id, changes.applied, now]
     if changes.messages:
         params += [
             changes.session_id,
@@ -253,6 +280,7 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     params += [changes.session_id, now, json.dumps(changes.events, ensure_ascii=False)]
     params.append(changes.session_id)
     shape = (
+        bool(changes.applied),
         bool(changes.messages),
         bool(changes.fired),
         bool(changes.replaced),
@@ -263,13 +291,19 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
 
 @functools.cache
 def _statement_parts(
-    using: str, messages: bool, fired: bool, replaced: bool, schedule: bool
+    using: str, applied: bool, messages: bool, fired: bool, replaced: bool, schedule: bool
 ) -> tuple[str, ...]:
     table = {
         model: connections[using].ops.quote_name(model._meta.db_table)
-        for model in (OutboundMessage, SessionEvent, Wake)
+        for model in (AppliedInput, OutboundMessage, SessionEvent, Wake)
     }
     parts: list[str] = []
+    if applied:
+        # No ON CONFLICT: an input applied before fails the statement, save included.
+        parts.append(
+            f"applied AS (INSERT INTO {table[AppliedInput]} (session_id, input_key, created_at) "
+            f"SELECT %s, %s, %s WHERE {SAVED})"
+        )
     if messages:
         parts.append(
             f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, kind, text, "
@@ -391,5 +425,5 @@ def push(session_id: str, events: list[dict[str, Any]]) -> None:
 def forget_session(session_id: str) -> None:
     """Remove what the host and API keep about a session besides its blob: event log, outbox,
     wakes and owner."""
-    for model in (SessionEvent, OutboundMessage, Wake, SessionOwner):
+    for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
         model.objects.filter(session_id=session_id).delete()

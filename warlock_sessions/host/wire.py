@@ -1,12 +1,79 @@
-"""Inputs as clients send them over HTTP and websockets, checked before anything runs."""
+"""Inputs as clients send them over HTTP and websockets, checked before anything runs: the
+JSON itself, session ids, the turn body, and what an end user may send (the trust model).
+The API and the websocket consumer both call these, so the two never disagree."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..conf import warlock_settings
+from ..engine import Agent
+from ..engine.session import json_problem, text_problem
+from ..engine.turn import MAX_INPUT_DEPTH
+from ..errors import InputNotAllowedError, InvalidInputError
+from ..stores.base import check_session_id
 
 INPUT_KEYS = ("message", "event", "start", "wake")
+#: How deeply a request body or websocket frame may nest (checked before it is parsed: the
+#: parser recurses, and a DEBUG error page would render every frame).
+MAX_BODY_DEPTH = 64
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def _nesting(text: str) -> int:
+    depth = deepest = 0
+    for char in _NOT_BRACKETS.sub("", _STRINGS.sub("", text)):
+        depth += 1 if char in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise InvalidInputError("body", f"the number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidInputError("body", f"{name} is not JSON")
+
+
+def loads(raw: str | bytes) -> Any:
+    """A request body or frame as JSON, refusing what the rest could not handle: invalid UTF-8,
+    nesting deeper than ``MAX_BODY_DEPTH``, ``NaN``/``Infinity`` and numbers out of range."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise InvalidInputError("body", "is not UTF-8") from None
+    if _nesting(text) > MAX_BODY_DEPTH:
+        raise InvalidInputError("body", f"nests deeper than {MAX_BODY_DEPTH} levels")
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        if isinstance(error, InvalidInputError):
+            raise
+        raise InvalidInputError("body", f"is not JSON ({error})") from None
+
+
+def session_id_input(session_id: Any) -> str:
+    """A session id from a URL, checked like every store checks it (400, never a 500)."""
+    try:
+        return check_session_id(session_id)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError("session_id", str(error)) from None
+
+
+def clean_text_param(name: str, value: str) -> str:
+    """A query parameter that reaches the database: no NUL or lone surrogate."""
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInputError(name, problem)
+    return value
 
 
 def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
@@ -35,8 +102,41 @@ def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
         extra = sorted(set(value) - set(required) - set(optional))
         if extra:
             raise InvalidInputError(f"{kind}.{extra[0]}", "is not a field")
+        if kind == "message":
+            limit = warlock_settings.MAX_BODY_BYTES
+            if len(value["text"]) > limit or len(value["text"].encode("utf-8", "ignore")) > limit:
+                raise InvalidInputError("message.text", f"is longer than {limit} bytes")
         turn_input = {kind: value}
     agent = data.get("agent")
     if agent is not None and not isinstance(agent, str):
         raise InvalidInputError("agent", "expected an agent name")
-    return turn_input, data.get("context"), agent
+    context = data.get("context")
+    problem = json_problem(context, MAX_INPUT_DEPTH)
+    if problem is not None:
+        raise InvalidInputError(f"context{problem[0]}", problem[1])
+    return turn_input, context, agent
+
+
+def check_allowed(
+    turn_input: dict[str, Any], context: Any, agent_name: str | None, agent: Agent
+) -> None:
+    """What an end user (a session's owner, not staff) may send: messages (``text``, ``id``),
+    the events and flow starts ``agent`` declares public, a start without ``input``. Context,
+    the agent, wakes, ``message.at``, other events and starts come only from server code or
+    staff; each is refused with :class:`InputNotAllowedError` naming it."""
+    if context is not None:
+        raise InputNotAllowedError("context", "only server code or staff set a turn's context")
+    if agent_name is not None:
+        raise InputNotAllowedError("agent", "only server code or staff pick the agent")
+    kind, value = next(iter(turn_input.items()))
+    if kind == "wake":
+        raise InputNotAllowedError("wake", "wakes are fired by the worker, not sent")
+    if kind == "message" and "at" in value:
+        raise InputNotAllowedError("message.at", "the server stamps when a message arrived")
+    if kind == "event" and value["name"] not in agent.public_events:
+        raise InputNotAllowedError("event.name", f"the event {value['name']!r} is not public")
+    if kind == "start":
+        if value["flow"] not in agent.public_starts:
+            raise InputNotAllowedError("start.flow", f"the flow {value['flow']!r} is not public")
+        if "input" in value:
+            raise InputNotAllowedError("start.input", "only server code or staff give input")

@@ -98,7 +98,7 @@ def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
     hosts = {} if hosts is None else hosts
     started = time.perf_counter()
     try:
-        host = hosts.get(wake.agent) or hosts.setdefault(wake.agent, Host(wake.agent or None))
+        host = hosts.get(wake.agent) or hosts.setdefault(wake.agent, Host(wake.agent))
         result = host.handle(wake.session_id, {"wake": wake.key})
     except Exception as error:  # recorded on the row and retried; the worker keeps going
         _give_up_or_retry(

@@ -2,15 +2,23 @@
 
 The client sends ``{"type": "message", "text", "id"}`` (or ``event``/``start`` frames); every
 event of the session reaches it in ``seq`` order, each once: ``?after_seq=N`` replays the
-persisted log first, then the socket follows the session's channel-layer group, filling any gap
-from the log (the layer is lossy; the log is the truth). Messages that wakes produce arrive on
-the same socket. A bad frame gets an ``error`` event and the socket stays open; a client that
-may not see the session is closed with code 4403.
+persisted log first, then the socket follows the session, through its channel-layer group and
+through the log itself (``realtime.follow``: within about a second, whatever the layer). Messages
+that wakes produce arrive on the same socket, even when a separate worker process fired them.
+
+Access: a client with an identity (a user, or an anonymous visitor's Django session) is accepted
+whatever the id, so the handshake tells nothing of whether a session exists. It follows the
+session only once it may see it: at once when it owns it (or is staff); for an id nobody uses,
+once its first frame has claimed it. A frame on a session it may not see closes the socket with
+4403, as a client without any identity is at the handshake. A bad frame gets an ``error`` event
+and the socket stays open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections import Counter
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,44 +26,68 @@ from urllib.parse import parse_qs
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import ProviderError, Session
-from ..errors import AgentNotConfiguredError, InvalidInputError, SessionConflictError
+from ..errors import (
+    AgentNotConfiguredError,
+    InputNotAllowedError,
+    InvalidInputError,
+    SessionConflictError,
+)
 from ..host import Host, group_name
 from ..host.loop import in_worker_thread
 from ..host.records import event_frame
-from ..host.wire import parse_turn
+from ..host.wire import check_allowed, loads, parse_turn, session_id_input
 from ..models import SessionEvent, SessionOwner
-from ..permissions import SessionAccess, claim_owner, may_see
+from ..permissions import SessionAccess, anonymous_key, claim_owner, is_trusted, may_see
 from ..stores import default_store
+from .follow import log_follower
+
+logger = logging.getLogger("warlock_sessions.realtime")
 
 UNAUTHORISED = 4403
+TOO_MANY_SOCKETS = 4429
 REPLAY_BATCH = 500
+
+#: Open sockets per client in this process (``MAX_SOCKETS_PER_CLIENT``).
+_open_sockets: Counter[str] = Counter()
 
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
-        self.session_id: str = self.scope["url_route"]["kwargs"]["session_id"]
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        after = (query.get("after_seq") or ["0"])[0]
-        self.last_seq = int(after) if after.isdigit() else 0
+        self.following = False
+        self.client = ""
+        self.last_seq = 0
         self.sending = asyncio.Lock()
         self.requester = SimpleNamespace(
             user=self.scope.get("user"), session=self.scope.get("session")
         )
-        self.owned = False  # checked again, and claimed, with the first turn
         self.last_saved: Session | None = None
         self.hosts: dict[str | None, Host] = {}
+        try:
+            self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
+        except InvalidInputError:
+            await self.close(code=UNAUTHORISED)  # as for any id it may not use
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        after = (query.get("after_seq") or ["0"])[0]
+        self.last_seq = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         self.group = group_name(self.session_id)
-        # Following the group before reading the log leaves no gap between the two.
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        logged = await in_worker_thread(self.admitted)()
-        if logged is None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        client, logged = await in_worker_thread(self.admitted)()
+        if client is None:
             await self.close(code=UNAUTHORISED)
             return
+        if _open_sockets[client] >= warlock_settings.MAX_SOCKETS_PER_CLIENT:
+            await self.close(code=TOO_MANY_SOCKETS)
+            return
+        self.client = client
+        _open_sockets[client] += 1
         await self.accept()
-        await self.catch_up(logged)
+        if logged is not None:
+            await self.follow(logged)
+        else:
+            log_follower().follow(self)  # it may see the session once its owner starts it
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels tidies the event-loop thread's database connection before every handler: a
@@ -68,19 +100,39 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await handler(message)
 
     async def disconnect(self, code: int) -> None:
+        if self.client:
+            _open_sockets[self.client] -= 1
+            if _open_sockets[self.client] <= 0:
+                del _open_sockets[self.client]
+            self.client = ""
         if hasattr(self, "group"):
+            log_follower().unfollow(self)
+        if self.following:
+            self.following = False
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     # -- access ---------------------------------------------------------------------------------
 
-    def admitted(self) -> list[dict[str, Any]] | None:
-        """On connect, in one worker-thread call: ``None`` when the client may not see the
-        session, else the logged events to replay (none for a session not started yet, which
-        anyone able to own it may open: the first turn claims it)."""
+    def admitted(self) -> tuple[str | None, list[dict[str, Any]] | None]:
+        """On connect, in one worker-thread call: who the client is (``None``: nobody, refused)
+        and, when it may see the session already, the logged events to replay (else ``None``)."""
+        client = self.identity()
+        if client is None:
+            return None, None
         owner = self.current_owner()
         if owner is None and default_store().load(self.session_id) is None:
-            return [] if self.can_own() else None
-        return self.logged_after(self.last_seq) if self.permitted(owner) else None
+            return client, None  # nobody uses the id: the first frame claims it
+        return client, self.logged_after(self.last_seq) if self.permitted(owner) else None
+
+    def identity(self) -> str | None:
+        user = self.requester.user
+        if user is not None and user.is_authenticated:
+            return f"user:{user.pk}"
+        session = self.requester.session
+        if session is not None and session.session_key:
+            # Made now, if the visitor has none yet, so that every tab they open shares it.
+            return f"visitor:{anonymous_key(self.requester, create=True)}"
+        return None
 
     def current_owner(self) -> SessionOwner | None:
         return SessionOwner.objects.filter(session_id=self.session_id).first()
@@ -93,17 +145,37 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.requester, SimpleNamespace(action="turn"), access
         )
 
-    def can_own(self) -> bool:
-        user = self.requester.user
-        session = self.requester.session
-        return bool(user and user.is_authenticated) or bool(session and session.session_key)
-
     def claimed(self) -> bool:
-        """Claim the session if nobody owns it yet (someone may have since connect), then
-        apply the policy: what the first turn checks."""
-        return self.permitted(claim_owner(self.requester, self.session_id) or self.current_owner())
+        """Claim the session if nobody owns it and it does not exist yet (a socket never takes
+        over a session that server code or staff made), then apply the policy."""
+        owner = self.current_owner()
+        if owner is None and default_store().load(self.session_id) is None:
+            owner = claim_owner(self.requester, self.session_id) or self.current_owner()
+        return self.permitted(owner)
+
+    def may_see_now(self) -> bool:
+        return self.permitted(self.current_owner())
+
+    def trusted(self) -> bool:
+        return is_trusted(warlock_settings.PERMISSION(), self.requester)
 
     # -- delivery -------------------------------------------------------------------------------
+
+    async def follow(self, logged: list[dict[str, Any]] | None = None) -> None:
+        """Start following the session: its group, then the log past ``last_seq``."""
+        self.following = True
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        log_follower().follow(self)
+        await self.catch_up(logged)
+
+    async def log_moved(self) -> None:
+        """The log has events this socket has not sent (``realtime.follow``): send them, or,
+        for a socket that could not see the session before, check whether it may now (another
+        tab of the same visitor started it)."""
+        if self.following:
+            await self.catch_up()
+        elif await in_worker_thread(self.may_see_now)():
+            await self.follow()
 
     def logged_after(self, seq: int) -> list[dict[str, Any]]:
         rows = SessionEvent.objects.filter(session_id=self.session_id, seq__gt=seq).order_by("seq")
@@ -116,12 +188,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         """Send everything the log holds past ``last_seq`` (starting with ``logged``, when the
         caller has read the first batch already)."""
         async with self.sending:
-            while True:
+            while self.following:
                 if logged is None:
                     logged = await in_worker_thread(self.logged_after)(self.last_seq)
                 events, logged = logged, None
                 for event in events:
-                    await self.send_event(event)
+                    if event["seq"] > self.last_seq:
+                        await self.send_event(event)
                 if len(events) < REPLAY_BATCH:
                     return
 
@@ -129,9 +202,16 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         """Events pushed to the session's group after a commit."""
         await self.deliver(message["events"])
 
+    async def warlock_forgotten(self, message: dict[str, Any]) -> None:
+        """The session was deleted: whatever comes under its id next is someone else's."""
+        await self.disconnect(UNAUTHORISED)
+        await self.close(code=UNAUTHORISED)
+
     async def deliver(self, events: list[dict[str, Any]]) -> None:
         """Send the frames this socket has not sent yet, in ``seq`` order; when they do not
         follow on from the last one sent, the layer dropped something and the log has it."""
+        if not self.following:
+            return
         events = sorted(events, key=lambda event: event["seq"])
         if events and events[0]["seq"] > self.last_seq + 1:
             await self.catch_up()
@@ -156,6 +236,24 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     # -- client frames ----------------------------------------------------------------------------
 
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        return loads(text_data)
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        size = len(text_data or bytes_data or "")
+        if size > warlock_settings.MAX_BODY_BYTES:
+            await self.error("payload-too-large", "the frame is too large")
+            return
+        try:
+            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+        except InvalidInputError as error:
+            await self.error("invalid-json", str(error))
+        except ValueError:  # no text frame at all
+            await self.error("invalid-json", "frames are JSON objects sent as text")
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         frame_type = content.get("type") if isinstance(content, dict) else None
         if frame_type not in ("message", "event", "start"):
@@ -167,22 +265,28 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         body = {frame_type: fields, **{k: content[k] for k in ("context", "agent") if k in content}}
         try:
             turn_input, context, agent = parse_turn(body)
-            if not self.owned:
+            if not self.following:
                 if not await in_worker_thread(self.claimed)():
-                    await self.error("permission-denied", "you may not send turns to this session")
+                    await self.close(code=UNAUTHORISED)
                     return
-                self.owned = True
+                await self.follow()
+            if not await in_worker_thread(self.trusted)():
+                check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
             hosted = await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved
             )
         except (InvalidInputError, AgentNotConfiguredError) as error:
             await self.error("invalid-input", str(error))
             return
+        except InputNotAllowedError as error:
+            await self.error("input-not-allowed", str(error))
+            return
         except SessionConflictError as error:
             await self.error("session-conflict", f"{error} Send it again.")
             return
         except ProviderError as error:
-            await self.error(error.code, f"The model provider failed: {error}")
+            logger.warning("model provider failed: %s", error, exc_info=error)
+            await self.error(error.code, "The assistant could not answer just now; try again.")
             return
         # The next turn starts from this session instead of loading it (the save checks it is
         # still current), and the turn's own events go out without a trip to the log.
@@ -194,11 +298,3 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         if agent not in self.hosts:
             self.hosts[agent] = Host(agent)
         return self.hosts[agent]
-
-    async def receive(
-        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
-    ) -> None:
-        try:
-            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
-        except ValueError:  # not JSON: an error frame, never a dropped socket
-            await self.error("invalid-json", "frames are JSON objects")

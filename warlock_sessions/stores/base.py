@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from ..engine.session import Session
+from ..engine.session import Session, text_problem
 from ..errors import SessionConflictError
 
 #: Longest session id every backend accepts (the database column's length).
@@ -24,8 +24,9 @@ def check_session_id(session_id: object) -> str:
         raise TypeError(f"a session id is text, not {type(session_id).__name__}")
     if not session_id:
         raise ValueError("a session id cannot be empty")
-    if "\x00" in session_id:
-        raise ValueError(f"session id {session_id!r} contains a NUL character")
+    problem = text_problem(session_id)
+    if problem:
+        raise ValueError(f"session id {session_id!r:.80} {problem}")
     if len(session_id) > MAX_SESSION_ID_LENGTH:
         raise ValueError(
             f"session id is {len(session_id)} characters long; the limit is {MAX_SESSION_ID_LENGTH}"

@@ -60,7 +60,8 @@ class DjangoStore(Store):
       ORM's query compilation cost more than the database round trip (``bench/store.py``).
 
     ``using`` picks the database alias (default: the router's choice for writes). ``agent`` is
-    the name written on rows this store creates, so the admin and API can filter by agent.
+    the name written on rows this store creates, so the admin and API can filter by agent; a
+    ``Host`` passes its own agent's name to the saves it makes.
     """
 
     def __init__(self, using: str | None = None, agent: str = "") -> None:
@@ -109,8 +110,11 @@ class DjangoStore(Store):
             row = await cursor.fetchone()
         return None if row is None else decode_session(row[0], session_id, row[1])
 
-    def _prepare(self, session: Session, expected_version: int) -> tuple[str, int, list[object]]:
-        """The checked id, expected version and the parameters of the insert or update."""
+    def _prepare(
+        self, session: Session, expected_version: int, agent: str | None = None
+    ) -> tuple[str, int, list[object]]:
+        """The checked id, expected version and the parameters of the insert or update
+        (``agent``, else the store's, is named on a session it creates)."""
         session_id = session_id_of(session)
         expected = check_expected_version(expected_version)
         text = encode_session(session, expected + 1)
@@ -118,7 +122,7 @@ class DjangoStore(Store):
         now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
         written = [text, expected + 1, summary["run_flows"], summary["run_statuses"], now]
         if expected == 0:
-            return session_id, expected, [session_id, self.agent, now, *written]
+            return session_id, expected, [session_id, agent or self.agent, now, *written]
         return session_id, expected, [*written, session_id, expected]
 
     def _conflict(
@@ -127,8 +131,8 @@ class DjangoStore(Store):
         cursor.execute(self._sql["version"], [session_id])
         return _conflict_error(session_id, expected, cursor.fetchone())
 
-    def save(self, session: Session, expected_version: int) -> Session:
-        session_id, expected, params = self._prepare(session, expected_version)
+    def save(self, session: Session, expected_version: int, *, agent: str | None = None) -> Session:
+        session_id, expected, params = self._prepare(session, expected_version, agent)
         with self._cursor() as cursor:
             if expected == 0:
                 rowcount = self._insert(cursor, params)
@@ -151,6 +155,8 @@ class DjangoStore(Store):
         parts: Sequence[str],
         params: Sequence[object],
         select: str,
+        *,
+        agent: str | None = None,
     ) -> tuple[Session, tuple[Any, ...]]:
         """``save`` and further writes in one PostgreSQL statement, so they commit together
         with no transaction round trips.
@@ -162,7 +168,7 @@ class DjangoStore(Store):
         the final ``SELECT``) evaluated to.
         """
         statement, values, session_id, expected = self._together(
-            session, expected_version, parts, params, select
+            session, expected_version, parts, params, select, agent
         )
         with server_binding_cursor(self.using) as cursor:
             cursor.execute(statement, values)
@@ -179,12 +185,14 @@ class DjangoStore(Store):
         parts: Sequence[str],
         params: Sequence[object],
         select: str,
+        *,
+        agent: str | None = None,
     ) -> tuple[Session, tuple[Any, ...]]:
         """``save_together`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
         store's database in autocommit mode (``stores.loop_connections``). Database errors are
         Django's, as from ``save_together``."""
         statement, values, session_id, expected = self._together(
-            session, expected_version, parts, params, select
+            session, expected_version, parts, params, select, agent
         )
         with connections[self.using].wrap_database_errors:
             row = await (await connection.execute(statement, values)).fetchone()
@@ -200,10 +208,11 @@ class DjangoStore(Store):
         parts: Sequence[str],
         params: Sequence[object],
         select: str,
+        agent: str | None,
     ) -> tuple[str, list[object], str, int]:
         """The statement of ``save_together``, its parameters, the session id and the expected
         version."""
-        session_id, expected, save_params = self._prepare(session, expected_version)
+        session_id, expected, save_params = self._prepare(session, expected_version, agent)
         saved = self._sql["insert" if expected == 0 else "update"]
         version = self._sql["version_column"]
         ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])

@@ -1,0 +1,103 @@
+"""The log, followed: once a second, one query per event loop finds the followed sessions whose
+event log moved past what their sockets have sent, and those sockets catch up from it.
+
+The channel layer only makes delivery faster. The in-memory layer never crosses processes (a
+wake fired by a worker process reaches no socket through it) and any layer may drop a message,
+so without this a socket would see such events only after the user's next message."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from django.db.models import Max
+
+from ..host.loop import in_worker_thread
+from ..models import SessionEvent
+
+logger = logging.getLogger("warlock_sessions.realtime")
+
+#: Seconds between two reads of the log.
+FOLLOW_INTERVAL = 1.0
+#: Sessions per query.
+BATCH = 500
+
+
+class Follower(Protocol):
+    session_id: str
+    last_seq: int
+
+    async def log_moved(self) -> None: ...
+
+
+def latest_seqs(session_ids: Iterable[str]) -> dict[str, int]:
+    """The last logged ``seq`` of each of ``session_ids`` that has events."""
+    ids = list(session_ids)
+    latest: dict[str, int] = {}
+    for start in range(0, len(ids), BATCH):
+        rows = (
+            SessionEvent.objects.filter(session_id__in=ids[start : start + BATCH])
+            .values("session_id")
+            .annotate(last=Max("seq"))
+            .values_list("session_id", "last")
+        )
+        latest.update(rows)
+    return latest
+
+
+class LogFollower:
+    """The sockets of one event loop that follow a session, and the task that reads the log."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[str, weakref.WeakSet[Any]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def follow(self, socket: Follower) -> None:
+        self.sockets.setdefault(socket.session_id, weakref.WeakSet()).add(socket)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self.run())
+
+    def unfollow(self, socket: Follower) -> None:
+        followers = self.sockets.get(socket.session_id)
+        if followers is not None:
+            followers.discard(socket)
+            if not followers:
+                del self.sockets[socket.session_id]
+
+    async def run(self) -> None:
+        while self.sockets:
+            await asyncio.sleep(FOLLOW_INTERVAL)
+            try:
+                await self.tick()
+            except Exception:  # a database outage: log it and try again next second
+                logger.warning("could not read the event log", exc_info=True)
+
+    async def tick(self) -> None:
+        watched = {sid: list(sockets) for sid, sockets in self.sockets.items() if sockets}
+        if not watched:
+            return
+        latest = await in_worker_thread(latest_seqs)(watched)
+        behind = [
+            socket
+            for session_id, sockets in watched.items()
+            for socket in sockets
+            if latest.get(session_id, 0) > socket.last_seq
+        ]
+        await asyncio.gather(*(socket.log_moved() for socket in behind), return_exceptions=True)
+
+
+_followers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LogFollower] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def log_follower() -> LogFollower:
+    """The follower of the running event loop."""
+    loop = asyncio.get_running_loop()
+    follower = _followers.get(loop)
+    if follower is None:
+        follower = _followers[loop] = LogFollower()
+    return follower
