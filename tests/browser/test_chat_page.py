@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync
@@ -18,6 +19,8 @@ from channels.testing import ChannelsLiveServerTestCase
 from django.test import override_settings
 
 from tests.services import REQUIRE_SERVICES
+from warlock_sessions.host import Host, run_due_wakes
+from warlock_sessions.models import Wake
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HAVE_CHROMIUM = os.path.exists(CHROMIUM)
@@ -37,6 +40,18 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def server_side(function: Any, *args: Any) -> Any:
+    """``function`` in a thread of its own: Playwright's sync API runs an event loop in this
+    one, where Django refuses database calls."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(function, *args).result()
+
+
+def fire_the_reminder(chat_id: str) -> int:
+    Wake.objects.filter(session_id=chat_id, status="pending").update(due_at="2000-01-01T00:00Z")
+    return run_due_wakes(10)
 
 
 @pytest.mark.skipif(
@@ -80,22 +95,22 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 "Thanks, Ana Souza! What's your e-mail address?", timeout=15000
             )
 
-            # Drop the socket and, while the page is away, let the API fire the discount event.
+            # Drop the socket and, while the page is away, let server code (here: this test
+            # process, not the server's) fire the discount event: an end user may not.
+            chat_id = page.evaluate("document.querySelector('.chat').dataset.chatId")
             page.evaluate("window.warlockChat.socket().close()")
-            fired = page.evaluate("""async () => {
-                const cookie = document.cookie.split('; ').find(c => c.startsWith('csrftoken='));
-                const token = cookie.split('=')[1];
-                const chatId = document.querySelector('.chat').dataset.chatId;
-                const reply = await fetch(`/api/sessions/${chatId}/turn/`, {method: 'POST',
-                    headers: {'Content-Type': 'application/json', 'X-CSRFToken': token},
-                    body: JSON.stringify({event: {name: 'discount', key: 'offer-1'}})});
-                return reply.status;
-            }""")
-            assert fired == 200
+            server_side(
+                Host("booking").handle, chat_id, {"event": {"name": "discount", "key": "o1"}}
+            )
             expect(bot.last).to_have_text(
                 "Good news: 10% off any booking made this week!", timeout=15000
             )
             expect(status).to_have_text("online", timeout=15000)
+
+            # The reminder falls due and a worker in another process fires it: it shows live,
+            # after what came before, with no message from the user to pull it in.
+            assert server_side(fire_the_reminder, chat_id) == 1
+            expect(bot.last).to_contain_text("Are you still there?", timeout=5000)
 
             send("ana@example.com")
             expect(bot.last).to_have_text("Which day would suit you?", timeout=15000)
@@ -109,6 +124,8 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             browser.close()
 
         assert texts.count("Good news: 10% off any booking made this week!") == 1
+        reminder = next(i for i, text in enumerate(texts) if "Are you still there?" in text)
+        assert texts[reminder - 1] == "Good news: 10% off any booking made this week!"
         assert len(texts) == len(set(texts)), texts
         assert texts[0] == "Great, let's get you booked. What's your name?"
         assert texts[-1].startswith("Booked! See you on") and "Ana Souza" in texts[-1]

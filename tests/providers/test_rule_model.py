@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -236,3 +237,38 @@ def test_max_asks_moves_on_after_the_step_re_asked_three_times() -> None:
         assert chat.say("no idea")[0].startswith("That doesn't look like an e-mail address.")
     assert chat.say("still no idea") == ["Which day would suit you?"]
     assert "email" not in chat.data
+
+
+@pytest.mark.parametrize(
+    "pattern", ["a", "a@", "1 ", "1.", "a.", "+1 (", "a@b.", "x" * 63 + "@"], ids=repr
+)
+def test_a_maximal_message_is_understood_in_well_under_a_second(pattern: str) -> None:
+    """The booking agent asks for an e-mail, then gets the largest message a client may send,
+    made of a pattern that used to make a recogniser rescan it from every position."""
+    from example_project.demo.agents import booking_agent
+    from warlock_sessions.engine import FakeClock, turn
+    from warlock_sessions.providers.recognisers import email, phone
+
+    limit = 256 * 1024
+    text = (pattern * (limit // len(pattern)))[:limit]
+    agent, clock = booking_agent(), FakeClock()
+    session = None
+    for index, said in enumerate(["book", "Ana Souza"]):
+        result = turn(
+            agent=agent,
+            session_id="big",
+            session=session,
+            message={"text": said, "id": f"m{index}"},
+            clock=clock,
+        )
+        session = {**result.session, "version": index + 1}
+    started = time.perf_counter()
+    turn(
+        agent=agent,
+        session_id="big",
+        session=session,
+        message={"text": text, "id": "big"},
+        clock=clock,
+    )
+    email(text), phone(text)  # the recognisers themselves, over all of it
+    assert time.perf_counter() - started < 1.0

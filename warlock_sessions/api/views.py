@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import ProviderError
-from ..errors import SessionConflictError
+from ..errors import InvalidInputError, SessionConflictError
 from ..host import Host
 from ..host.records import event_frame, forget_session
 from ..host.wire import check_allowed, clean_text_param, loads, parse_turn, session_id_input
@@ -42,7 +42,10 @@ class CheckedJSONParser(JSONParser):
     before anything recurses over them."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        return loads(stream.read())
+        try:
+            return loads(stream.read())
+        except InvalidInputError as error:
+            raise ApiError(400, "invalid-json", f"The request body {error.why}.") from None
 
 
 def provider_failed(error: ProviderError) -> ApiError:
@@ -271,7 +274,10 @@ def session_of_body(data: Any, session_id: str) -> dict[str, Any]:
     blob = data.get("session") if "session" in data and "v" not in data else data
     if not isinstance(blob, dict):
         raise ApiError(400, "invalid-session", "The envelope's session must be a v4 blob.")
-    for where, named in (("id", data.get("id", session_id)), ("session.id", blob.get("id"))):
+    named_ids = [("session.id", blob.get("id", session_id))]
+    if blob is not data:
+        named_ids.append(("id", data.get("id", session_id)))
+    for where, named in named_ids:
         if named != session_id:
             raise ApiError(
                 400,

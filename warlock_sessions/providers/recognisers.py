@@ -14,7 +14,11 @@ from typing import Any
 
 from .text import fold, tokens
 
-EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+# A match starts only where a run of address characters starts: searching from every position
+# inside a long run would rescan the rest of it each time (quadratic in the run's length).
+EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+)
 PHONE = re.compile(r"(?<![\w@])\+?\(?\d[\d\s().-]{6,}\d(?![\w@])")
 NUMBER = re.compile(r"(?<![\w.,])[-+]?\d+(?:[.,]\d+)*(?![\w])")
 
@@ -175,6 +179,16 @@ PORTUGUESE_HINTS = frozenset(
         "nome",
     ]
 )
+
+
+#: How much of a message the recognisers read. An answer to a question is short; reading no
+#: further bounds what any message can cost, whatever its patterns.
+MAX_RECOGNISED_CHARS = 2000
+
+
+def heard(text: str | None) -> str:
+    """The part of a message the recognisers read."""
+    return (text or "")[:MAX_RECOGNISED_CHARS]
 
 
 def language_of(text: str) -> str:

@@ -24,7 +24,7 @@ from ..engine.ports import (
 )
 from ..engine.predicates import BUILT_IN, PredicateContext, evaluate
 from ..engine.templates import render
-from .recognisers import language_of, value_for
+from .recognisers import heard, language_of, value_for
 from .text import phrases_score, tokens
 
 MENTION_MIN = 80
@@ -89,7 +89,7 @@ class RuleModel:
     # -- understand ---------------------------------------------------------------------------
 
     def understand(self, request: UnderstandRequest) -> Understanding:
-        text = request.text
+        text = heard(request.text)
         language = self._language(text)
         scored = (
             [request.floor_flow, *request.message_flows]
@@ -160,7 +160,7 @@ class RuleModel:
     # -- speak --------------------------------------------------------------------------------
 
     def speak(self, request: SpeakRequest) -> Spoken:
-        language = self._language(request.text)
+        language = self._language(heard(request.text))
         words = _WORDS[language]
         talk = request.talk
         if isinstance(talk, IdleRequest):
@@ -173,7 +173,7 @@ class RuleModel:
         for name in talk.pending:
             definition = request.fields.get(name) or {"type": "string"}
             raw = (
-                value_for(definition, request.text or "", request.now, language, asked=answering)
+                value_for(definition, heard(request.text), request.now, language, asked=answering)
                 if answering
                 else None
             )
