@@ -26,6 +26,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # One log row, message or wake deleted alone would leave its session inconsistent;
+        # deleting the session forgets all of them together.
+        return False
+
 
 class RunStatusFilter(admin.SimpleListFilter):
     title = _("live run status")
@@ -58,6 +63,10 @@ class RunFlowFilter(admin.SimpleListFilter):
 
 @admin.register(Session)
 class SessionAdmin(ReadOnlyAdmin):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deleting the row forgets the session whole (log, outbox, wakes, owner).
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
     list_display = ["id", "agent", "version", "run_statuses", "run_flows", "updated_at"]
     list_filter = ["agent", RunStatusFilter, RunFlowFilter, "updated_at"]
     search_fields = ["id"]

@@ -11,10 +11,24 @@ class WarlockSessionsConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth.signals import user_logged_in
+        from django.db.models.signals import post_delete
 
         from . import checks  # noqa: F401  (registers the system checks)
 
         user_logged_in.connect(_adopt_on_login, dispatch_uid="warlock_sessions.adopt")
+        post_delete.connect(
+            _forget_deleted,
+            sender=self.get_model("Session"),
+            dispatch_uid="warlock_sessions.forget",
+        )
+
+
+def _forget_deleted(sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
+    """A session row deleted with the ORM (the admin, a queryset, a cascade) is forgotten as the
+    API forgets one."""
+    from .host.records import forget_session
+
+    forget_session(instance.pk, using)
 
 
 def _adopt_on_login(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:

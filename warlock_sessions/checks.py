@@ -134,18 +134,35 @@ def _check_store_database(store_class: type, options: dict[str, Any]) -> list[Ch
     ]
 
 
+#: Channel layers whose messages never leave the process that sent them.
+PROCESS_LOCAL_LAYERS = frozenset({"channels.layers.InMemoryChannelLayer"})
+
+
 def _check_realtime() -> list[CheckMessage]:
-    if getattr(settings, "ASGI_APPLICATION", None) and not getattr(
-        settings, "CHANNEL_LAYERS", None
-    ):
+    if not getattr(settings, "ASGI_APPLICATION", None):
+        return []
+    layers = getattr(settings, "CHANNEL_LAYERS", None)
+    if not layers:
         return [
             Error(
                 "ASGI_APPLICATION is set but CHANNEL_LAYERS is not: the session websockets of "
-                "warlock_sessions.realtime cannot receive the events of turns made elsewhere "
-                "(wakes, other sockets, the API).",
+                "warlock_sessions.realtime follow sessions through channel-layer groups.",
                 hint='Add CHANNEL_LAYERS, e.g. {"default": {"BACKEND": '
                 '"channels.layers.InMemoryChannelLayer"}} for one process.',
                 id="warlock_sessions.E011",
+            )
+        ]
+    backend = (layers.get("default") or {}).get("BACKEND", "")
+    if backend in PROCESS_LOCAL_LAYERS:
+        return [
+            Warning(
+                f"CHANNEL_LAYERS uses {backend}, which does not cross processes: what the "
+                "warlock_worker or another server process logs (a reminder, a turn over the "
+                "API elsewhere) reaches open sockets only when they next read the event log, "
+                "within about a second, instead of at once.",
+                hint="Nothing is lost (the log is the truth); for instant delivery across "
+                "processes use channels_redis.",
+                id="warlock_sessions.W004",
             )
         ]
     return []

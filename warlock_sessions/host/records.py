@@ -422,8 +422,22 @@ def push(session_id: str, events: list[dict[str, Any]]) -> None:
         async_to_sync(apush)(session_id, events)
 
 
-def forget_session(session_id: str) -> None:
+def forget_session(session_id: str, using: str | None = None) -> None:
     """Remove what the host and API keep about a session besides its blob: event log, outbox,
-    wakes and owner."""
+    wakes, applied inputs and owner; and close the sockets following it. Every deletion (the
+    API's, the admin's, deleting the model row) goes through here, so an id used again starts
+    clean and nobody inherits the old conversation."""
     for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
-        model.objects.filter(session_id=session_id).delete()
+        manager = model.objects if using is None else model.objects.using(using)
+        manager.filter(session_id=session_id).delete()
+    if _channel_layer() is not None:
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(_announce_forgotten)(session_id)
+
+
+async def _announce_forgotten(session_id: str) -> None:
+    try:
+        await _channel_layer().group_send(group_name(session_id), {"type": "warlock.forgotten"})
+    except Exception:
+        logger.warning("could not tell the sockets of %r it was deleted", session_id, exc_info=True)
