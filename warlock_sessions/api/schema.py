@@ -39,13 +39,37 @@ class SessionSummarySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
+class MessageInputSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+    id = serializers.CharField(required=False, help_text="the client's id: a resend is ignored")
+    at = serializers.DateTimeField(required=False, help_text="staff and server code only")
+
+
+class EventInputSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="end users: only the agent's public events")
+    key = serializers.CharField(help_text="the event's id: a resend is ignored")
+    payload = serializers.JSONField(required=False)
+
+
+class StartInputSerializer(serializers.Serializer):
+    flow = serializers.CharField(help_text="end users: only the agent's public starts")
+    key = serializers.CharField(help_text="the start's id: a resend is ignored")
+    input = serializers.JSONField(required=False, help_text="staff and server code only")
+
+
 class TurnRequestSerializer(serializers.Serializer):
-    message = serializers.JSONField(required=False, help_text='{"text", "id"?, "at"?}')
-    event = serializers.JSONField(required=False, help_text='{"name", "key", "payload"?}')
-    start = serializers.JSONField(required=False, help_text='{"flow", "key", "input"?}')
-    wake = serializers.CharField(required=False, help_text="a wake key")
-    context = serializers.JSONField(required=False)
-    agent = serializers.CharField(required=False, help_text="a name in WARLOCK_SESSIONS['AGENTS']")
+    """Exactly one of ``message``, ``event``, ``start``, ``wake``. What an end user may send is
+    limited by the trust model (docs/api.md): ``context``, ``agent``, ``wake`` and
+    ``message.at`` are for staff and server code."""
+
+    message = MessageInputSerializer(required=False)
+    event = EventInputSerializer(required=False)
+    start = StartInputSerializer(required=False)
+    wake = serializers.CharField(required=False, help_text="a wake key (staff only)")
+    context = serializers.JSONField(required=False, help_text="staff only")
+    agent = serializers.CharField(
+        required=False, help_text="a name in WARLOCK_SESSIONS['AGENTS'] (staff only)"
+    )
 
 
 class TurnResultSerializer(serializers.Serializer):
