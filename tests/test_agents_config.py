@@ -6,13 +6,10 @@ import pytest
 from django.core import checks
 from django.test import override_settings
 
+from tests.checks import warlock_check_ids
 from warlock_sessions.agents import get_agent, get_model
 from warlock_sessions.errors import AgentNotConfiguredError
 from warlock_sessions.providers import OpenAICompatibleModel, RuleModel
-
-
-def warlock_check_ids() -> list[str]:
-    return sorted(m.id for m in checks.run_checks() if m.id.startswith("warlock_sessions"))
 
 
 def configure(**settings: object) -> override_settings:

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.core import checks
 from django.test import override_settings
 
+from tests.checks import warlock_check_ids
 from warlock_sessions.conf import warlock_settings
 from warlock_sessions.stores import DjangoStore, MemoryStore, default_store
-
-
-def warlock_check_ids(ignored: tuple[str, ...] = ("warlock_sessions.W004",)) -> list[str]:
-    """The ids our checks report (by default without W004: the test settings use the
-    in-memory layer on purpose)."""
-    return [
-        message.id
-        for message in checks.run_checks()
-        if message.id.startswith("warlock_sessions") and message.id not in ignored
-    ]
 
 
 def test_defaults_apply_and_overrides_reload() -> None:

@@ -19,13 +19,6 @@ from warlock_sessions.providers import RuleModel
 from warlock_sessions.stores import DjangoStore
 
 pytestmark = pytest.mark.django_db
-SETTINGS = {"AGENTS": {"booking": "example_project.demo.agents.booking_agent"}}
-
-
-@pytest.fixture(autouse=True)
-def booking_agent() -> Any:
-    with override_settings(WARLOCK_SESSIONS=SETTINGS):
-        yield
 
 
 def visitor() -> Client:

@@ -13,14 +13,9 @@ from warlock_sessions.models import SessionEvent, SessionOwner
 from warlock_sessions.stores import DjangoStore
 from warlock_sessions.testing import run_blob, session_blob
 
+from .conftest import SETTINGS
+
 pytestmark = pytest.mark.django_db
-SETTINGS = {"AGENTS": {"booking": "example_project.demo.agents.booking_agent"}}
-
-
-@pytest.fixture(autouse=True)
-def booking_agent() -> Any:
-    with override_settings(WARLOCK_SESSIONS=SETTINGS):
-        yield
 
 
 def user(name: str, *, staff: bool = False, perms: tuple[str, ...] = ()) -> APIClient:
