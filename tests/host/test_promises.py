@@ -194,3 +194,17 @@ def test_input_no_store_can_keep_is_refused_before_anything_is_saved(bad: dict) 
     with pytest.raises(InvalidInputError):
         Host(booking_agent(), DjangoStore()).handle("bad", bad)
     assert not Session.objects.exists() and not SessionEvent.objects.exists()
+
+
+def test_a_late_resend_inside_the_callers_transaction_leaves_it_usable(alias: str) -> None:
+    from django.db import transaction
+
+    host = Host(echo_agent(), DjangoStore(using=alias))
+    host.handle("outer", {"message": {"text": "hi", "id": "first"}})
+    for index in range(55):
+        host.handle("outer", {"message": {"text": "hi", "id": f"m{index}"}})
+    with transaction.atomic(using=alias):
+        again = host.handle("outer", {"message": {"text": "hi", "id": "first"}})
+        after = host.handle("outer", {"message": {"text": "hi", "id": "next"}})
+    assert again.code == "duplicate-input"
+    assert after.changed and host.store.load("outer")["version"] == 57

@@ -8,10 +8,11 @@ import random
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, close_old_connections, router, transaction
+from django.db import IntegrityError, close_old_connections, connections, router, transaction
 from django.utils import timezone
 
 from .. import signals
@@ -350,10 +351,14 @@ class Host:
         changes = self._records(session_id, hosted, expected, turn_input)
         if self.together:
             # PostgreSQL: the save and every record in one statement (two round trips a turn).
+            # Inside the caller's transaction it runs under a savepoint, so an input applied
+            # before (a unique violation) does not abort that transaction.
             parts, params = statement_parts(changes, self.using)
-            saved, (first_seq,) = self.store.save_together(
-                hosted.session, expected, parts, params, FIRST_SEQ, agent=self.agent_name
-            )
+            nested = connections[self.using].in_atomic_block
+            with transaction.atomic(using=self.using) if nested else nullcontext():
+                saved, (first_seq,) = self.store.save_together(
+                    hosted.session, expected, parts, params, FIRST_SEQ, agent=self.agent_name
+                )
         elif self.one_transaction:
             with transaction.atomic(using=self.using):
                 saved = self.store.save(hosted.session, expected, agent=self.agent_name)
