@@ -83,11 +83,11 @@ def _work() -> None:
 
 def message_turn_ratio(iterations: int) -> float:
     from warlock_sessions.host import Host
-    from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake
+    from warlock_sessions.models import AppliedInput, OutboundMessage, Session, SessionEvent, Wake
     from warlock_sessions.stores import DjangoStore
     from warlock_sessions.testing import realistic_session
 
-    empty_tables(Session, SessionEvent, OutboundMessage, Wake)
+    empty_tables(Session, SessionEvent, OutboundMessage, Wake, AppliedInput)
     blob = realistic_session("bench")
     DjangoStore().save(blob, 0)
     host = Host(bench_agent(), DjangoStore())
@@ -116,11 +116,11 @@ def worker_throughput_ratio() -> float:
     from django.db import connections
 
     from warlock_sessions.host import Host
-    from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake
+    from warlock_sessions.models import AppliedInput, OutboundMessage, Session, SessionEvent, Wake
     from warlock_sessions.stores import DjangoStore
     from warlock_sessions.testing.wakes import seed_due_wakes
 
-    empty_tables(Session, SessionEvent, OutboundMessage, Wake)
+    empty_tables(Session, SessionEvent, OutboundMessage, Wake, AppliedInput)
     store = DjangoStore(agent="bench")
     # The wakes are due from the start; no worker runs until the single-process rate is taken.
     seed_due_wakes(store, sessions=200, flows=10, agent="bench", prefix="w")

@@ -65,9 +65,16 @@ def fresh_visitors(count: int) -> list[str]:
     from django.contrib.sessions.backends.db import SessionStore
 
     from bench.common import empty_tables
-    from warlock_sessions.models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
+    from warlock_sessions.models import (
+        AppliedInput,
+        OutboundMessage,
+        Session,
+        SessionEvent,
+        SessionOwner,
+        Wake,
+    )
 
-    empty_tables(Session, SessionEvent, OutboundMessage, Wake, SessionOwner)
+    empty_tables(Session, SessionEvent, OutboundMessage, Wake, SessionOwner, AppliedInput)
     keys = []
     for _ in range(count):
         store = SessionStore()

@@ -208,3 +208,14 @@ def test_a_late_resend_inside_the_callers_transaction_leaves_it_usable(alias: st
         after = host.handle("outer", {"message": {"text": "hi", "id": "next"}})
     assert again.code == "duplicate-input"
     assert after.changed and host.store.load("outer")["version"] == 57
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_gone_from_its_store_starts_anew_with_the_same_message_ids() -> None:
+    """A store's expiry (a RedisStore ttl) removes the session without forgetting it: what was
+    applied to the old conversation does not refuse the new one's first message."""
+    host = Host(echo_agent(), DjangoStore())
+    host.handle("expired", {"message": {"text": "hi", "id": "m1"}})
+    host.store.delete("expired")
+    again = host.handle("expired", {"message": {"text": "hi", "id": "m1"}})
+    assert again.changed and again.session["version"] == 1

@@ -31,6 +31,7 @@ from .records import (
     announce,
     applied_key,
     apush,
+    forget_applied,
     push,
     statement_parts,
     turn_records,
@@ -288,8 +289,13 @@ class Host:
                 continue
             except IntegrityError:
                 key = applied_key(turn_input)
-                if loaded is None or key is None or not was_applied(session_id, key, self.using):
+                if key is None or not was_applied(session_id, key, self.using):
                     raise
+                if loaded is None:
+                    # The session is gone (a store's expiry, a deletion that bypassed
+                    # forget_session): what was applied to it does not bind a new one.
+                    forget_applied(session_id, self.using)
+                    continue
                 return HostedTurn(**vars(duplicate_input(loaded, key.split(":", 1)[1], self.clock)))
             return hosted
         assert conflict is not None

@@ -68,6 +68,10 @@ def was_applied(session_id: str, key: str, using: str) -> bool:
     return AppliedInput.objects.using(using).filter(session_id=session_id, input_key=key).exists()
 
 
+def forget_applied(session_id: str, using: str) -> None:
+    AppliedInput.objects.using(using).filter(session_id=session_id).delete()
+
+
 def turn_events(
     result: TurnResult, version: int, turn_input: Mapping[str, Any]
 ) -> list[tuple[str, Any]]:

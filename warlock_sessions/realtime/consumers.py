@@ -74,7 +74,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         after = (query.get("after_seq") or ["0"])[0]
         self.last_seq = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         self.group = group_name(self.session_id)
-        client, logged = await in_worker_thread(self.admitted)()
+        client, logged, self.is_trusted = await in_worker_thread(self.admitted)()
         if client is None:
             await self.close(code=UNAUTHORISED)
             return
@@ -113,16 +113,19 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     # -- access ---------------------------------------------------------------------------------
 
-    def admitted(self) -> tuple[str | None, list[dict[str, Any]] | None]:
-        """On connect, in one worker-thread call: who the client is (``None``: nobody, refused)
-        and, when it may see the session already, the logged events to replay (else ``None``)."""
+    def admitted(self) -> tuple[str | None, list[dict[str, Any]] | None, bool]:
+        """On connect, in one worker-thread call: who the client is (``None``: nobody, refused);
+        when it may see the session already, the logged events to replay (else ``None``); and
+        whether it may send what server code sends (the trust model)."""
         client = self.identity()
         if client is None:
-            return None, None
+            return None, None, False
+        trusted = is_trusted(warlock_settings.PERMISSION(), self.requester)
         owner = self.current_owner()
         if owner is None and default_store().load(self.session_id) is None:
-            return client, None  # nobody uses the id: the first frame claims it
-        return client, self.logged_after(self.last_seq) if self.permitted(owner) else None
+            return client, None, trusted  # nobody uses the id: the first frame claims it
+        logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
+        return client, logged, trusted
 
     def identity(self) -> str | None:
         user = self.requester.user
@@ -155,9 +158,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     def may_see_now(self) -> bool:
         return self.permitted(self.current_owner())
-
-    def trusted(self) -> bool:
-        return is_trusted(warlock_settings.PERMISSION(), self.requester)
 
     # -- delivery -------------------------------------------------------------------------------
 
@@ -270,7 +270,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                     await self.close(code=UNAUTHORISED)
                     return
                 await self.follow()
-            if not await in_worker_thread(self.trusted)():
+            if not self.is_trusted:
                 check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
             hosted = await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved

@@ -1,5 +1,6 @@
-"""The log, followed: once a second, one query per event loop finds the followed sessions whose
-event log moved past what their sockets have sent, and those sockets catch up from it.
+"""The log, followed: twice a second, one query per event loop reads where the followed
+sessions' event logs end; a socket still behind what the previous read found (so for half a
+second to a second) catches up from the log.
 
 The channel layer only makes delivery faster. The in-memory layer never crosses processes (a
 wake fired by a worker process reaches no socket through it) and any layer may drop a message,
@@ -20,8 +21,9 @@ from ..models import SessionEvent
 
 logger = logging.getLogger("warlock_sessions.realtime")
 
-#: Seconds between two reads of the log.
-FOLLOW_INTERVAL = 1.0
+#: Seconds between two reads of the log. A socket is caught up from the log once it is still
+#: behind what the previous read found: events the layer brought meanwhile cost no read.
+FOLLOW_INTERVAL = 0.5
 #: Sessions per query.
 BATCH = 500
 
@@ -54,6 +56,7 @@ class LogFollower:
     def __init__(self) -> None:
         self.sockets: dict[str, weakref.WeakSet[Any]] = {}
         self.task: asyncio.Task[None] | None = None
+        self.previous: dict[str, int] = {}  # what the last read found
 
     def follow(self, socket: Follower) -> None:
         self.sockets.setdefault(socket.session_id, weakref.WeakSet()).add(socket)
@@ -80,11 +83,12 @@ class LogFollower:
         if not watched:
             return
         latest = await in_worker_thread(latest_seqs)(watched)
+        previous, self.previous = self.previous, latest
         behind = [
             socket
             for session_id, sockets in watched.items()
             for socket in sockets
-            if latest.get(session_id, 0) > socket.last_seq
+            if previous.get(session_id, 0) > socket.last_seq
         ]
         await asyncio.gather(*(socket.log_moved() for socket in behind), return_exceptions=True)
 
