@@ -185,12 +185,13 @@ class Wake(LeasedWork):
 
 
 class AppliedInput(models.Model):
-    """An input a committed turn applied, by its id (a message's ``id``, an event's or a start's
-    ``key``): written with the turn's save, unique per session, so the same input sent again is
-    refused however late it comes (the blob remembers only the latest few ids)."""
+    """An input a committed turn applied, by a digest of its kind and id (a message's ``id``, an
+    event's or a start's ``key``): written with the turn's save, unique per session, so the
+    same input sent again is refused however late it comes (the blob remembers only the latest
+    few ids)."""
 
     session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
-    input_key = models.CharField(_("input"), max_length=600)
+    input_key = models.CharField(_("input digest"), max_length=64)
     created_at = models.DateTimeField(_("applied"), default=timezone.now)
 
     class Meta:
@@ -228,3 +229,11 @@ class SessionOwner(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} ({self.user_id or 'anonymous'})"
+
+
+def forget_records(session_id: str, using: str | None = None) -> None:
+    """Delete what is kept about a session besides its blob: event log, outbox, wakes, applied
+    inputs and owner (``host.records.forget_session`` also closes its sockets)."""
+    for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
+        manager = model._default_manager if using is None else model._default_manager.using(using)
+        manager.filter(session_id=session_id).delete()

@@ -77,6 +77,14 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
         return None
 
 
+def release_claim(owner: SessionOwner, store: Any) -> None:
+    """Undo a claim whose first turn failed, unless that turn (or another) made the session:
+    a claim must not outlive the turn that justified it, or the claimant would own whatever
+    server code later creates under the id."""
+    if store.load(owner.session_id) is None:
+        SessionOwner.objects.filter(pk=owner.pk).delete()
+
+
 def may_see(policy: Any, request: Any, access: SessionAccess) -> bool:
     """Whether ``policy`` admits the session exists to ``request`` (policies without
     ``can_see`` leave it to ``has_object_permission``)."""

@@ -259,3 +259,36 @@ def test_provider_errors_reach_clients_as_a_code_and_a_generic_sentence() -> Non
         response = post(visitor(), "/api/sessions/p1/turn/", {"message": {"text": "hi"}})
     assert response.status_code == 503 and response.json()["code"] == "auth-failed"
     assert "sk-secret" not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"message": {"text": "a\u0000"}},
+        {"event": {"name": "discount", "key": "k"}},
+        {"message": {"text": "hi"}, "context": {"x": 1}},
+    ],
+)
+def test_a_refused_first_input_claims_nothing(body: Any) -> None:
+    mallory = visitor()
+    assert 400 <= post(mallory, "/api/sessions/acct-42/turn/", body).status_code < 500
+    assert not SessionOwner.objects.filter(session_id="acct-42").exists()
+    Host("booking").handle("acct-42", {"message": {"text": "book", "id": "s1"}})
+    assert mallory.get("/api/sessions/acct-42/events/").status_code == 404
+
+
+def test_a_first_turn_that_fails_after_the_claim_releases_it() -> None:
+    agents = {"AGENTS": {"failing": f"{__name__}.failing_agent"}}
+    with override_settings(WARLOCK_SESSIONS=agents):
+        assert (
+            post(visitor(), "/api/sessions/p2/turn/", {"message": {"text": "hi"}}).status_code
+            == 503
+        )
+    assert not SessionOwner.objects.filter(session_id="p2").exists()
+
+
+def test_a_malformed_content_length_is_a_400() -> None:
+    response = staff().post(
+        "/api/sessions/x/turn/", "{}", content_type="application/json", CONTENT_LENGTH="abc"
+    )
+    assert response.status_code == 400

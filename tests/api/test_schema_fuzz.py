@@ -1,12 +1,11 @@
 """Schemathesis drives every operation of the OpenAPI document in-process, as staff and as an
 ordinary user (Basic credentials, so no CSRF token is needed): whatever the inputs, the API
-answers with a 4xx code or success, never a 5xx; and the cases get past authentication, so the
-handlers themselves are what is fuzzed."""
+answers with a 4xx code or success, never a 5xx; and every case gets past authentication (no
+401, no CSRF refusal, a 403 only from the handlers), so the handlers themselves are fuzzed."""
 
 from __future__ import annotations
 
 import base64
-from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -23,9 +22,6 @@ SETTINGS = {
     "DEFAULT_AGENT": "booking",
 }
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
-#: (method, identity) -> how many cases were answered, and how many past authentication.
-ANSWERED: Counter[tuple[str, str]] = Counter()
-REACHED: Counter[tuple[str, str]] = Counter()
 
 
 @pytest.fixture(autouse=True)
@@ -60,23 +56,9 @@ def test_no_input_makes_the_api_answer_with_a_server_error(case, identity) -> No
     body = response.json() if response.content else {}
     detail = str(body.get("detail", "")) if isinstance(body, dict) else ""
     assert response.status_code != 401 and "CSRF" not in detail, (case.method, detail)
-    past_authentication = response.status_code != 403 or body.get("code") in (
-        "input-not-allowed",
-        "permission-denied",  # the policy's answer for an end user's raw write
-    )
-    ANSWERED[(case.method, who)] += 1
-    REACHED[(case.method, who)] += past_authentication
+    # Every case gets past authentication: staff are never refused, and a user only by the
+    # handlers themselves (the trust model, or the policy on a raw write).
     if who == "staff":
         assert response.status_code != 403, (case.method, case.formatted_path, body)
-
-
-def test_most_write_cases_reached_the_handlers() -> None:
-    """Runs after the fuzz cases above (file order): as staff, every write case got past
-    authentication; as a user, the turn endpoint's did."""
-    if not ANSWERED:
-        pytest.skip("the fuzz cases did not run (deselected)")
-    print("\nfuzz cases answered / past authentication:", dict(ANSWERED), dict(REACHED))
-    for method in ("POST", "PUT", "DELETE"):
-        answered = ANSWERED[(method, "staff")]
-        assert answered and REACHED[(method, "staff")] == answered, method
-    assert REACHED[("POST", "user")] >= 0.9 * ANSWERED[("POST", "user")]
+    elif response.status_code == 403:
+        assert body.get("code") in ("input-not-allowed", "permission-denied"), body

@@ -19,6 +19,7 @@ from warlock_sessions import signals
 from warlock_sessions.host import Host, run_due_wakes
 from warlock_sessions.models import SessionOwner, Wake
 from warlock_sessions.realtime.routing import websocket_urlpatterns
+from warlock_sessions.stores import DjangoStore
 
 APPLICATION = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
 SETTINGS = {
@@ -227,6 +228,37 @@ async def test_end_users_send_only_messages_and_public_inputs_over_the_socket(la
     await chat.disconnect()
 
 
+async def test_a_refused_first_frame_claims_nothing(layer: str) -> None:
+    mallory = await socket("/ws/sessions/later-9/", "mallory")
+    assert (await mallory.connect())[0]
+    await mallory.send_json_to({"type": "event", "name": "discount", "key": "k"})
+    assert (await mallory.receive_json_from(timeout=5))["code"] == "input-not-allowed"
+    await database_sync_to_async(Host().handle)("later-9", {"message": {"text": "book", "id": "1"}})
+    assert await mallory.receive_nothing(timeout=1.5)
+    await mallory.disconnect()
+
+
+async def test_a_socket_left_on_a_deleted_session_is_closed_when_the_log_moves_on(
+    layer: str,
+) -> None:
+    """No notice of the deletion reaches it (deleted in another process, say): the log shows
+    someone else's conversation under the id, and the socket is closed instead of shown it."""
+    ana = await socket("/ws/sessions/del-1/")
+    assert (await ana.connect())[0]
+    await ana.send_json_to({"type": "message", "text": "book", "id": "m1"})
+    await until_turn(ana)
+
+    def elsewhere() -> None:
+        with override_settings(CHANNEL_LAYERS={}):
+            DjangoStore().delete("del-1")
+            Host().handle("del-1", {"message": {"text": "book", "id": "b1"}})
+            Host().handle("del-1", {"message": {"text": "Bob Stone", "id": "b2"}})
+            Host().handle("del-1", {"message": {"text": "bob@example.com", "id": "b3"}})
+
+    await database_sync_to_async(elsewhere)()
+    assert await ana.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
 async def test_hostile_frames_get_an_error_frame_and_never_a_1011(layer: str) -> None:
     chat = await socket("/ws/sessions/hostile-1/")
     assert (await chat.connect())[0]
@@ -237,6 +269,7 @@ async def test_hostile_frames_get_an_error_frame_and_never_a_1011(layer: str) ->
         '{"type": "message", "text": 1e999}',
         '{"type": "message", "text": "' + "x" * 300_000 + '"}',
         '{"type": "message", "text": NaN}',
+        '"' + '\\"' * 100_000,  # an unclosed string: the depth check stays linear
     ]
     for frame in frames:
         await chat.send_to(text_data=frame)

@@ -25,7 +25,14 @@ from ..host import Host
 from ..host.records import event_frame, forget_session
 from ..host.wire import check_allowed, clean_text_param, loads, parse_turn, session_id_input
 from ..models import Session, SessionEvent, SessionOwner
-from ..permissions import SessionAccess, anonymous_key, claim_owner, is_trusted, may_see
+from ..permissions import (
+    SessionAccess,
+    anonymous_key,
+    claim_owner,
+    is_trusted,
+    may_see,
+    release_claim,
+)
 from ..stores import default_store
 from . import schema
 from .errors import ApiError, exception_handler, not_found, precondition_failed
@@ -100,7 +107,10 @@ class SessionViewSet(viewsets.ViewSet):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         limit = warlock_settings.MAX_BODY_BYTES
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if not (length.isascii() and length.isdigit()):
+            raise ApiError(400, "invalid-input", "Content-Length is not a number of bytes.")
+        if int(length) > limit:
             raise ApiError(413, "payload-too-large", f"The request body is over {limit} bytes.")
         if "session_id" in kwargs:
             session_id_input(kwargs["session_id"])
@@ -236,16 +246,21 @@ class SessionViewSet(viewsets.ViewSet):
         if not is_trusted(self.get_permissions()[0], request):
             check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
         store = default_store()
+        claimed = None
         if (
             not SessionOwner.objects.filter(session_id=session_id).exists()
             and store.load(session_id) is None
         ):
-            claim_owner(request, session_id)  # a new session belongs to whoever starts it
-        self.access(request, session_id)
+            claimed = claim_owner(request, session_id)  # a new session is its starter's
         try:
+            self.access(request, session_id)
             result = Host(agent_name, store).handle(session_id, turn_input, context)
-        except ProviderError as error:
-            raise provider_failed(error) from None
+        except Exception as error:
+            if claimed is not None:
+                release_claim(claimed, store)
+            if isinstance(error, ProviderError):
+                raise provider_failed(error) from None
+            raise
         return Response({**result.as_dict(), "version": result.session["version"]})
 
     @schema.EVENTS

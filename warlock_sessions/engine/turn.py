@@ -95,7 +95,12 @@ def _require_moment(value: object, where: str) -> None:
         ) from None
 
 
-def _describe_input(message: Any, wake: Any, event: Any, start: Any) -> tuple[str, dict[str, Any]]:
+def check_input(
+    message: Any = None, wake: Any = None, event: Any = None, start: Any = None
+) -> tuple[str, dict[str, Any]]:
+    """The input ``turn`` would apply, as its kind and a checked copy; raises
+    ``InvalidInputError`` naming the field for anything ``turn`` would refuse. Hosts call it
+    before they act on an input at all (claim a session, open a transaction)."""
     given = [
         (kind, value)
         for kind, value in zip(INPUT_KINDS, (message, wake, event, start), strict=True)
@@ -160,7 +165,7 @@ def turn(
     called at most once to understand a message and once to speak (plus tool rounds).
     """
     _require(session_id, str, "session_id", "text")
-    kind, what = _describe_input(message, wake, event, start)
+    kind, what = check_input(message, wake, event, start)
     if session is not None:
         assert_session(session, session_id)
     state = TurnState(

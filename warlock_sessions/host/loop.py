@@ -32,6 +32,7 @@ from .records import (
     applied_key,
     apush,
     forget_applied,
+    input_identity,
     push,
     statement_parts,
     turn_records,
@@ -296,7 +297,8 @@ class Host:
                     # forget_session): what was applied to it does not bind a new one.
                     forget_applied(session_id, self.using)
                     continue
-                return HostedTurn(**vars(duplicate_input(loaded, key.split(":", 1)[1], self.clock)))
+                identity = input_identity(turn_input) or [key]
+                return HostedTurn(**vars(duplicate_input(loaded, identity[-1], self.clock)))
             return hosted
         assert conflict is not None
         raise conflict

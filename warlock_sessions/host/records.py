@@ -21,7 +21,7 @@ from .. import signals
 from ..conf import warlock_settings
 from ..engine import TurnResult
 from ..engine.isotime import ms_from_iso
-from ..models import AppliedInput, OutboundMessage, SessionEvent, SessionOwner, Wake
+from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake, forget_records
 
 logger = logging.getLogger("warlock_sessions.host")
 
@@ -51,16 +51,24 @@ def describe_input(turn_input: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def applied_key(turn_input: Mapping[str, Any]) -> str | None:
-    """How the record of applied inputs names ``turn_input``; ``None`` for an input without an
-    id of its own (a message sent without ``id``) and for wakes (a wake row fires once)."""
+    """How the record of applied inputs names ``turn_input`` (a digest of its kind and id, so
+    no two inputs share it and its length is bounded); ``None`` for an input without an id of
+    its own (a message sent without ``id``) and for wakes (a wake row fires once)."""
+    identity = input_identity(turn_input)
+    if identity is None:
+        return None
+    return hashlib.sha256(json.dumps(identity, ensure_ascii=False).encode()).hexdigest()
+
+
+def input_identity(turn_input: Mapping[str, Any]) -> list[str] | None:
     kind = next(iter(turn_input))
     value = turn_input[kind]
     if kind == "message":
-        return f"message:{value['id']}" if value.get("id") else None
+        return [kind, value["id"]] if value.get("id") else None
     if kind == "event":
-        return f"event:{value['name']}:{value['key']}"
+        return [kind, value["name"], value["key"]]
     if kind == "start":
-        return f"start:{value['flow']}:{value['key']}"
+        return [kind, value["flow"], value["key"]]
     return None
 
 
@@ -431,9 +439,7 @@ def forget_session(session_id: str, using: str | None = None) -> None:
     wakes, applied inputs and owner; and close the sockets following it. Every deletion (the
     API's, the admin's, deleting the model row) goes through here, so an id used again starts
     clean and nobody inherits the old conversation."""
-    for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
-        manager = model.objects if using is None else model.objects.using(using)
-        manager.filter(session_id=session_id).delete()
+    forget_records(session_id, using)
     if _channel_layer() is not None:
         from asgiref.sync import async_to_sync
 

@@ -11,7 +11,7 @@ from typing import Any
 from ..conf import warlock_settings
 from ..engine import Agent
 from ..engine.session import json_problem, text_problem
-from ..engine.turn import MAX_INPUT_DEPTH
+from ..engine.turn import MAX_INPUT_DEPTH, check_input
 from ..errors import InputNotAllowedError, InvalidInputError
 from ..stores.base import check_session_id
 
@@ -20,15 +20,20 @@ INPUT_KEYS = ("message", "event", "start", "wake")
 #: parser recurses, and a DEBUG error page would render every frame).
 MAX_BODY_DEPTH = 64
 
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+# A string (its closing quote optional, so an unclosed one is consumed in one match instead of
+# being rescanned from every quote in it) or a bracket: one linear pass over the text.
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 
 def _nesting(text: str) -> int:
     depth = deepest = 0
-    for char in _NOT_BRACKETS.sub("", _STRINGS.sub("", text)):
-        depth += 1 if char in "[{" else -1
-        deepest = max(deepest, depth)
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
     return deepest
 
 
@@ -107,6 +112,7 @@ def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
             if len(value["text"]) > limit or len(value["text"].encode("utf-8", "ignore")) > limit:
                 raise InvalidInputError("message.text", f"is longer than {limit} bytes")
         turn_input = {kind: value}
+    check_input(**turn_input)  # all the engine would refuse, before anything acts on it
     agent = data.get("agent")
     if agent is not None and not isinstance(agent, str):
         raise InvalidInputError("agent", "expected an agent name")

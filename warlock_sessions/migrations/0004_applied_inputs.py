@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('session_id', models.CharField(max_length=255, verbose_name='session id')),
-                ('input_key', models.CharField(max_length=600, verbose_name='input')),
+                ('input_key', models.CharField(max_length=64, verbose_name='input digest')),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='applied')),
             ],
             options={

@@ -19,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from importlib import import_module
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
@@ -35,12 +37,12 @@ from ..errors import (
     InvalidInputError,
     SessionConflictError,
 )
-from ..host import Host, group_name
+from ..host import Host, HostedTurn, group_name
 from ..host.loop import in_worker_thread
 from ..host.records import event_frame
 from ..host.wire import check_allowed, loads, parse_turn, session_id_input
 from ..models import SessionEvent, SessionOwner
-from ..permissions import SessionAccess, anonymous_key, claim_owner, is_trusted, may_see
+from ..permissions import SessionAccess, claim_owner, is_trusted, may_see, release_claim
 from ..stores import default_store
 from .follow import log_follower
 
@@ -105,11 +107,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             if _open_sockets[self.client] <= 0:
                 del _open_sockets[self.client]
             self.client = ""
-        if hasattr(self, "group"):
-            log_follower().unfollow(self)
-        if self.following:
-            self.following = False
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.unfollow()
 
     # -- access ---------------------------------------------------------------------------------
 
@@ -133,9 +131,17 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return f"user:{user.pk}"
         session = self.requester.session
         if session is not None and session.session_key:
-            # Made now, if the visitor has none yet, so that every tab they open shares it.
-            return f"visitor:{anonymous_key(self.requester, create=True)}"
+            return f"visitor:{session.session_key}"
         return None
+
+    def refresh_visitor(self) -> None:
+        """Read the visitor's Django session again: another tab may have stored their identity
+        since this socket read it."""
+        session = self.requester.session
+        user = self.requester.user
+        if session is not None and session.session_key and not (user and user.is_authenticated):
+            engine = import_module(settings.SESSION_ENGINE)
+            self.requester.session = engine.SessionStore(session.session_key)
 
     def current_owner(self) -> SessionOwner | None:
         return SessionOwner.objects.filter(session_id=self.session_id).first()
@@ -148,15 +154,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.requester, SimpleNamespace(action="turn"), access
         )
 
-    def claimed(self) -> bool:
-        """Claim the session if nobody owns it and it does not exist yet (a socket never takes
-        over a session that server code or staff made), then apply the policy."""
-        owner = self.current_owner()
-        if owner is None and default_store().load(self.session_id) is None:
-            owner = claim_owner(self.requester, self.session_id) or self.current_owner()
-        return self.permitted(owner)
+    def claimed(self) -> tuple[bool, SessionOwner | None]:
+        """Claim the session if it does not exist yet and nobody owns it (a socket never takes
+        over a session that server code or staff made), then apply the policy. Returns whether
+        the client may send to it, and the owner row this claim made (if it made one)."""
+        self.refresh_visitor()
+        claim = None
+        if default_store().load(self.session_id) is None:
+            claim = claim_owner(self.requester, self.session_id)
+        return self.permitted(claim or self.current_owner()), claim
 
     def may_see_now(self) -> bool:
+        self.refresh_visitor()
         return self.permitted(self.current_owner())
 
     # -- delivery -------------------------------------------------------------------------------
@@ -167,6 +176,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         log_follower().follow(self)
         await self.catch_up(logged)
+
+    async def unfollow(self) -> None:
+        if hasattr(self, "group"):
+            log_follower().unfollow(self)
+        if self.following:
+            self.following = False
+            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def log_moved(self) -> None:
         """The log has events this socket has not sent (``realtime.follow``): send them, or,
@@ -184,13 +200,24 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             for row in rows[:REPLAY_BATCH]
         ]
 
+    def still_logged_after(self, seq: int) -> list[dict[str, Any]] | None:
+        """``logged_after``, for a client that may still see the session (``None`` if not: it
+        was deleted and perhaps started again by someone else, and no notice reached us)."""
+        if not self.permitted(self.current_owner()):
+            return None
+        return self.logged_after(seq)
+
     async def catch_up(self, logged: list[dict[str, Any]] | None = None) -> None:
         """Send everything the log holds past ``last_seq`` (starting with ``logged``, when the
         caller has read the first batch already)."""
         async with self.sending:
             while self.following:
                 if logged is None:
-                    logged = await in_worker_thread(self.logged_after)(self.last_seq)
+                    logged = await in_worker_thread(self.still_logged_after)(self.last_seq)
+                    if logged is None:
+                        await self.unfollow()
+                        await self.close(code=UNAUTHORISED)
+                        return
                 events, logged = logged, None
                 for event in events:
                     if event["seq"] > self.last_seq:
@@ -264,17 +291,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         }
         body = {frame_type: fields, **{k: content[k] for k in ("context", "agent") if k in content}}
         try:
-            turn_input, context, agent = parse_turn(body)
-            if not self.following:
-                if not await in_worker_thread(self.claimed)():
-                    await self.close(code=UNAUTHORISED)
-                    return
-                await self.follow()
-            if not self.is_trusted:
-                check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
-            hosted = await self.host(agent).ahandle(
-                self.session_id, turn_input, context, last_saved=self.last_saved
-            )
+            hosted = await self.apply(body)
         except (InvalidInputError, AgentNotConfiguredError) as error:
             await self.error("invalid-input", str(error))
             return
@@ -288,10 +305,35 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             logger.warning("model provider failed: %s", error, exc_info=error)
             await self.error(error.code, "The assistant could not answer just now; try again.")
             return
+        if hosted is None:
+            await self.close(code=UNAUTHORISED)
+            return
         # The next turn starts from this session instead of loading it (the save checks it is
         # still current), and the turn's own events go out without a trip to the log.
         self.last_saved = hosted.session if hosted.session.get("version") else None
         await self.deliver([event_frame(event) for event in hosted.events])
+
+    async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
+        """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
+        the client may not send to this session."""
+        turn_input, context, agent = parse_turn(body)
+        if not self.is_trusted:
+            check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
+        claim = None
+        if not self.following:
+            permitted, claim = await in_worker_thread(self.claimed)()
+            if not permitted:
+                return None
+            await self.follow()
+        try:
+            return await self.host(agent).ahandle(
+                self.session_id, turn_input, context, last_saved=self.last_saved
+            )
+        except BaseException:
+            if claim is not None:  # the first turn failed: the claim goes with it
+                await in_worker_thread(release_claim)(claim, default_store())
+                await self.unfollow()
+            raise
 
     def host(self, agent: str | None) -> Host:
         """The host of ``agent``, made once per socket (a Host costs more than a turn's parse)."""

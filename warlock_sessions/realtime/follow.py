@@ -79,7 +79,9 @@ class LogFollower:
                 logger.warning("could not read the event log", exc_info=True)
 
     async def tick(self) -> None:
-        watched = {sid: list(sockets) for sid, sockets in self.sockets.items() if sockets}
+        for session_id in [sid for sid, sockets in self.sockets.items() if not sockets]:
+            del self.sockets[session_id]  # their sockets were collected without unfollowing
+        watched = {sid: list(sockets) for sid, sockets in self.sockets.items()}
         if not watched:
             return
         latest = await in_worker_thread(latest_seqs)(watched)

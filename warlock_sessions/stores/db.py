@@ -14,7 +14,7 @@ from django.utils import timezone
 from ..engine.session import Session, decode_session, encode_session
 from ..errors import SessionConflictError
 from ..models import Session as SessionRow
-from ..models import run_summary
+from ..models import forget_records, run_summary
 from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
 
 try:
@@ -233,8 +233,11 @@ class DjangoStore(Store):
         return 1
 
     def delete(self, session_id: str) -> bool:
-        with self._cursor() as cursor:
+        """Remove the session and what the host kept of it (log, outbox, wakes, applied inputs,
+        owner), together: an id used again starts clean."""
+        with transaction.atomic(using=self.using), self._cursor() as cursor:
             cursor.execute(self._sql["delete"], [check_session_id(session_id)])
+            forget_records(session_id, self.using)
             return cursor.rowcount == 1
 
 
