@@ -42,7 +42,14 @@ from ..host.loop import in_worker_thread
 from ..host.records import event_frame
 from ..host.wire import check_allowed, loads, parse_turn, session_id_input
 from ..models import SessionEvent, SessionOwner
-from ..permissions import SessionAccess, claim_owner, is_trusted, may_see, release_claim
+from ..permissions import (
+    VISITOR_KEY,
+    SessionAccess,
+    claim_owner,
+    is_trusted,
+    may_see,
+    release_claim,
+)
 from ..stores import default_store
 from .follow import log_follower
 
@@ -61,6 +68,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.following = False
         self.client = ""
         self.last_seq = 0
+        self.last_active = asyncio.get_running_loop().time()
         self.sending = asyncio.Lock()
         self.requester = SimpleNamespace(
             user=self.scope.get("user"), session=self.scope.get("session")
@@ -139,7 +147,12 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         since this socket read it."""
         session = self.requester.session
         user = self.requester.user
-        if session is not None and session.session_key and not (user and user.is_authenticated):
+        if (
+            session is not None
+            and session.session_key
+            and not (user and user.is_authenticated)
+            and VISITOR_KEY not in session
+        ):
             engine = import_module(settings.SESSION_ENGINE)
             self.requester.session = engine.SessionStore(session.session_key)
 
@@ -251,6 +264,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def send_event(self, event: dict[str, Any]) -> None:
         await self.send_json(event)
         self.last_seq = event["seq"]
+        self.last_active = asyncio.get_running_loop().time()
         if (
             event["type"] == "turn"
             and self.last_saved is not None
@@ -316,6 +330,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
         """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
         the client may not send to this session."""
+        self.last_active = asyncio.get_running_loop().time()
         turn_input, context, agent = parse_turn(body)
         if not self.is_trusted:
             check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
@@ -324,7 +339,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             permitted, claim = await in_worker_thread(self.claimed)()
             if not permitted:
                 return None
-            await self.follow()
+            # A session this frame just claimed did not exist: there is no log to replay.
+            await self.follow([] if claim is not None else None)
         try:
             return await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved

@@ -31,6 +31,10 @@ BATCH = 500
 class Follower(Protocol):
     session_id: str
     last_seq: int
+    #: ``loop.time()`` of the socket's last send or turn: a socket active since the previous
+    #: read is not caught up from the log (a gap shows on its next delivery anyway), which
+    #: keeps a busy server from adding reads to its backlog.
+    last_active: float
 
     async def log_moved(self) -> None: ...
 
@@ -56,7 +60,7 @@ class LogFollower:
     def __init__(self) -> None:
         self.sockets: dict[str, weakref.WeakSet[Any]] = {}
         self.task: asyncio.Task[None] | None = None
-        self.previous: dict[str, int] = {}  # what the last read found
+        self.previous: tuple[dict[str, int], float] = ({}, 0.0)  # the last read, and when
 
     def follow(self, socket: Follower) -> None:
         self.sockets.setdefault(socket.session_id, weakref.WeakSet()).add(socket)
@@ -81,16 +85,25 @@ class LogFollower:
     async def tick(self) -> None:
         for session_id in [sid for sid, sockets in self.sockets.items() if not sockets]:
             del self.sockets[session_id]  # their sockets were collected without unfollowing
-        watched = {sid: list(sockets) for sid, sockets in self.sockets.items()}
+        read_at = asyncio.get_running_loop().time()
+        # Only sockets idle for a while are read for: an active one learns of a gap from its
+        # next delivery, and a busy server is spared reads it does not need.
+        idle_since = read_at - FOLLOW_INTERVAL
+        watched = {
+            sid: idle
+            for sid, sockets in self.sockets.items()
+            if (idle := [socket for socket in sockets if socket.last_active < idle_since])
+        }
         if not watched:
+            self.previous = ({}, read_at)
             return
         latest = await in_worker_thread(latest_seqs)(watched)
-        previous, self.previous = self.previous, latest
+        (previous, since), self.previous = self.previous, (latest, read_at)
         behind = [
             socket
             for session_id, sockets in watched.items()
             for socket in sockets
-            if previous.get(session_id, 0) > socket.last_seq
+            if previous.get(session_id, 0) > socket.last_seq and socket.last_active < since
         ]
         await asyncio.gather(*(socket.log_moved() for socket in behind), return_exceptions=True)
 
