@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -111,3 +112,22 @@ def test_fire_due_wakes_now(staff_client: Client) -> None:
 @pytest.mark.parametrize("model", ["sessionevent", "outboundmessage", "wake"])
 def test_the_log_outbox_and_wake_lists_render(staff_client: Client, model: str) -> None:
     assert staff_client.get(f"/admin/warlock_sessions/{model}/").status_code == 200
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "\ud800"])
+def test_ids_and_searches_no_database_can_look_up_are_not_found_without_asking(
+    bad: str, django_assert_num_queries: Any
+) -> None:
+    """PostgreSQL refuses a NUL in a query (a 500 on the admin's change page or search), so
+    such an id is not found without asking any database."""
+    from django.contrib import admin as django_admin
+    from django.test import RequestFactory
+
+    from warlock_sessions.models import Session
+
+    model_admin = django_admin.site._registry[Session]
+    request = RequestFactory().get("/")
+    with django_assert_num_queries(0):
+        assert model_admin.get_object(request, bad) is None
+        rows, _ = model_admin.get_search_results(request, Session.objects.all(), bad)
+        assert list(rows) == []

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from .engine.session import RUN_STATUSES
+from .engine.session import RUN_STATUSES, text_problem
 from .errors import InvalidSessionError
 from .models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wake
 
@@ -30,6 +30,18 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         # One log row, message or wake deleted alone would leave its session inconsistent;
         # deleting the session forgets all of them together.
         return False
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        if text_problem(object_id):
+            return None  # no row has such an id, and PostgreSQL refuses to look for one
+        return super().get_object(request, object_id, from_field)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        if text_problem(search_term):
+            return queryset.none(), False
+        return super().get_search_results(request, queryset, search_term)
 
 
 class RunStatusFilter(admin.SimpleListFilter):
