@@ -131,3 +131,14 @@ def test_ids_and_searches_no_database_can_look_up_are_not_found_without_asking(
         assert model_admin.get_object(request, bad) is None
         rows, _ = model_admin.get_search_results(request, Session.objects.all(), bad)
         assert list(rows) == []
+
+
+@pytest.mark.parametrize(
+    "query", ["?agent__exact=a%00b", "?run_status=%00", "?flow=a%00", "?q=x%00"]
+)
+def test_list_filters_no_database_can_compare_with_are_a_400(
+    staff_client: Client, query: str
+) -> None:
+    for model in ("session", "sessionevent", "outboundmessage", "wake"):
+        response = staff_client.get(f"/admin/warlock_sessions/{model}/{query}")
+        assert response.status_code == 400, (model, query)

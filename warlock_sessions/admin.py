@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -42,6 +42,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         if text_problem(search_term):
             return queryset.none(), False
         return super().get_search_results(request, queryset, search_term)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if any(text_problem(text) for pair in request.GET.lists() for text in [pair[0], *pair[1]]):
+            # A filter value PostgreSQL cannot compare with (it would answer a 500).
+            return HttpResponseBadRequest("A filter or search holds a NUL or a lone surrogate.")
+        return super().changelist_view(request, extra_context)
 
 
 class RunStatusFilter(admin.SimpleListFilter):
