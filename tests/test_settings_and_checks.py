@@ -101,3 +101,16 @@ def test_a_store_database_the_router_does_not_send_the_models_to_is_reported() -
 def test_a_non_dict_setting_is_reported() -> None:
     with override_settings(WARLOCK_SESSIONS=["STORE"]):
         assert warlock_check_ids() == ["warlock_sessions.E005"]
+
+
+def test_the_default_store_is_built_once_and_again_after_a_settings_change() -> None:
+    from warlock_sessions.stores import MemoryStore, default_store
+    from warlock_sessions.testing import session_blob
+
+    with override_settings(WARLOCK_SESSIONS={"STORE": "warlock_sessions.stores.MemoryStore"}):
+        store = default_store()
+        assert isinstance(store, MemoryStore) and default_store() is store
+        default_store().save(session_blob("kept"), 0)
+        assert default_store().load("kept") is not None  # a MemoryStore keeps its sessions
+    with override_settings(WARLOCK_SESSIONS={"STORE": "warlock_sessions.stores.MemoryStore"}):
+        assert default_store() is not store and default_store().load("kept") is None

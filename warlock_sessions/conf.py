@@ -127,3 +127,6 @@ warlock_settings = WarlockSettings()
 def _reload_on_change(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
         warlock_settings.reload()
+        from .stores import forget_default_store
+
+        forget_default_store()

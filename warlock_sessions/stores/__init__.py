@@ -16,6 +16,7 @@ works in a script that never configures Django.
 
 from __future__ import annotations
 
+import threading
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -53,8 +54,26 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def default_store() -> Store:
-    """The Store configured by ``WARLOCK_SESSIONS["STORE"]`` and ``["STORE_OPTIONS"]``."""
-    from ..conf import warlock_settings
+_default: Store | None = None
+_default_lock = threading.Lock()
 
-    return warlock_settings.STORE(**warlock_settings.STORE_OPTIONS)
+
+def default_store() -> Store:
+    """The Store configured by ``WARLOCK_SESSIONS["STORE"]`` and ``["STORE_OPTIONS"]``, built
+    once and shared (every backend is safe across threads): a ``MemoryStore`` keeps its
+    sessions between calls, and a ``SqliteStore`` or ``RedisStore`` opens its connection or
+    pool once. Built again after the settings change (``override_settings`` in tests)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            from ..conf import warlock_settings
+
+            _default = warlock_settings.STORE(**warlock_settings.STORE_OPTIONS)
+        return _default
+
+
+def forget_default_store() -> None:
+    """Drop the shared default store; the next ``default_store()`` builds it again."""
+    global _default
+    with _default_lock:
+        _default = None
