@@ -142,3 +142,12 @@ def test_list_filters_no_database_can_compare_with_are_a_400(
     for model in ("session", "sessionevent", "outboundmessage", "wake"):
         response = staff_client.get(f"/admin/warlock_sessions/{model}/{query}")
         assert response.status_code == 400, (model, query)
+
+
+def test_an_action_on_a_selection_no_database_can_look_up_is_a_400(staff_client: Client) -> None:
+    for action in ("export_json", "fire_due_wakes", "delete_selected"):
+        response = staff_client.post(
+            "/admin/warlock_sessions/session/",
+            {"action": action, "_selected_action": ["a\x00b"]},
+        )
+        assert response.status_code == 400, action

@@ -46,9 +46,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        if any(text_problem(text) for pair in request.GET.lists() for text in [pair[0], *pair[1]]):
-            # A filter value PostgreSQL cannot compare with (it would answer a 500).
-            return HttpResponseBadRequest("A filter or search holds a NUL or a lone surrogate.")
+        given = [*request.GET.lists(), *request.POST.lists()]
+        if any(text_problem(text) for name, values in given for text in [name, *values]):
+            # A filter, search or selected id PostgreSQL cannot compare with (a 500 otherwise).
+            return HttpResponseBadRequest("A filter, search or selection holds a NUL.")
         return super().changelist_view(request, extra_context)
 
 

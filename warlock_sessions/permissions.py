@@ -5,7 +5,6 @@ The object a policy judges is a :class:`SessionAccess`: the session id and its o
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +12,7 @@ from django.db import IntegrityError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from .models import SessionOwner
+from .models import SessionOwner, forget_records
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -26,8 +25,9 @@ class SessionAccess:
     owner: SessionOwner | None
 
 
-#: The Django session key under which an anonymous visitor's identity is kept. It is data,
-#: not the session key itself, so it survives ``login()`` cycling the key.
+#: Where an anonymous visitor's identity is kept in their Django session: the session key it
+#: had when they first claimed a session. Kept as data, it survives ``login()`` cycling the
+#: key; and every tab of the visitor, however they race, writes the same value.
 VISITOR_KEY = "warlock_visitor"
 
 
@@ -37,17 +37,19 @@ def _django_session(request: Any) -> Any:
 
 
 def anonymous_key(request: Any, *, create: bool = False) -> str:
-    """The identity of an anonymous visitor, kept in their Django session; with ``create``, one
-    is made (and the session saved) for a visitor who has none. Reading never creates a
-    session row."""
+    """The identity of an anonymous visitor: the one their Django session keeps, else its key.
+    With ``create`` the identity is stored in the session (saved, created if need be), so it
+    outlives a login. Reading never creates a session row."""
     session = _django_session(request)
     if session is None:
         return ""
     key = session.get(VISITOR_KEY)
     if key is None and create:
-        key = session[VISITOR_KEY] = secrets.token_urlsafe(24)
+        if not session.session_key:
+            session.save()  # a visitor with no session yet gets one
+        key = session[VISITOR_KEY] = session.session_key
         session.save()
-    return key or ""
+    return key or session.session_key or ""
 
 
 def adopt_visitor_sessions(user: Any, request: Any) -> int:
@@ -75,6 +77,20 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
         )
     except IntegrityError:
         return None
+
+
+def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner | None:
+    """Claim ``session_id`` for ``request`` if no store holds it and nobody owns it; returns the
+    new owner row, or ``None`` (the policy then decides on the session as it is). Records a
+    session left behind when its store dropped it (an expiry) are forgotten first, so the new
+    conversation inherits none of them."""
+    if (
+        store.load(session_id) is not None
+        or SessionOwner.objects.filter(session_id=session_id).exists()
+    ):
+        return None
+    forget_records(session_id)
+    return claim_owner(request, session_id)
 
 
 def release_claim(owner: SessionOwner, store: Any) -> None:

@@ -292,3 +292,17 @@ def test_a_malformed_content_length_is_a_400() -> None:
         "/api/sessions/x/turn/", "{}", content_type="application/json", CONTENT_LENGTH="abc"
     )
     assert response.status_code == 400
+
+
+def test_a_session_its_store_dropped_leaves_nothing_to_whoever_claims_the_id_next() -> None:
+    from django.db import connection
+
+    Host("booking").handle("srv-9", {"message": {"text": "book", "id": "s1"}})
+    with connection.cursor() as cursor:  # as a store's expiry: the copy goes, nothing else
+        cursor.execute("DELETE FROM warlock_sessions_session WHERE id = %s", ["srv-9"])
+    stranger = visitor()
+    assert (
+        post(stranger, "/api/sessions/srv-9/turn/", {"message": {"text": "hi"}}).status_code == 200
+    )
+    seqs = [e["seq"] for e in stranger.get("/api/sessions/srv-9/events/").json()["events"]]
+    assert seqs[0] == 1 and SessionEvent.objects.filter(session_id="srv-9").count() == len(seqs)

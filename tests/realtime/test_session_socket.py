@@ -259,6 +259,47 @@ async def test_a_socket_left_on_a_deleted_session_is_closed_when_the_log_moves_o
     assert await ana.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
 
 
+async def test_a_socket_on_a_session_deleted_through_the_store_sees_nothing_of_the_next(
+    layer: str,
+) -> None:
+    """``DjangoStore.delete`` sends no notice to sockets; the next conversation under the id
+    counts its versions from 1 again, and the old owner's socket is closed, not shown it."""
+    ana = await socket("/ws/sessions/del-2/")
+    assert (await ana.connect())[0]
+    for index, text in enumerate(["book", "Ana Souza"]):
+        await ana.send_json_to({"type": "message", "text": text, "id": f"m{index}"})
+        await until_turn(ana)
+    await database_sync_to_async(DjangoStore().delete)("del-2")
+    eve = await socket("/ws/sessions/del-2/", "eve")
+    assert (await eve.connect())[0]
+    for index, text in enumerate(["book", "Eve Secret", "eve@example.com"]):
+        await eve.send_json_to({"type": "message", "text": text, "id": f"e{index}"})
+        await until_turn(eve)
+    seen = []
+    while (output := await ana.receive_output(timeout=5))["type"] == "websocket.send":
+        seen.append(output["text"])
+    assert output == {"type": "websocket.close", "code": 4403}
+    assert not any("Eve" in text for text in seen)
+    await eve.disconnect()
+
+
+async def test_two_tabs_of_a_new_visitor_starting_at_once_both_own_the_chat(layer: str) -> None:
+    cookie = await database_sync_to_async(cookie_for)(None)
+    tabs = [await socket(f"/ws/sessions/{name}/", cookie=cookie) for name in ("race-a", "race-b")]
+    for tab in tabs:
+        assert (await tab.connect())[0]
+    for index, tab in enumerate(tabs):
+        await tab.send_json_to({"type": "message", "text": "book", "id": f"m{index}"})
+    for tab in tabs:
+        assert (await until_turn(tab))[-1]["type"] == "turn"
+        await tab.disconnect()
+    for name in ("race-a", "race-b"):  # after a reload, both chats are still theirs
+        again = await socket(f"/ws/sessions/{name}/", cookie=cookie)
+        assert (await again.connect())[0]
+        assert (await again.receive_json_from(timeout=5))["seq"] == 1
+        await again.disconnect()
+
+
 async def test_hostile_frames_get_an_error_frame_and_never_a_1011(layer: str) -> None:
     chat = await socket("/ws/sessions/hostile-1/")
     assert (await chat.connect())[0]

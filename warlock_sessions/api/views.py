@@ -28,7 +28,7 @@ from ..models import Session, SessionEvent, SessionOwner
 from ..permissions import (
     SessionAccess,
     anonymous_key,
-    claim_owner,
+    claim_new_session,
     is_trusted,
     may_see,
     release_claim,
@@ -246,12 +246,7 @@ class SessionViewSet(viewsets.ViewSet):
         if not is_trusted(self.get_permissions()[0], request):
             check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
         store = default_store()
-        claimed = None
-        if (
-            not SessionOwner.objects.filter(session_id=session_id).exists()
-            and store.load(session_id) is None
-        ):
-            claimed = claim_owner(request, session_id)  # a new session is its starter's
+        claimed = claim_new_session(request, session_id, store)  # a new one is its starter's
         try:
             self.access(request, session_id)
             result = Host(agent_name, store).handle(session_id, turn_input, context)

@@ -25,16 +25,17 @@ MAX_BODY_DEPTH = 64
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 
-def _nesting(text: str) -> int:
-    depth = deepest = 0
+def _nests_deeper_than(text: str, limit: int) -> bool:
+    depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         token = match.group()
         if token in "[{":
             depth += 1
-            deepest = max(deepest, depth)
+            if depth > limit:
+                return True
         elif token in "]}":
             depth -= 1
-    return deepest
+    return False
 
 
 def _finite(text: str) -> float:
@@ -55,7 +56,7 @@ def loads(raw: str | bytes) -> Any:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
         raise InvalidInputError("body", "is not UTF-8") from None
-    if _nesting(text) > MAX_BODY_DEPTH:
+    if _nests_deeper_than(text, MAX_BODY_DEPTH):
         raise InvalidInputError("body", f"nests deeper than {MAX_BODY_DEPTH} levels")
     try:
         return json.loads(text, parse_float=_finite, parse_constant=_no_constant)

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
-from importlib import import_module
+from collections import Counter, deque
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
 
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
@@ -43,9 +41,8 @@ from ..host.records import event_frame
 from ..host.wire import check_allowed, loads, parse_turn, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
-    VISITOR_KEY,
     SessionAccess,
-    claim_owner,
+    claim_new_session,
     is_trusted,
     may_see,
     release_claim,
@@ -56,6 +53,7 @@ from .follow import log_follower
 logger = logging.getLogger("warlock_sessions.realtime")
 
 UNAUTHORISED = 4403
+OWN_TURNS_REMEMBERED = 4
 TOO_MANY_SOCKETS = 4429
 REPLAY_BATCH = 500
 
@@ -68,6 +66,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.following = False
         self.client = ""
         self.last_seq = 0
+        #: The frames of this socket's last few turns, by seq: their copies from the channel
+        #: layer are expected again; any other event numbered as one already sent is not.
+        self.own_frames: dict[int, dict[str, Any]] = {}
+        self.own_turns: deque[list[int]] = deque(maxlen=OWN_TURNS_REMEMBERED)
         self.last_active = asyncio.get_running_loop().time()
         self.sending = asyncio.Lock()
         self.requester = SimpleNamespace(
@@ -142,20 +144,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return f"visitor:{session.session_key}"
         return None
 
-    def refresh_visitor(self) -> None:
-        """Read the visitor's Django session again: another tab may have stored their identity
-        since this socket read it."""
-        session = self.requester.session
-        user = self.requester.user
-        if (
-            session is not None
-            and session.session_key
-            and not (user and user.is_authenticated)
-            and VISITOR_KEY not in session
-        ):
-            engine = import_module(settings.SESSION_ENGINE)
-            self.requester.session = engine.SessionStore(session.session_key)
-
     def current_owner(self) -> SessionOwner | None:
         return SessionOwner.objects.filter(session_id=self.session_id).first()
 
@@ -171,14 +159,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         """Claim the session if it does not exist yet and nobody owns it (a socket never takes
         over a session that server code or staff made), then apply the policy. Returns whether
         the client may send to it, and the owner row this claim made (if it made one)."""
-        self.refresh_visitor()
-        claim = None
-        if default_store().load(self.session_id) is None:
-            claim = claim_owner(self.requester, self.session_id)
+        claim = claim_new_session(self.requester, self.session_id, default_store())
         return self.permitted(claim or self.current_owner()), claim
 
     def may_see_now(self) -> bool:
-        self.refresh_visitor()
         return self.permitted(self.current_owner())
 
     # -- delivery -------------------------------------------------------------------------------
@@ -253,6 +237,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         if not self.following:
             return
         events = sorted(events, key=lambda event: event["seq"])
+        if (
+            any(
+                event["seq"] <= self.last_seq and self.own_frames.get(event["seq"]) != event
+                for event in events
+            )
+            and not await in_worker_thread(self.may_see_now)()
+        ):
+            # Events numbered as ones already sent, and not this socket's own coming back: the
+            # session was deleted and its id used again, perhaps by someone else.
+            await self.unfollow()
+            await self.close(code=UNAUTHORISED)
+            return
         if events and events[0]["seq"] > self.last_seq + 1:
             await self.catch_up()
             return
@@ -325,7 +321,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         # The next turn starts from this session instead of loading it (the save checks it is
         # still current), and the turn's own events go out without a trip to the log.
         self.last_saved = hosted.session if hosted.session.get("version") else None
-        await self.deliver([event_frame(event) for event in hosted.events])
+        frames = [event_frame(event) for event in hosted.events]
+        self.remember_own(frames)
+        await self.deliver(frames)
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
         """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
@@ -347,9 +345,25 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             )
         except BaseException:
             if claim is not None:  # the first turn failed: the claim goes with it
-                await in_worker_thread(release_claim)(claim, default_store())
-                await self.unfollow()
+                await self.release(claim)
             raise
+
+    async def release(self, claim: SessionOwner) -> None:
+        """Undo this socket's claim after its first turn failed, and wait, as before it, for
+        the session to start (another tab may start it)."""
+        try:
+            await in_worker_thread(release_claim)(claim, default_store())
+        except Exception:  # the turn's own error is the one to report
+            logger.warning("could not release the claim on %r", self.session_id, exc_info=True)
+        await self.unfollow()
+        log_follower().follow(self)
+
+    def remember_own(self, frames: list[dict[str, Any]]) -> None:
+        if len(self.own_turns) == self.own_turns.maxlen:
+            for seq in self.own_turns[0]:
+                self.own_frames.pop(seq, None)
+        self.own_turns.append([frame["seq"] for frame in frames])
+        self.own_frames.update((frame["seq"], frame) for frame in frames)
 
     def host(self, agent: str | None) -> Host:
         """The host of ``agent``, made once per socket (a Host costs more than a turn's parse)."""

@@ -105,7 +105,12 @@ class LogFollower:
             for socket in sockets
             if previous.get(session_id, 0) > socket.last_seq and socket.last_active < since
         ]
-        await asyncio.gather(*(socket.log_moved() for socket in behind), return_exceptions=True)
+        results = await asyncio.gather(
+            *(socket.log_moved() for socket in behind), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, Exception):
+                logger.warning("a socket could not catch up from the log", exc_info=result)
 
 
 _followers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LogFollower] = (
