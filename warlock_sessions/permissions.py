@@ -12,7 +12,7 @@ from django.db import IntegrityError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from .models import SessionOwner, forget_records
+from .models import SessionEvent, SessionOwner, forget_records
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -89,7 +89,8 @@ def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner
         or SessionOwner.objects.filter(session_id=session_id).exists()
     ):
         return None
-    forget_records(session_id)
+    if SessionEvent.objects.filter(session_id=session_id).exists():  # every turn logs events
+        forget_records(session_id)
     return claim_owner(request, session_id)
 
 
