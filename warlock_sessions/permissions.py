@@ -85,8 +85,8 @@ def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner
     session left behind when its store dropped it (an expiry) are forgotten first, so the new
     conversation inherits none of them."""
     if (
-        store.load(session_id) is not None
-        or SessionOwner.objects.filter(session_id=session_id).exists()
+        SessionOwner.objects.filter(session_id=session_id).exists()  # the cheaper, and usual
+        or store.load(session_id) is not None
     ):
         return None
     if SessionEvent.objects.filter(session_id=session_id).exists():  # every turn logs events
