@@ -300,6 +300,24 @@ async def test_two_tabs_of_a_new_visitor_starting_at_once_both_own_the_chat(laye
         await again.disconnect()
 
 
+async def test_a_provider_failure_reaches_the_socket_as_a_code_and_a_generic_sentence(
+    layer: str,
+) -> None:
+    agents = {"AGENTS": {"failing": "tests.api.test_hostile_api.failing_agent"}}
+    with override_settings(WARLOCK_SESSIONS=agents):
+        chat = await socket("/ws/sessions/fail-1/")
+        assert (await chat.connect())[0]
+        await chat.send_json_to({"type": "message", "text": "book", "id": "m1"})
+        error = await chat.receive_json_from(timeout=5)
+        assert (error["type"], error["code"]) == ("error", "auth-failed")
+        assert "sk-secret" not in error["detail"]
+        await chat.disconnect()
+    owners = await database_sync_to_async(
+        lambda: SessionOwner.objects.filter(session_id="fail-1").exists()
+    )()
+    assert not owners  # the failed first turn took its claim with it
+
+
 async def test_hostile_frames_get_an_error_frame_and_never_a_1011(layer: str) -> None:
     chat = await socket("/ws/sessions/hostile-1/")
     assert (await chat.connect())[0]
