@@ -32,8 +32,7 @@ VISITOR_KEY = "warlock_visitor"
 
 
 def _django_session(request: Any) -> Any:
-    request = getattr(request, "_request", request)  # a DRF request wraps Django's
-    return getattr(request, "session", None)
+    return getattr(request, "session", None)  # a DRF request passes it on from Django's
 
 
 def anonymous_key(request: Any, *, create: bool = False) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from ..engine.session import Session, text_problem
+from ..engine.session import Session, decode_session, encode_session, text_problem
 from ..errors import SessionConflictError
 
 #: Longest session id every backend accepts (the database column's length).
@@ -66,20 +66,56 @@ def saved_copy(session: Session, version: int) -> Session:
 
 
 class Store(ABC):
-    """A versioned session store. Subclasses implement the three methods atomically."""
+    """A versioned session store.
 
-    @abstractmethod
+    ``load``, ``save`` and ``delete`` apply the contract's checks once, here: the id, the
+    expected version, the blob's encoding (``encode_session``), and the copy ``save`` returns.
+    A backend implements three small hooks over checked values; ``_write`` must check the
+    stored version and write in one atomic step (``check_stored_version`` states the rule).
+    """
+
     def load(self, session_id: str) -> Session | None:
         """The stored session (checked with ``assert_session``), or ``None``. Never migrates."""
+        session_id = check_session_id(session_id)
+        stored = self._read(session_id)
+        if stored is None:
+            return None
+        text, version = stored
+        return decode_session(text, session_id, version)
 
-    @abstractmethod
     def save(self, session: Session, expected_version: int) -> Session:
         """Store ``session`` as version ``expected_version + 1`` if the check holds.
 
         Raises ``SessionConflictError`` (nothing written) when it does not, and
         ``InvalidSessionError`` when ``session`` is not a storable v4 blob.
         """
+        expected, text = self.checked(session, expected_version)
+        self._write(session, expected, text)
+        return saved_copy(session, expected + 1)
+
+    @staticmethod
+    def checked(session: Session, expected_version: int) -> tuple[int, str]:
+        """The checks every save makes: the id, the expected version, and the blob encoded as
+        it will be stored (``InvalidSessionError`` if it cannot be)."""
+        session_id_of(session)
+        expected = check_expected_version(expected_version)
+        return expected, encode_session(session, expected + 1)
+
+    def delete(self, session_id: str) -> bool:
+        """Remove the session; ``True`` if there was one."""
+        return self._remove(check_session_id(session_id))
 
     @abstractmethod
-    def delete(self, session_id: str) -> bool:
+    def _read(self, session_id: str) -> tuple[str | bytes, int | None] | None:
+        """The stored JSON text and its version (``None`` when the text carries it), or
+        ``None`` when there is no such session."""
+
+    @abstractmethod
+    def _write(self, session: Session, expected: int, text: str) -> None:
+        """Store ``text`` (``session`` encoded, its id checked) as version ``expected + 1`` if
+        the stored version is ``expected`` (0: none is stored), atomically; else raise
+        ``SessionConflictError`` and write nothing."""
+
+    @abstractmethod
+    def _remove(self, session_id: str) -> bool:
         """Remove the session; ``True`` if there was one."""

@@ -11,11 +11,11 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
-from ..engine.session import Session, decode_session, encode_session
+from ..engine.session import Session, decode_session
 from ..errors import SessionConflictError
 from ..models import Session as SessionRow
 from ..models import forget_records, run_summary
-from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
+from .base import Store, check_session_id, saved_copy
 
 try:
     from django.db.backends.postgresql.base import ServerBindingCursor
@@ -97,11 +97,11 @@ class DjangoStore(Store):
     def _cursor(self) -> CursorWrapper:
         return server_binding_cursor(self.using)
 
-    def load(self, session_id: str) -> Session | None:
+    def _read(self, session_id: str) -> tuple[str, int] | None:
         with self._cursor() as cursor:
-            cursor.execute(self._sql["load"], [check_session_id(session_id)])
+            cursor.execute(self._sql["load"], [session_id])
             row = cursor.fetchone()
-        return None if row is None else decode_session(row[0], session_id, row[1])
+        return None if row is None else (row[0], row[1])
 
     async def aload(self, connection: Any, session_id: str) -> Session | None:
         """``load`` awaited on ``connection`` (see ``asave_together``)."""
@@ -115,15 +115,18 @@ class DjangoStore(Store):
     ) -> tuple[str, int, list[object]]:
         """The checked id, expected version and the parameters of the insert or update
         (``agent``, else the store's, is named on a session it creates)."""
-        session_id = session_id_of(session)
-        expected = check_expected_version(expected_version)
-        text = encode_session(session, expected + 1)
+        expected, text = self.checked(session, expected_version)
+        return session["id"], expected, self._row_params(session, expected, text, agent)
+
+    def _row_params(
+        self, session: Session, expected: int, text: str, agent: str | None
+    ) -> list[object]:
         summary = run_summary(session)
         now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
         written = [text, expected + 1, summary["run_flows"], summary["run_statuses"], now]
         if expected == 0:
-            return session_id, expected, [session_id, agent or self.agent, now, *written]
-        return session_id, expected, [*written, session_id, expected]
+            return [session["id"], agent or self.agent, now, *written]
+        return [*written, session["id"], expected]
 
     def _conflict(
         self, cursor: CursorWrapper, session_id: str, expected: int
@@ -132,7 +135,13 @@ class DjangoStore(Store):
         return _conflict_error(session_id, expected, cursor.fetchone())
 
     def save(self, session: Session, expected_version: int, *, agent: str | None = None) -> Session:
-        session_id, expected, params = self._prepare(session, expected_version, agent)
+        """``Store.save``; ``agent`` (else the store's) is named on a session it creates."""
+        expected, text = self.checked(session, expected_version)
+        self._write(session, expected, text, agent)
+        return saved_copy(session, expected + 1)
+
+    def _write(self, session: Session, expected: int, text: str, agent: str | None = None) -> None:
+        params = self._row_params(session, expected, text, agent)
         with self._cursor() as cursor:
             if expected == 0:
                 rowcount = self._insert(cursor, params)
@@ -140,8 +149,7 @@ class DjangoStore(Store):
                 cursor.execute(self._sql["update"], params)
                 rowcount = cursor.rowcount
             if rowcount != 1:
-                raise self._conflict(cursor, session_id, expected)
-        return saved_copy(session, expected + 1)
+                raise self._conflict(cursor, session["id"], expected)
 
     @property
     def saves_together(self) -> bool:
@@ -232,11 +240,11 @@ class DjangoStore(Store):
             return 0
         return 1
 
-    def delete(self, session_id: str) -> bool:
+    def _remove(self, session_id: str) -> bool:
         """Remove the session and what the host kept of it (log, outbox, wakes, applied inputs,
         owner), together: an id used again starts clean."""
         with transaction.atomic(using=self.using), self._cursor() as cursor:
-            cursor.execute(self._sql["delete"], [check_session_id(session_id)])
+            cursor.execute(self._sql["delete"], [session_id])
             forget_records(session_id, self.using)
             return cursor.rowcount == 1
 

@@ -10,15 +10,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
-from ..engine.session import Session, decode_session, encode_session
+from ..engine.session import Session, decode_session
 from ..errors import InvalidSessionError
 from .base import (
     Store,
-    check_expected_version,
-    check_session_id,
     check_stored_version,
-    saved_copy,
-    session_id_of,
 )
 
 #: Longest encoded file name (plus ``.json``) kept below every common filesystem's 255 bytes.
@@ -58,7 +54,7 @@ class FileStore(Store):
         self.file_mode = check_mode(file_mode, "file_mode", owner_needs=0o600)
 
     def _name(self, session_id: str) -> str:
-        name = quote(check_session_id(session_id), safe="!*'()") + ".json"
+        name = quote(session_id, safe="!*'()") + ".json"
         if len(name.encode()) > MAX_FILE_NAME_BYTES:
             raise ValueError(
                 f"session id {session_id[:40]!r}… encodes to a file name over "
@@ -90,7 +86,7 @@ class FileStore(Store):
             finally:
                 os.close(fd)
 
-    def _read(self, session_id: str, name: str) -> Session | None:
+    def _read_file(self, session_id: str, name: str) -> bytes | None:
         try:
             fd = os.open(self.directory / name, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
@@ -98,24 +94,21 @@ class FileStore(Store):
         except OSError as error:
             raise InvalidSessionError(session_id, f"its file cannot be opened ({error})") from None
         with os.fdopen(fd, "rb") as handle:
-            return decode_session(handle.read(), session_id)
+            return handle.read()
 
-    def load(self, session_id: str) -> Session | None:
-        return self._read(session_id, self._name(session_id))
+    def _read(self, session_id: str) -> tuple[bytes, None] | None:
+        content = self._read_file(session_id, self._name(session_id))
+        return None if content is None else (content, None)  # the blob carries its version
 
-    def save(self, session: Session, expected_version: int) -> Session:
-        session_id = session_id_of(session)
-        expected = check_expected_version(expected_version)
+    def _write(self, session: Session, expected: int, text: str) -> None:
+        session_id = session["id"]
         name = self._name(session_id)
-        text = encode_session(session, expected + 1).encode()
         self._make_directory()
         with self._locked(name):
-            stored = self._read(session_id, name)
-            check_stored_version(
-                session_id, expected, None if stored is None else stored["version"]
-            )
-            self._replace(name, text)
-        return saved_copy(session, expected + 1)
+            stored = self._read_file(session_id, name)
+            version = None if stored is None else decode_session(stored, session_id)["version"]
+            check_stored_version(session_id, expected, version)
+            self._replace(name, text.encode())
 
     def _replace(self, name: str, content: bytes) -> None:
         temp = self.directory / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
@@ -137,7 +130,7 @@ class FileStore(Store):
         finally:
             os.close(directory_fd)
 
-    def delete(self, session_id: str) -> bool:
+    def _remove(self, session_id: str) -> bool:
         name = self._name(session_id)
         if not self.directory.exists():
             return False

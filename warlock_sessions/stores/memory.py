@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from ..engine.session import Session, decode_session, encode_session
+from ..engine.session import Session
 from .base import (
     Store,
-    check_expected_version,
-    check_session_id,
     check_stored_version,
-    saved_copy,
-    session_id_of,
 )
 
 
@@ -25,23 +21,17 @@ class MemoryStore(Store):
         self._rows: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
 
-    def load(self, session_id: str) -> Session | None:
-        row = self._rows.get(check_session_id(session_id))
-        if row is None:
-            return None
-        version, text = row
-        return decode_session(text, session_id, version)
+    def _read(self, session_id: str) -> tuple[str, int] | None:
+        row = self._rows.get(session_id)
+        return None if row is None else (row[1], row[0])
 
-    def save(self, session: Session, expected_version: int) -> Session:
-        session_id = session_id_of(session)
-        expected = check_expected_version(expected_version)
-        text = encode_session(session, expected + 1)
+    def _write(self, session: Session, expected: int, text: str) -> None:
+        session_id = session["id"]
         with self._lock:
             row = self._rows.get(session_id)
             check_stored_version(session_id, expected, None if row is None else row[0])
             self._rows[session_id] = (expected + 1, text)
-        return saved_copy(session, expected + 1)
 
-    def delete(self, session_id: str) -> bool:
+    def _remove(self, session_id: str) -> bool:
         with self._lock:
-            return self._rows.pop(check_session_id(session_id), None) is not None
+            return self._rows.pop(session_id, None) is not None

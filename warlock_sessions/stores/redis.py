@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..engine.session import Session, decode_session, encode_session
+from ..engine.session import Session
 from ..errors import SessionConflictError
-from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
+from .base import Store
 
 if TYPE_CHECKING:
     import redis
@@ -65,24 +65,19 @@ class RedisStore(Store):
         self._save_script = self.client.register_script(_SAVE_SCRIPT)
 
     def _key(self, session_id: str) -> str:
-        return self.prefix + check_session_id(session_id)
+        return self.prefix + session_id
 
-    def load(self, session_id: str) -> Session | None:
+    def _read(self, session_id: str) -> tuple[bytes, int] | None:
         version, blob = self.client.hmget(self._key(session_id), ["version", "blob"])
-        if blob is None:
-            return None
-        return decode_session(blob, session_id, int(version))
+        return None if blob is None else (blob, int(version))
 
-    def save(self, session: Session, expected_version: int) -> Session:
-        session_id = session_id_of(session)
-        expected = check_expected_version(expected_version)
-        text = encode_session(session, expected + 1)
+    def _write(self, session: Session, expected: int, text: str) -> None:
+        session_id = session["id"]
         found = int(
             self._save_script(keys=[self._key(session_id)], args=[expected, text, self.ttl_ms])
         )
         if found != _WRITTEN:
             raise SessionConflictError(session_id, expected, None if found == _GONE else found)
-        return saved_copy(session, expected + 1)
 
-    def delete(self, session_id: str) -> bool:
+    def _remove(self, session_id: str) -> bool:
         return bool(self.client.delete(self._key(session_id)))

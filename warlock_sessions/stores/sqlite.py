@@ -9,9 +9,9 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..engine.session import Session, decode_session, encode_session
+from ..engine.session import Session
 from ..errors import SessionConflictError
-from .base import Store, check_expected_version, check_session_id, saved_copy, session_id_of
+from .base import Store
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -50,16 +50,13 @@ class SqliteStore(Store):
         with self._lock:
             return self._connection.execute(sql.format(table=self.table), params)
 
-    def load(self, session_id: str) -> Session | None:
-        row = self._execute(
-            "SELECT blob, version FROM {table} WHERE id = ?", (check_session_id(session_id),)
-        ).fetchone()
-        return None if row is None else decode_session(row[0], session_id, row[1])
+    def _read(self, session_id: str) -> tuple[str, int] | None:
+        row = self._execute("SELECT blob, version FROM {table} WHERE id = ?", (session_id,))
+        found = row.fetchone()
+        return None if found is None else (found[0], found[1])
 
-    def save(self, session: Session, expected_version: int) -> Session:
-        session_id = session_id_of(session)
-        expected = check_expected_version(expected_version)
-        text = encode_session(session, expected + 1)
+    def _write(self, session: Session, expected: int, text: str) -> None:
+        session_id = session["id"]
         now = datetime.now(UTC).isoformat()
         if expected == 0:
             written = self._execute(
@@ -78,11 +75,9 @@ class SqliteStore(Store):
                 "SELECT version FROM {table} WHERE id = ?", (session_id,)
             ).fetchone()
             raise SessionConflictError(session_id, expected, None if row is None else row[0])
-        return saved_copy(session, expected + 1)
 
-    def delete(self, session_id: str) -> bool:
-        cursor = self._execute("DELETE FROM {table} WHERE id = ?", (check_session_id(session_id),))
-        return cursor.rowcount == 1
+    def _remove(self, session_id: str) -> bool:
+        return self._execute("DELETE FROM {table} WHERE id = ?", (session_id,)).rowcount == 1
 
 
 def _create_private_file(path: Path) -> None:
