@@ -1,4 +1,4 @@
-"""The sessions endpoints of CONTRACT §4: the raw store over HTTP, turns, and the event log."""
+"""The sessions endpoints of docs/api.md: the raw store over HTTP, turns, and the event log."""
 
 from __future__ import annotations
 

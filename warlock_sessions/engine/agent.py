@@ -48,7 +48,7 @@ BusinessHours = Callable[[datetime, Any], datetime]
 class Agent:
     """Flows plus what they need to run, validated once, at construction.
 
-    * ``flows``: flow definitions in the engine-spec §4 format (dicts/JSON, camelCase keys).
+    * ``flows``: flow definitions in the format of docs/engine.md (dicts/JSON, camelCase keys).
     * ``fields``: ``{name: {"type": "string"|"number"|"integer"|"boolean", "enum"?, "ask"?,
       "extract"?}}``, the fields talk steps collect.
     * ``actions``: ``{name: callable(params, ctx) -> result}`` for ``do`` steps. A result is

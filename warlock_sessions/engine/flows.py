@@ -1,4 +1,4 @@
-"""Flow definitions: the engine-spec §4 format (plain dicts/JSON, camelCase keys as upstream),
+"""Flow definitions: the format of docs/engine.md (plain dicts/JSON, camelCase keys as upstream),
 validated once when the agent is built and compiled into small read-only objects.
 
 Every mistake raises :class:`FlowConfigurationError` naming the path of the bad key, such as
@@ -370,7 +370,7 @@ def compile_flows(
     actions: Mapping[str, Callable[..., Any]],
     conditions: Mapping[str, Callable[..., Any]],
 ) -> dict[str, Flow]:
-    """Validate ``flows`` (engine-spec §4) and return them by id, in declaration order."""
+    """Validate ``flows`` (docs/engine.md) and return them by id, in declaration order."""
     if not isinstance(flows, list | tuple):
         raise FlowConfigurationError("flows", "expected a list of flows")
     ids = {flow.get("id") for flow in flows if isinstance(flow, Mapping)}

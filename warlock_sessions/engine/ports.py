@@ -1,4 +1,4 @@
-"""The two model ports a turn calls, and the plain data that crosses them (engine-spec §6).
+"""The two model ports a turn calls, and the plain data that crosses them (docs/engine.md).
 
 ``understand`` judges a customer message (routing scores, mentions, ``when`` branches, field
 values): at most one call, on message turns only, and if it raises, the turn raises.

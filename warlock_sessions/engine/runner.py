@@ -1,4 +1,4 @@
-"""The code half of a turn (engine-spec §5): Ingest, Decide, Run and Settle over one mutable
+"""The code half of a turn (docs/engine.md): Ingest, Decide, Run and Settle over one mutable
 copy of the session. The model calls happen in ``turn.py``, between these phases; nothing here
 calls a model, reads a clock or draws a random number.
 """

@@ -1,5 +1,6 @@
 """The host loop: load -> turn -> conditional save -> on conflict reload and replay -> only
-after the commit, hand the messages and wakes on (engine-spec §3, invariants I1 and I2)."""
+after the commit, hand the messages and wakes on: nothing is sent or scheduled for a turn
+that did not commit, and a replay mints the same keys (docs/host.md, "What handle does")."""
 
 from __future__ import annotations
 

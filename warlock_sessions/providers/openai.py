@@ -4,8 +4,8 @@ Works with OpenAI and with the servers that speak its format (vLLM, Ollama, llam
 Studio). ``understand`` is one completion constrained to a JSON schema; ``speak`` is streamed
 over SSE, surfaces the reply's text as it arrives (``streaming(on_delta)``), runs tool rounds,
 and parses the ``{message, <field>: value|null}`` envelope. Every failure becomes a
-``ProviderError`` classified as engine-spec §5.6 says; ``speak`` hands it to the engine as a
-deferral, ``understand`` raises it.
+``ProviderError`` classified as the table in docs/providers.md says; ``speak`` hands it to the
+engine as a deferral, ``understand`` raises it.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def reset_delay_ms(headers: Mapping[str, str], now: datetime) -> int | None:
 
 
 def classify(status: int, body: Any, headers: Mapping[str, str], now: datetime) -> ProviderError:
-    """An HTTP error reply as the engine's provider codes (engine-spec §5.6)."""
+    """An HTTP error reply as the engine's provider codes (the table in docs/providers.md)."""
     error = body.get("error") if isinstance(body, Mapping) else None
     error = error if isinstance(error, Mapping) else {}
     code = str(error.get("code") or error.get("type") or "")

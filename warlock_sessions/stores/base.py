@@ -1,6 +1,6 @@
 """The session Store contract that every backend implements, and the checks they share.
 
-Two methods, one rule (engine-spec §3): ``load(id)`` returns the checked session or ``None``;
+Two methods, one rule (docs/stores.md): ``load(id)`` returns the checked session or ``None``;
 ``save(session, expected_version)`` is one atomic check-and-write that inserts when
 ``expected_version`` is 0 (an existing row is a conflict) and otherwise writes only when the
 stored version is exactly ``expected_version``. A failed check raises
