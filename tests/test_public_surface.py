@@ -1,0 +1,60 @@
+"""The public surface, pinned: every package's ``__all__`` is exactly what is listed here, and
+every name in it (and every error CONTRACT §2 names) imports. Changing the surface means
+changing this file, on purpose."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from warlock_sessions import errors
+
+PUBLIC = {
+    "warlock_sessions.engine": {
+        "ActionContext", "Agent", "Deferral", "FakeClock", "FakeModel", "FakeModelExhausted",
+        "IdleRequest", "MemoryScheduler", "Model", "OUTCOME_MESSAGES", "PredicateContext",
+        "ProviderError", "RUN_STATUSES", "Run", "SESSION_FORMAT", "Session", "SpeakRequest",
+        "Spoken", "StepOutcome", "SystemClock", "TalkRequest", "TurnResult", "UnderstandRequest",
+        "Understanding", "assert_session", "decode_session", "encode_session", "migrate_session",
+        "new_session", "pending_wakes", "turn",
+    },
+    "warlock_sessions.stores": {
+        "DjangoStore", "FileStore", "MemoryStore", "RedisStore", "SqliteStore", "Store",
+        "default_store",
+    },
+    "warlock_sessions.providers": {"OpenAICompatibleModel", "RuleModel"},
+    "warlock_sessions.host": {
+        "Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
+    },
+    "warlock_sessions.testing": {
+        "FakeClock", "FakeModel", "FakeModelExhausted", "MemoryScheduler", "T0", "T0_MS",
+        "outcome_line", "realistic_session", "run_blob", "session_blob",
+    },
+}  # fmt: skip
+
+CONTRACT_ERRORS = [
+    "SessionConflictError", "InvalidSessionError", "FlowConfigurationError",
+    "SessionNotFoundError", "SessionExistsError", "ToolPairError", "WorkflowDriftError",
+    "SupervisorDriftError", "AgentDriftError", "SessionLockAborted", "SessionLockTimeout",
+    "SnapshotConflictError",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC))
+def test_every_all_is_pinned_and_imports(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == PUBLIC[module_name]
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+
+
+def test_the_test_fakes_are_the_engines_own() -> None:
+    from warlock_sessions import engine, testing
+
+    assert (testing.FakeModel, testing.FakeClock) == (engine.FakeModel, engine.FakeClock)
+
+
+@pytest.mark.parametrize("name", CONTRACT_ERRORS)
+def test_every_contract_error_is_a_warlock_error(name: str) -> None:
+    assert issubclass(getattr(errors, name), errors.WarlockError)
