@@ -31,15 +31,11 @@ class SessionAccess:
 VISITOR_KEY = "warlock_visitor"
 
 
-def _django_session(request: Any) -> Any:
-    return getattr(request, "session", None)  # a DRF request passes it on from Django's
-
-
 def anonymous_key(request: Any, *, create: bool = False) -> str:
     """The identity of an anonymous visitor: the one their Django session keeps, else its key.
     With ``create`` the identity is stored in the session (saved, created if need be), so it
     outlives a login. Reading never creates a session row."""
-    session = _django_session(request)
+    session = getattr(request, "session", None)  # a DRF request passes on Django's
     if session is None:
         return ""
     key = session.get(VISITOR_KEY)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.db import transaction
@@ -23,7 +22,14 @@ from ..engine import ProviderError
 from ..errors import InvalidInputError, SessionConflictError
 from ..host import Host
 from ..host.records import event_frame, forget_session
-from ..host.wire import check_allowed, clean_text_param, loads, parse_turn, session_id_input
+from ..host.wire import (
+    check_allowed,
+    clean_text_param,
+    loads,
+    parse_turn,
+    provider_failure,
+    session_id_input,
+)
 from ..models import Session, SessionEvent, SessionOwner
 from ..permissions import (
     SessionAccess,
@@ -41,8 +47,6 @@ EVENTS_PAGE = 500
 #: The largest ``after_seq`` and ``If-Match`` version (a bigint column's range).
 MAX_SEQ = 2**63 - 1
 
-logger = logging.getLogger("warlock_sessions.api")
-
 
 class CheckedJSONParser(JSONParser):
     """JSON bodies through ``host.wire.loads``: too deep, NaN or out-of-range numbers are a 400
@@ -56,15 +60,7 @@ class CheckedJSONParser(JSONParser):
 
 
 def provider_failed(error: ProviderError) -> ApiError:
-    """A provider failure as clients see it: a code and a generic sentence. The provider's own
-    text can carry keys and internals, so it goes to the log only."""
-    logger.warning("model provider failed: %s", error, exc_info=error)
-    return ApiError(
-        503,
-        error.code,
-        "The assistant could not answer just now; try again shortly.",
-        retryable=error.retryable,
-    )
+    return ApiError(503, error.code, provider_failure(error), retryable=error.retryable)
 
 
 class SessionPagination(PageNumberPagination):

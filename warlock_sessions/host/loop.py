@@ -30,7 +30,6 @@ from .records import (
     FIRST_SEQ,
     TurnRecords,
     announce,
-    applied_key,
     apush,
     forget_applied,
     input_identity,
@@ -290,16 +289,15 @@ class Host:
                     time.sleep(conflict_pause(attempt))
                 continue
             except IntegrityError:
-                key = applied_key(turn_input)
-                if key is None or not was_applied(session_id, key, self.using):
+                if not was_applied(session_id, turn_input, self.using):
                     raise
                 if loaded is None:
                     # The session is gone (a store's expiry, a deletion that bypassed
                     # forget_session): what was applied to it does not bind a new one.
                     forget_applied(session_id, self.using)
                     continue
-                identity = input_identity(turn_input) or [key]
-                return HostedTurn(**vars(duplicate_input(loaded, identity[-1], self.clock)))
+                input_id = input_identity(turn_input)[-1]  # type: ignore[index]
+                return HostedTurn(**vars(duplicate_input(loaded, input_id, self.clock)))
             return hosted
         assert conflict is not None
         raise conflict

@@ -72,8 +72,12 @@ def input_identity(turn_input: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
-def was_applied(session_id: str, key: str, using: str) -> bool:
-    return AppliedInput.objects.using(using).filter(session_id=session_id, input_key=key).exists()
+def was_applied(session_id: str, turn_input: Mapping[str, Any], using: str) -> bool:
+    """Whether the record of applied inputs has ``turn_input`` for the session."""
+    key = applied_key(turn_input)
+    return key is not None and (
+        AppliedInput.objects.using(using).filter(session_id=session_id, input_key=key).exists()
+    )
 
 
 def forget_applied(session_id: str, using: str) -> None:

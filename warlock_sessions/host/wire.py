@@ -5,15 +5,18 @@ The API and the websocket consumer both call these, so the two never disagree.""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
 from ..conf import warlock_settings
-from ..engine import Agent
+from ..engine import Agent, ProviderError
 from ..engine.session import json_problem, text_problem
 from ..engine.turn import MAX_INPUT_DEPTH, check_input
 from ..errors import InputNotAllowedError, InvalidInputError
 from ..stores.base import check_session_id
+
+logger = logging.getLogger("warlock_sessions.host")
 
 INPUT_KEYS = ("message", "event", "start", "wake")
 #: How deeply a request body or websocket frame may nest (checked before it is parsed: the
@@ -147,3 +150,10 @@ def check_allowed(
             raise InputNotAllowedError("start.flow", f"the flow {value['flow']!r} is not public")
         if "input" in value:
             raise InputNotAllowedError("start.input", "only server code or staff give input")
+
+
+def provider_failure(error: ProviderError) -> str:
+    """What a client is told when the model provider failed: a generic sentence beside the
+    error's code. The provider's own text can carry keys and internals, so it is logged only."""
+    logger.warning("model provider failed: %s", error, exc_info=error)
+    return "The assistant could not answer just now; try again shortly."

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter, deque
+from collections import Counter
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
@@ -38,7 +38,7 @@ from ..errors import (
 from ..host import Host, HostedTurn, group_name
 from ..host.loop import in_worker_thread
 from ..host.records import event_frame
-from ..host.wire import check_allowed, loads, parse_turn, session_id_input
+from ..host.wire import check_allowed, loads, parse_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
     SessionAccess,
@@ -53,7 +53,7 @@ from .follow import log_follower
 logger = logging.getLogger("warlock_sessions.realtime")
 
 UNAUTHORISED = 4403
-OWN_TURNS_REMEMBERED = 4
+OWN_FRAMES_REMEMBERED = 64
 TOO_MANY_SOCKETS = 4429
 REPLAY_BATCH = 500
 
@@ -66,10 +66,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.following = False
         self.client = ""
         self.last_seq = 0
-        #: The frames of this socket's last few turns, by seq: their copies from the channel
+        #: The latest frames of this socket's own turns, by seq: their copies from the channel
         #: layer are expected again; any other event numbered as one already sent is not.
         self.own_frames: dict[int, dict[str, Any]] = {}
-        self.own_turns: deque[list[int]] = deque(maxlen=OWN_TURNS_REMEMBERED)
         self.last_active = asyncio.get_running_loop().time()
         self.sending = asyncio.Lock()
         self.requester = SimpleNamespace(
@@ -200,9 +199,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     def still_logged_after(self, seq: int) -> list[dict[str, Any]] | None:
         """``logged_after``, for a client that may still see the session (``None`` if not: it
         was deleted and perhaps started again by someone else, and no notice reached us)."""
-        if not self.permitted(self.current_owner()):
-            return None
-        return self.logged_after(seq)
+        return self.logged_after(seq) if self.may_see_now() else None
 
     async def catch_up(self, logged: list[dict[str, Any]] | None = None) -> None:
         """Send everything the log holds past ``last_seq`` (starting with ``logged``, when the
@@ -212,8 +209,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 if logged is None:
                     logged = await in_worker_thread(self.still_logged_after)(self.last_seq)
                     if logged is None:
-                        await self.unfollow()
-                        await self.close(code=UNAUTHORISED)
+                        await self.shut_out()
                         return
                 events, logged = logged, None
                 for event in events:
@@ -228,7 +224,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def warlock_forgotten(self, message: dict[str, Any]) -> None:
         """The session was deleted: whatever comes under its id next is someone else's."""
-        await self.disconnect(UNAUTHORISED)
+        await self.shut_out()
+
+    async def shut_out(self) -> None:
+        """Stop following the session and close: this client may not see it (any more)."""
+        await self.unfollow()
         await self.close(code=UNAUTHORISED)
 
     async def deliver(self, events: list[dict[str, Any]]) -> None:
@@ -246,8 +246,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         ):
             # Events numbered as ones already sent, and not this socket's own coming back: the
             # session was deleted and its id used again, perhaps by someone else.
-            await self.unfollow()
-            await self.close(code=UNAUTHORISED)
+            await self.shut_out()
             return
         if events and events[0]["seq"] > self.last_seq + 1:
             await self.catch_up()
@@ -312,8 +311,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self.error("session-conflict", f"{error} Send it again.")
             return
         except ProviderError as error:
-            logger.warning("model provider failed: %s", error, exc_info=error)
-            await self.error(error.code, "The assistant could not answer just now; try again.")
+            await self.error(error.code, provider_failure(error))
             return
         if hosted is None:
             await self.close(code=UNAUTHORISED)
@@ -359,11 +357,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         log_follower().follow(self)
 
     def remember_own(self, frames: list[dict[str, Any]]) -> None:
-        if len(self.own_turns) == self.own_turns.maxlen:
-            for seq in self.own_turns[0]:
-                self.own_frames.pop(seq, None)
-        self.own_turns.append([frame["seq"] for frame in frames])
         self.own_frames.update((frame["seq"], frame) for frame in frames)
+        while len(self.own_frames) > OWN_FRAMES_REMEMBERED:
+            del self.own_frames[next(iter(self.own_frames))]  # the oldest: seqs only grow
 
     def host(self, agent: str | None) -> Host:
         """The host of ``agent``, made once per socket (a Host costs more than a turn's parse)."""
