@@ -1,5 +1,16 @@
 """``turn()``: one input applied to one session, purely.
 
+The turn is a pipeline over one :class:`~.state.TurnState`; the model is called only between
+phases, so every phase is plain code::
+
+    ingest ──▶ understand_request ─(model.understand)─▶ decide ──▶ advance
+    (record      (what to ask)                           (route,      (move runs
+     the input)                                           fields,      through steps)
+                                                          branches)        │
+                                                                           ▼
+                        settle ◀─(model.speak, or a provider error as a deferral)
+                        (apply the reply or retry; resume askers; arm silence)
+
 It never mutates its inputs, never saves, and reads no clock or randomness of its own: the same
 session, input, clock reading and model replies give a deep-equal :class:`TurnResult`, so a host
 that lost a version race reloads, replays, and mints the same message and wake keys.
@@ -14,10 +25,14 @@ from typing import Any, Protocol
 
 from ..errors import InvalidInputError
 from .agent import Agent
+from .decide import decide, understand_request
+from .ingest import ingest
 from .isotime import iso_from_ms, ms_from_iso
 from .ports import Deferral, Model, ProviderError, Spoken
-from .runner import TurnState, ignored_line
 from .session import Session, assert_session, json_problem
+from .settle import settle, silence_wakes, speak_request
+from .state import TurnState, ignored_line
+from .steps import advance
 
 INPUT_KINDS = ("message", "wake", "event", "start")
 
@@ -181,19 +196,19 @@ def turn(
         anchors=anchors,
         claims=claims,
     )
-    state.ingest()
+    ingest(state)
     chosen = model or agent.model
-    request = state.understand_request()
+    request = understand_request(state)
     understanding = _model(chosen).understand(request) if request is not None else None
-    state.decide(understanding)
-    talk = state.advance()
+    decide(state, understanding)
+    talk = advance(state)
     outcome: Spoken | Deferral | None = None
     if talk is not None:
         try:
-            outcome = _model(chosen).speak(state.speak_request(talk))
+            outcome = _model(chosen).speak(speak_request(state, talk))
         except ProviderError as error:
             outcome = error.as_deferral()
-    state.settle(outcome)
+    settle(state, outcome)
     return TurnResult(
         session=state.session,
         changed=state.changed(),
@@ -263,4 +278,4 @@ def pending_wakes(
         and run.get("waiting", {}).get("key")
         and run["waiting"].get("until")
     ]
-    return parked + state.silence_wakes()
+    return parked + silence_wakes(state)

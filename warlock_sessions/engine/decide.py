@@ -1,0 +1,253 @@
+"""Decide: for a message, what to ask the model (``understand_request``) and what to do with
+its answer (``decide``): route the message to a flow, start mentioned flows, write the fields
+it carried and fire the asking step's branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .fields import coerce_field, extract_mode, is_known
+from .flows import Flow, Step, Trigger
+from .lifecycle import draft_run, follow, repeat_allows, start_run
+from .ports import (
+    BranchQuestion,
+    Understanding,
+    UnderstandRequest,
+)
+from .session import Run
+from .state import TurnState, next_label
+
+ROUTE_MIN = 40
+ROUTE_STICKY = 15
+
+
+def message_flows(state: TurnState, catch_all: bool) -> list[Flow]:
+    """Message flows (with phrases, or the ``[]`` catch-alls) passing ``if`` and ``repeat``."""
+    out = []
+    for flow in state.flows.values():
+        trigger = next(
+            (t for t in flow.triggers if t.kind == "message" and (not t.phrases) == catch_all),
+            None,
+        )
+        if trigger is None:
+            continue
+        if trigger.condition is not None and not state.holds(
+            trigger.condition, draft_run(state, flow, "message", state.trigger_key)
+        ):
+            continue
+        if not repeat_allows(state, flow, trigger, state.trigger_key):
+            continue
+        out.append(flow)
+    return out
+
+
+def mention_flows(state: TurnState) -> list[tuple[Flow, Trigger]]:
+    out = []
+    for flow in state.flows.values():
+        trigger = flow.trigger_of("mention")
+        if trigger is not None:
+            out.append((flow, trigger))
+    return out
+
+
+def starts_unscored(state: TurnState, eligible: list[Flow]) -> bool:
+    """The lone eligible flow starts unscored when a low score would have nowhere to go."""
+    return len(eligible) == 1 and state.agent.idle == "silent" and not message_flows(state, True)
+
+
+def understand_request(state: TurnState) -> UnderstandRequest | None:
+    """What to ask the model about this message, or ``None`` when there is nothing to ask
+    (then the model is not called at all)."""
+    if not _model_reads(state):
+        return None
+    floor = state.floor_run()
+    floor_flow = state.flows.get(floor["flowId"]) if floor else None
+    eligible = message_flows(state, False)
+    scored = [] if floor is None and starts_unscored(state, eligible) else eligible
+    mentioned = [
+        flow
+        for flow, trigger in mention_flows(state)
+        if trigger.phrases and repeat_allows(state, flow, trigger, state.trigger_key)
+    ]
+    branches = _branch_questions(floor, floor_flow)
+    fields = _fields_to_extract(state, ([floor_flow] if floor_flow else []) + eligible)
+    if not (scored or mentioned or branches or fields):
+        return None
+    return UnderstandRequest(
+        text=state.what["text"],
+        history=state.history(),
+        context=state.context,
+        data=state.session["data"],
+        now=state.now,
+        floor_run=floor,
+        floor_flow=floor_flow,
+        message_flows=scored,
+        mention_flows=mentioned,
+        branches=branches,
+        fields=fields,
+    )
+
+
+def _model_reads(state: TurnState) -> bool:
+    """A message the model reads: not ignored, and not silenced unless silence allows it."""
+    if state.ignored or state.kind != "message":
+        return False
+    return state.silenced is None or state.understand_allowed
+
+
+def _branch_questions(floor: Run | None, floor_flow: Flow | None) -> list[BranchQuestion]:
+    """The ``when`` branches of the step that holds the floor, as yes/no questions."""
+    if floor is None or floor_flow is None:
+        return []
+    step = floor_flow.step(floor["stepId"])
+    if step is None or step.kind != "talk":
+        return []
+    return [
+        BranchQuestion(floor["id"], step.id, index, branch["when"])
+        for index, branch in enumerate(step.raw.get("branches") or [])
+        if "when" in branch
+    ]
+
+
+def _fields_to_extract(state: TurnState, flows: list[Flow]) -> dict[str, Mapping[str, Any]]:
+    """Unknown fields that ``flows`` collect and that may be taken from any message."""
+    data = state.session["data"]
+    fields: dict[str, Mapping[str, Any]] = {}
+    for flow in flows:
+        for step in flow.steps:
+            if step.kind != "talk":
+                continue
+            for name in step.collect:
+                definition = state.agent.fields[name]
+                if not is_known(data.get(name)) and extract_mode(definition) == "anywhere":
+                    fields[name] = definition
+    return fields
+
+
+def decide(state: TurnState, understanding: Understanding | None) -> None:
+    """Act on the understanding: start mentioned flows, route the message, write the fields
+    it carried and fire the asking step's branch."""
+    if state.ignored or state.kind != "message":
+        return
+    if understanding is not None:
+        state.llm_calls += understanding.llm_calls
+    asker = state.asker()
+    # A run that ingest put on the floor (a reply to a wait, an arrived event) keeps it.
+    route = None if state.floor_from_ingest else _route(state, understanding, asker)
+    _start_mentions(state, understanding)
+    if route is not None:
+        _take_route(state, route)
+    for name, raw in (understanding.fields if understanding else {}).items():
+        write_field(state, name, raw)
+    if asker is not None and state.live(asker) and asker["status"] == "asking":
+        flow = state.flows.get(asker["flowId"])
+        step = flow.step(asker["stepId"]) if flow else None
+        if flow is not None and step is not None and step.kind == "talk":
+            fire_branch(state, asker, flow, step, understanding)
+
+
+def _route(state: TurnState, understanding: Understanding | None, asker: Run | None) -> Flow | None:
+    """The message flow this message starts, if any.
+
+    A score of ``ROUTE_MIN`` is needed to start a flow at all. While a run is asking, another
+    flow must also beat the asking flow's own score by ``ROUTE_STICKY``: an answer to a
+    question often scores a little for other flows too, and a near tie must not abandon the
+    question. With nothing asking and no flow scoring enough, a catch-all flow takes the message.
+    """
+    eligible = message_flows(state, False)
+    scores = understanding.flows if understanding else {}
+    if asker is not None:
+        current = scores.get(asker["flowId"], 0)
+        top = _best(scores, [f for f in eligible if f.id != asker["flowId"]])
+        if top and top[1] >= current + ROUTE_STICKY and top[1] >= ROUTE_MIN:
+            return top[0]
+        return None
+    if starts_unscored(state, eligible):
+        return eligible[0]
+    top = _best(scores, eligible)
+    if top and top[1] >= ROUTE_MIN:
+        return top[0]
+    catch_alls = message_flows(state, True)
+    return catch_alls[0] if catch_alls else None
+
+
+def _best(scores: Mapping[str, float], flows: list[Flow]) -> tuple[Flow, float] | None:
+    """The highest-scoring flow; the first one declared wins a tie."""
+    top: tuple[Flow, float] | None = None
+    for flow in flows:
+        score = scores.get(flow.id, 0)
+        if top is None or score > top[1]:
+            top = (flow, score)
+    return top
+
+
+def _start_mentions(state: TurnState, understanding: Understanding | None) -> None:
+    """Mention flows start beside whatever holds the floor: without phrases on every message,
+    with phrases when the model heard them."""
+    for flow, trigger in mention_flows(state):
+        if not trigger.phrases:
+            start_run(state, flow, "mention", state.trigger_key, trigger=trigger)
+        elif understanding is not None and understanding.mentions.get(flow.id):
+            start_run(
+                state,
+                flow,
+                "mention",
+                state.trigger_key,
+                trigger=trigger,
+                payload=understanding.extract.get(flow.id),
+            )
+
+
+def _take_route(state: TurnState, route: Flow) -> None:
+    """The routed flow takes the floor: its suspended run resumes, or a new run starts."""
+    suspended = next(
+        (r for r in state.runs if r["flowId"] == route.id and r["status"] == "suspended"),
+        None,
+    )
+    if suspended is not None:
+        suspended["status"] = "running"
+        suspended.pop("suspendedAt", None)
+        state.floor_run_id = suspended["id"]
+        return
+    run = start_run(state, route, "message", state.trigger_key, trigger=route.trigger_of("message"))
+    if run is not None:
+        state.floor_run_id = run["id"]
+
+
+def fire_branch(
+    state: TurnState, run: Run, flow: Flow, step: Step, understanding: Understanding | None
+) -> None:
+    for index, branch in enumerate(step.raw.get("branches") or []):
+        if "if" in branch:
+            hit = not run.get("staying") and state.holds(branch["if"], run)
+        else:
+            key = f"{run['id']}/{step.id}/{index}"
+            hit = understanding is not None and understanding.branches.get(key) is True
+        if hit:
+            state.outcome(
+                run,
+                step.outcome_kind,
+                "ok",
+                key=state.step_key(run, step),
+                code="branch",
+                next=next_label(branch["then"]),
+            )
+            run["status"] = "running"
+            follow(state, run, flow, step, branch["then"])
+            return
+
+
+def write_field(state: TurnState, name: str, raw: Any) -> None:
+    if raw is None:
+        return
+    definition = state.agent.fields.get(name)
+    if definition is None:
+        state.outcome(None, "collect", "skipped", code="unknown-field", detail=name)
+        return
+    ok, value = coerce_field(definition, raw)
+    if not ok:
+        state.outcome(None, "collect", "skipped", code=value, detail=name)
+        return
+    state.session["data"][name] = value

@@ -1,0 +1,215 @@
+"""Settle: what the model said (or why it could not) is applied: the talk step's message and
+fields, or a retry on the ladder; then suspended askers resume and the silence timer is armed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .agent import tool_id
+from .decide import write_field
+from .fields import pending_fields
+from .isotime import iso_from_ms, ms_from_iso
+from .lifecycle import draft_run, end_run, follow, park, repeat_allows, resume_suspended, stay_at
+from .ports import (
+    Deferral,
+    IdleRequest,
+    SpeakRequest,
+    Spoken,
+    TalkRequest,
+)
+from .state import TurnState
+from .steps import drain, report_max_asks
+
+# When the model cannot speak (rate limit, outage), the talk step retries at growing
+# intervals: most outages last minutes, so the first retries come soon, and the later ones
+# spread out to ride a long outage without hammering the provider. After the last rung the
+# run fails: a question nobody can put must not keep the conversation asking forever.
+RETRY_LADDER_MS = (60_000, 300_000, 900_000, 3_600_000, 21_600_000)
+
+
+def speak_request(state: TurnState, talk: TalkRequest | IdleRequest) -> SpeakRequest:
+    agent = state.agent
+    if isinstance(talk, IdleRequest):
+        own_instructions = list(talk.idle.get("instructions") or [])
+        allowed = talk.idle.get("tools")
+        run = None
+    else:
+        own_instructions = [
+            *(talk.flow.raw.get("instructions") or []),
+            *(talk.step.raw.get("instructions") or []),
+        ]
+        allowed = talk.step.raw.get("tools", talk.flow.raw.get("tools"))
+        run = talk.run
+    instructions = [
+        item
+        for item in [*agent.instructions, *own_instructions]
+        if not (isinstance(item, Mapping) and "if" in item) or state.holds(item["if"], run)
+    ]
+    tools = [tool for tool in agent.tools if allowed is None or tool_id(tool) in allowed]
+    return SpeakRequest(
+        talk=talk,
+        input_kind=state.kind,
+        text=state.what.get("text") if state.kind == "message" else None,
+        context=state.context,
+        data=state.session["data"],
+        history=state.history(),
+        now=state.now,
+        instructions=instructions,
+        tools=tools,
+        fields=agent.fields,
+    )
+
+
+def settle(state: TurnState, outcome: Spoken | Deferral | None) -> None:
+    if state.ignored:
+        return
+    state.speak_done = True
+    talk = state.talk
+    state.talk = None
+    if isinstance(outcome, Deferral):
+        state.llm_calls += outcome.llm_calls
+        if talk is not None:
+            defer_talk(state, talk, outcome)
+        else:
+            state.outcome(None, "idle", "deferred", code=outcome.code, llmCalls=outcome.llm_calls)
+    elif isinstance(outcome, Spoken):
+        state.llm_calls += outcome.llm_calls
+        if talk is not None:
+            apply_spoken(state, talk, outcome)
+            drain(state)
+        else:
+            key = f"idle:{state.trigger_key}"
+            if outcome.message:
+                state.emit(outcome.message, "ai", key)
+            state.session["data"].update(outcome.data)
+            state.outcome(None, "idle", "ok", key=key, llmCalls=outcome.llm_calls)
+    if state.spoke:
+        state.session["lastAssistantAt"] = state.now_iso
+    resume_suspended(state)
+    arm_silence(state)
+
+
+def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
+    run, flow, step = talk.run, talk.flow, talk.step
+    key = state.step_key(run, step)  # type: ignore[arg-type]
+    if spoken.message:
+        state.emit(spoken.message, "ai", state.message_key(run, step), run, step)  # type: ignore[arg-type]
+    for name, raw in spoken.fields.items():
+        write_field(state, name, raw)
+    state.session["data"].update(spoken.data)
+    state.outcome(
+        run,
+        step.outcome_kind,
+        "ok",
+        step_id=step.id,
+        key=key,  # type: ignore[arg-type]
+        llmCalls=spoken.llm_calls,
+    )
+    if not state.live(run):  # type: ignore[arg-type]
+        return
+    if step.collect:
+        pending = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
+        if pending:
+            for name in pending:
+                run["asked"][name] = run["asked"].get(name, 0) + 1  # type: ignore[index]
+            run["status"] = "asking"  # type: ignore[index]
+            return
+        if not run.get("staying"):
+            report_max_asks(state, run, step)  # type: ignore[arg-type]
+    if run.get("staying"):
+        stay_at(state, run, step)  # type: ignore[arg-type]
+        return
+    run["status"] = "running"  # type: ignore[index]
+    follow(state, run, flow, step, step.then)  # type: ignore[arg-type]
+    if state.live(run) and run["status"] == "running":  # type: ignore[arg-type]
+        state.queue.append(run)  # type: ignore[arg-type]
+
+
+def defer_talk(state: TurnState, talk: TalkRequest, deferred: Deferral) -> None:
+    """The model could not speak: park the run for the next rung of the retry ladder (or the
+    provider's reset time, if later), or end it as failed when the failure is not retryable
+    or the ladder is spent. The retry re-runs the step at the same visit, so its keys repeat."""
+    run, step = talk.run, talk.step
+    key = state.step_key(run, step)  # type: ignore[arg-type]
+    attempt = 0
+    for line in reversed(run["outcomes"]):
+        if line["status"] != "deferred" or line.get("stepId") != step.id:
+            break
+        attempt += 1
+    retryable = deferred.retryable
+    if state.agent.should_retry is not None:
+        retryable = bool(state.agent.should_retry(deferred))
+    if not retryable or attempt >= len(RETRY_LADDER_MS):
+        state.outcome(run, step.outcome_kind, "failed", key=key, code=deferred.code)  # type: ignore[arg-type]
+        end_run(state, run, "failed")  # type: ignore[arg-type]
+        return
+    at = state.now_ms + RETRY_LADDER_MS[attempt]
+    if deferred.reset_at_ms is not None and deferred.reset_at_ms > at:
+        at = deferred.reset_at_ms
+    visit = run["visits"].get(step.id, 0)
+    park(state, run, "timer", f"{run['id']}:{step.id}:{visit}:retry:{at}", at)  # type: ignore[arg-type]
+    state.outcome(
+        run,
+        step.outcome_kind,
+        "deferred",
+        key=key,
+        code=deferred.code,  # type: ignore[arg-type]
+        until=iso_from_ms(at),
+    )
+
+
+def arm_silence(state: TurnState) -> None:
+    """Time the silence after the assistant spoke (spec: only when it spoke this turn).
+    The silence timed before is retired once it cannot fire: the user wrote, or the
+    assistant spoke again and the flow was not re-armed (its ``if`` no longer holds)."""
+    previous = state.original.get("lastAssistantAt") if state.original else None
+    spoke = state.session.get("lastAssistantAt") != previous
+    wakes = silence_wakes(state, previous) if spoke else []
+    state.schedule.extend(wakes)
+    wrote = state.session.get("lastUserAt") != (state.original or {}).get("lastUserAt")
+    if not previous or not (spoke or wrote):
+        return
+    kept = {wake.get("replaces") for wake in wakes}
+    if state.kind == "wake":
+        kept.add(state.what["key"])  # the host marks the fired wake itself
+    at_ms = ms_from_iso(previous)
+    state.retired += [
+        key
+        for flow in state.flows.values()
+        if flow.trigger_of("silence") is not None
+        and (key := f"silence:{flow.id}:{state.session['id']}:{at_ms}") not in kept
+    ]
+
+
+def silence_wakes(state: TurnState, previous: str | None = None) -> list[dict[str, Any]]:
+    session = state.session
+    last_assistant = session.get("lastAssistantAt")
+    if not last_assistant:
+        return []
+    last_user = session.get("lastUserAt")
+    if last_user and ms_from_iso(last_user) > ms_from_iso(last_assistant):
+        return []
+    ms = ms_from_iso(last_assistant)
+    wakes = []
+    for flow in state.flows.values():
+        trigger = flow.trigger_of("silence")
+        if trigger is None:
+            continue
+        key = str(ms)
+        if trigger.condition is not None and not state.holds(
+            trigger.condition, draft_run(state, flow, "silence", key)
+        ):
+            continue
+        if not repeat_allows(state, flow, trigger, key):
+            continue
+        at = state.snap(ms + trigger.silence_ms, trigger.business_hours)
+        wake: dict[str, Any] = {
+            "key": f"silence:{flow.id}:{session['id']}:{ms}",
+            "at": iso_from_ms(at),
+        }
+        if previous:
+            wake["replaces"] = f"silence:{flow.id}:{session['id']}:{ms_from_iso(previous)}"
+        wakes.append(wake)
+    return wakes

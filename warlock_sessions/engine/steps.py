@@ -1,0 +1,368 @@
+"""Steps: every live run moves through its steps until it asks, waits, ends or hits the step
+limit, and the talk step the model must speak for is chosen (``advance``). One executor per
+step kind.
+"""
+
+from __future__ import annotations
+
+from .agent import ActionContext
+from .durations import parse_duration
+from .fields import is_known, pending_fields
+from .flows import Flow, Step
+from .isotime import iso_from_ms
+from .lifecycle import end_run, enter, finish_flow, follow, park, resume_suspended
+from .ports import (
+    IdleRequest,
+    TalkRequest,
+)
+from .session import Run
+from .state import TurnState, next_label
+from .templates import render, render_deep
+
+# A wait this short before a say or talk step is a pause in the conversation, not a timer: it
+# rides on the next message as ``afterMs`` (the host delays that send) instead of costing a wake,
+# a worker round trip and a second turn.
+SHORT_WAIT_MS = 10_000
+# A flow that jumps in a circle without asking or waiting would spin the turn forever.
+MAX_STEPS_PER_TURN = 50
+# A wait for an event without ``upTo`` still ends: a flow must never wait for good.
+DEFAULT_EVENT_WAIT_MS = 30 * 86_400_000
+
+
+def advance(state: TurnState) -> TalkRequest | IdleRequest | None:
+    if state.ignored:
+        return None
+    resume_suspended(state)
+    state.queue = list(state.runs)
+    drain(state)
+    return speaker(state)
+
+
+def speaker(state: TurnState) -> TalkRequest | IdleRequest | None:
+    if state.silenced is not None:
+        return None
+    talk = state.talk
+    if talk is not None:
+        if state.kind == "message" and any(rid != talk.run["id"] for rid in state.spoke_by):
+            state.outcome(
+                talk.run,
+                talk.step.outcome_kind,
+                "skipped",
+                key=state.step_key(talk.run, talk.step),
+                code="another-reply",
+            )
+            state.talk = None
+            return None
+        return talk
+    idle = state.agent.idle
+    if (
+        state.kind == "message"
+        and state.asker() is None
+        and idle != "silent"
+        and not state.spoke_by
+    ):
+        return IdleRequest(idle=idle)  # type: ignore[arg-type]
+    return None
+
+
+def drain(state: TurnState) -> None:
+    while state.queue:
+        run = state.queue.pop(0)
+        if state.live(run):
+            move(state, run)
+
+
+def move(state: TurnState, run: Run) -> None:
+    if run["status"] in ("waiting", "suspended"):
+        return
+    if run["status"] == "asking" and state.kind != "message":
+        return  # an asker re-speaks only when the lead writes
+    flow = state.flows.get(run["flowId"])
+    if flow is None:
+        end_run(state, run, "skipped", "flow-gone")
+        return
+    if not premise_holds(state, run, flow):
+        return
+    resuming = run["status"] == "asking"
+    run["status"] = "running"
+    if run["stepId"] is None:
+        if not flow.steps:
+            finish_flow(state, run, flow)
+            return
+        enter(run, flow.steps[0].id)
+    steps = 0
+    while run["status"] == "running" and state.live(run):
+        if steps >= MAX_STEPS_PER_TURN:
+            end_run(state, run, "failed", "step-loop")
+            return
+        step = flow.step(run["stepId"])
+        if step is None:
+            end_run(state, run, "skipped", "step-gone")
+            return
+        execute(state, run, flow, step, resuming and steps == 0)
+        steps += 1
+
+
+def premise_holds(state: TurnState, run: Run, flow: Flow) -> bool:
+    if (
+        run["trigger"]["kind"] == "silence"
+        and state.kind == "wake"
+        and state.lead_wrote_since(run["startedAt"], flow)
+    ):
+        end_run(state, run, "skipped", "customer-replied")
+        return False
+    if flow.premise is not None:
+        ok = state.holds(flow.premise, run)
+    else:
+        same = [t for t in flow.triggers if t.kind == run["trigger"]["kind"]]
+        ok = not same or any(t.condition is None or state.holds(t.condition, run) for t in same)
+    if not ok:
+        end_run(state, run, "skipped", "premise-changed")
+    return ok
+
+
+def execute(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    EXECUTORS[step.kind](state, run, flow, step, resuming)
+
+
+def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    """Ask for the step's missing fields: its fixed ``question`` the first time, otherwise the
+    model speaks in Settle. Only one run asks at a time, so another asker is suspended."""
+    pending: list[str] = []
+    if step.collect:
+        pending = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
+        if not pending and not run.get("staying"):
+            _pass_known(state, run, flow, step, resuming)
+            return
+    if state.silenced is not None:
+        if resuming:
+            run["status"] = "asking"
+        else:
+            end_run(
+                state,
+                run,
+                "skipped",
+                "silenced",
+                kind=step.outcome_kind,
+                detail=state.silenced or None,
+            )
+        return
+    for other in state.runs:
+        if other is not run and other["status"] == "asking":
+            other["status"] = "suspended"
+            other["suspendedAt"] = state.now_iso
+    run["status"] = "asking"
+    if state.speak_done:
+        return
+    if _asks_first_time(run, step, pending):
+        _ask_fixed_question(state, run, step, pending)
+    else:
+        state.talk = TalkRequest(run=run, flow=flow, step=step, pending=pending)
+
+
+def _pass_known(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    """Every field is known (or asked ``max_asks`` times): the step passes without asking."""
+    key = state.step_key(run, step)
+    report_max_asks(state, run, step)
+    if resuming:
+        state.outcome(run, step.outcome_kind, "ok", key=key, next=next_label(step.then))
+    else:
+        state.outcome(
+            run,
+            step.outcome_kind,
+            "skipped",
+            key=key,
+            code="already-known",
+            next=next_label(step.then),
+        )
+    follow(state, run, flow, step, step.then)
+
+
+def _asks_first_time(run: Run, step: Step, pending: list[str]) -> bool:
+    """The fixed ``question`` is for the first ask of every field; re-asks go to the model."""
+    return (
+        bool(step.raw.get("question"))
+        and pending == step.collect
+        and all(run["asked"].get(name, 0) == 0 for name in pending)
+    )
+
+
+def _ask_fixed_question(state: TurnState, run: Run, step: Step, pending: list[str]) -> None:
+    scope = state.scope(run)
+    state.emit(
+        render(step.raw["question"], scope), "verbatim", state.message_key(run, step), run, step
+    )
+    for name in pending:
+        run["asked"][name] = run["asked"].get(name, 0) + 1
+    state.outcome(run, step.outcome_kind, "ok", key=state.step_key(run, step), code="asked-fixed")
+
+
+def _execute_say(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    if state.silenced is not None:
+        end_run(state, run, "skipped", "silenced", kind="say", detail=state.silenced or None)
+        return
+    key = state.step_key(run, step)
+    if step.raw.get("once"):
+        claim = f"{flow.id}:{step.id}:{state.session['id']}"
+        if state.claim_at(claim) is not None:
+            state.outcome(
+                run, "say", "skipped", key=key, code="already-sent", next=next_label(step.then)
+            )
+            follow(state, run, flow, step, step.then)
+            return
+        state.session["claims"][claim] = {"at": state.now_iso}
+    state.emit(
+        render(step.raw["say"], state.scope(run)),
+        "verbatim",
+        key,
+        run,
+        step,
+        media=step.raw.get("media"),
+    )
+    state.outcome(run, "say", "ok", key=key, next=next_label(step.then))
+    follow(state, run, flow, step, step.then)
+
+
+def _execute_do(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    key = state.step_key(run, step)
+    action = state.agent.actions.get(step.raw["do"])
+    params = render_deep(step.raw.get("with") or {}, state.scope(run))
+    ctx = ActionContext(
+        context=state.context,
+        data=state.session["data"],
+        input=run.get("input"),
+        run=run,
+        key=key,
+        dedupe_key=run["dedupeKey"],
+        silenced=state.silenced,
+        now=state.now,
+    )
+    try:
+        result = action(params, ctx) if action else {"failed": f"unknown action {step.raw['do']!r}"}
+    except Exception as error:  # an action's failure is the run's outcome, never the turn's
+        result = {"failed": str(error) or type(error).__name__}
+    if result is None:
+        result = {"ok": True}
+    if "ok" in result:
+        if result.get("spoke"):
+            state.spoke_by.add(run["id"])
+            state.spoke = True
+        state.outcome(
+            run, "do", "ok", key=key, detail=result.get("detail"), next=next_label(step.then)
+        )
+        follow(state, run, flow, step, step.then)
+    elif "skipped" in result:
+        state.outcome(
+            run,
+            "do",
+            "skipped",
+            key=key,
+            code="action-skipped",
+            detail=str(result["skipped"]),
+            next=next_label(step.then),
+        )
+        follow(state, run, flow, step, step.then)
+    elif "defer" in result:
+        at = state.now_ms + parse_duration(result["defer"], f"action {step.raw['do']!r} defer")
+        park(state, run, "timer", f"{run['id']}:{step.id}:{at}", at)
+        state.outcome(
+            run,
+            "do",
+            "deferred",
+            key=key,
+            code="action-deferred",
+            detail=result.get("detail"),
+            until=iso_from_ms(at),
+        )
+    else:
+        target = step.raw.get("onFail", step.then)
+        state.outcome(
+            run,
+            "do",
+            "failed",
+            key=key,
+            code="action-failed",
+            detail=str(result.get("failed", "")),
+            next=next_label(target),
+        )
+        follow(state, run, flow, step, target)
+
+
+def _execute_wait(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    key = state.step_key(run, step)
+    ms = parse_duration(step.raw["wait"])
+    if ms <= SHORT_WAIT_MS:
+        following = peek(state, flow, step)
+        if following is not None and following.kind in ("say", "talk"):
+            state.after_ms += ms
+            state.outcome(
+                run,
+                "wait",
+                "ok",
+                key=key,
+                code="inline-delay",
+                detail=f"{ms}ms",
+                next=next_label(step.then),
+            )
+            follow(state, run, flow, step, step.then)
+            return
+    at = state.snap(state.now_ms + ms, bool(step.raw.get("businessHours")))
+    park(state, run, "timer", f"{run['id']}:{step.id}:{at}", at)
+    state.outcome(run, "wait", "waiting", key=key, until=iso_from_ms(at))
+
+
+def _execute_wait_event(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    key = state.step_key(run, step)
+    wait = step.raw["wait"]
+    up_to = parse_duration(wait["upTo"]) if "upTo" in wait else DEFAULT_EVENT_WAIT_MS
+    at = state.now_ms + up_to
+    park(state, run, "event", f"{run['id']}:{step.id}:{at}", at, event=wait["event"])
+    state.outcome(
+        run,
+        "wait",
+        "waiting",
+        key=key,
+        code="awaiting-event",
+        detail=wait["event"],
+        until=iso_from_ms(at),
+    )
+
+
+def _execute_if(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    key = state.step_key(run, step)
+    target = step.then if state.holds(step.raw["if"], run) else step.raw.get("else", "end")
+    state.outcome(run, "if", "ok", key=key, next=next_label(target))
+    follow(state, run, flow, step, target)
+
+
+def peek(state: TurnState, flow: Flow, step: Step) -> Step | None:
+    target = step.then
+    if target is None:
+        return flow.after(step)
+    if isinstance(target, str):
+        return None if target == "end" else flow.step(target)
+    return flow.step(target["step"]) if "step" in target else None
+
+
+def report_max_asks(state: TurnState, run: Run, step: Step) -> None:
+    data = state.session["data"]
+    for name in step.collect:
+        if not is_known(data.get(name)) and run["asked"].get(name, 0) >= step.max_asks:
+            state.outcome(
+                run,
+                "collect",
+                "skipped",
+                key=state.step_key(run, step),
+                code="max-asks",
+                detail=name,
+            )
+
+
+EXECUTORS = {
+    "talk": _execute_talk,
+    "say": _execute_say,
+    "do": _execute_do,
+    "wait": _execute_wait,
+    "wait_event": _execute_wait_event,
+    "if": _execute_if,
+}
