@@ -39,7 +39,7 @@ def test_agents_by_import_string_or_factory_with_a_configured_model(
         built = get_agent("built")
         assert built is get_agent("built")
         assert isinstance(built.model, OpenAICompatibleModel)
-        assert built.model._client.headers["Authorization"] == "Bearer sk-from-env"
+        assert built.model._client._http.headers["Authorization"] == "Bearer sk-from-env"
         assert get_model("llm") is built.model
         assert warlock_check_ids() == []
         with pytest.raises(

@@ -250,31 +250,36 @@ def _explicit_date(folded: str, today: date, language: str) -> date | None:
         first, second = int(slashed[1]), int(slashed[2])
         day, month = (first, second) if language == "pt" or first > 12 else (second, first)
         return _with_year(day, month, slashed[3], today)
-    words = folded.replace(",", " ").split()
+    return _month_name_date(folded.replace(",", " ").split(), today)
+
+
+_ORDINAL = re.compile(r"(st|nd|rd|th)$")
+
+
+def _month_name_date(words: list[str], today: date) -> date | None:
+    """ "3 de março", "march 3rd 2027", "3 march": a day beside a month's name, and a year
+    after the day when the day comes after the month."""
     for index, word in enumerate(words):
         month = MONTHS.get(word.rstrip("."))
         if month is None or len(word) < 3:
             continue
-        before = (
-            words[index - 2]
-            if index >= 2 and words[index - 1] == "de"
-            else (words[index - 1] if index >= 1 else "")
-        )
-        after = words[index + 1] if index + 1 < len(words) else ""
-        for candidate in (
-            re.sub(r"(st|nd|rd|th)$", "", after),
-            re.sub(r"(st|nd|rd|th)$", "", before),
-        ):
-            if candidate.isdigit() and 1 <= int(candidate) <= 31:
-                year = (
-                    words[index + 2]
-                    if index + 2 < len(words) and candidate == re.sub(r"(st|nd|rd|th)$", "", after)
-                    else None
-                )
-                return _with_year(
-                    int(candidate), month, year if year and year.isdigit() else None, today
-                )
+        before = _word(words, index - 2 if _word(words, index - 1) == "de" else index - 1)
+        after = _ORDINAL.sub("", _word(words, index + 1))
+        if _is_day(after):
+            year = _word(words, index + 2)
+            return _with_year(int(after), month, year if year.isdigit() else None, today)
+        before = _ORDINAL.sub("", before)
+        if _is_day(before):
+            return _with_year(int(before), month, None, today)
     return None
+
+
+def _word(words: list[str], index: int) -> str:
+    return words[index] if 0 <= index < len(words) else ""
+
+
+def _is_day(text: str) -> bool:
+    return text.isdigit() and 1 <= int(text) <= 31
 
 
 def _relative_date(folded: str, today: date) -> date | None:

@@ -166,37 +166,58 @@ class RuleModel:
         if isinstance(talk, IdleRequest):
             prompt = talk.idle.get("prompt") or words["idle"]
             return Spoken(message=render(prompt, self._scope(request, {})), llm_calls=0)
-        run, step = talk.run, talk.step
         answering = self._answering(request, talk)
-        found: dict[str, Any] = {}
-        problem = ""
-        for name in talk.pending:
-            definition = request.fields.get(name) or {"type": "string"}
-            raw = (
-                value_for(definition, heard(request.text), request.now, language, asked=answering)
-                if answering
-                else None
-            )
-            ok, value = coerce_field(definition, raw) if raw is not None else (False, None)
-            if ok:
-                found[name] = value
-            elif answering and not problem:
-                problem = self._problem(definition, language)
+        found, problem = self._heard_fields(request, talk, answering, language)
         data = {**request.data, **found}
         scope = self._scope(request, data)
         missing = [name for name in talk.pending if name not in found]
         if missing:
-            parts = [problem] if problem else []
-            if not answering and step.raw.get("prompt") and not run["asked"]:
-                parts.append(render(step.raw["prompt"], scope))
-            if not parts or not parts[-1].rstrip().endswith("?"):
-                parts.append(self._ask(step, missing, request.fields, scope, language))
-            message = " ".join(part for part in parts if part)
-        elif step.collect:
+            message = self._ask_again(request, talk, missing, problem, answering, scope, language)
+        elif talk.step.collect:
             message = self._after_collect(request, data, language)
         else:
-            message = render(step.raw.get("prompt") or words["thanks"], scope)
+            message = render(talk.step.raw.get("prompt") or words["thanks"], scope)
         return Spoken(message=message, fields=found, llm_calls=0)
+
+    def _heard_fields(
+        self, request: SpeakRequest, talk: TalkRequest, answering: bool, language: str
+    ) -> tuple[dict[str, Any], str]:
+        """The pending fields the message gives valid values for, and what was wrong with the
+        first one it answered badly."""
+        found: dict[str, Any] = {}
+        problem = ""
+        if not answering:
+            return found, problem
+        text = heard(request.text)
+        for name in talk.pending:
+            definition = request.fields.get(name) or {"type": "string"}
+            raw = value_for(definition, text, request.now, language, asked=True)
+            ok, value = coerce_field(definition, raw) if raw is not None else (False, None)
+            if ok:
+                found[name] = value
+            elif not problem:
+                problem = self._problem(definition, language)
+        return found, problem
+
+    def _ask_again(
+        self,
+        request: SpeakRequest,
+        talk: TalkRequest,
+        missing: list[str],
+        problem: str,
+        answering: bool,
+        scope: Mapping[str, Any],
+        language: str,
+    ) -> str:
+        """Say what was wrong, the step's prompt on its first ask, then ask for what is
+        missing (unless the prompt already asks a question)."""
+        step = talk.step
+        parts = [problem] if problem else []
+        if not answering and step.raw.get("prompt") and not talk.run["asked"]:
+            parts.append(render(step.raw["prompt"], scope))
+        if not parts or not parts[-1].rstrip().endswith("?"):
+            parts.append(self._ask(step, missing, request.fields, scope, language))
+        return " ".join(part for part in parts if part)
 
     @staticmethod
     def _answering(request: SpeakRequest, talk: TalkRequest) -> bool:

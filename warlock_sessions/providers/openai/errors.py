@@ -1,0 +1,114 @@
+"""How the OpenAI wire format fails, as the engine's provider codes (docs/providers.md): HTTP
+error replies, rate-limit reset headers and transport failures. Pure, except ``send``."""
+
+from __future__ import annotations
+
+import email.utils
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from ...engine.ports import ProviderError
+
+QUOTA_CODES = frozenset({"insufficient_quota", "quota_exceeded", "billing_hard_limit_reached"})
+CONTEXT_WORDS = (
+    "context_length",
+    "context length",
+    "maximum context",
+    "too many tokens",
+    "context window",
+    "prompt is too long",
+)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+def reset_delay_ms(headers: Mapping[str, str], now: datetime) -> int | None:
+    """When the provider says its limit reopens: ``Retry-After`` (seconds or an HTTP date) or
+    ``x-ratelimit-reset-*`` (``"6m0s"``, ``"20ms"``, or seconds); the latest one wins."""
+    delays = []
+    retry_after = headers.get("retry-after")
+    if retry_after:
+        delays.append(_retry_after_ms(retry_after, now))
+    for name, value in headers.items():
+        if name.lower().startswith("x-ratelimit-reset"):
+            delays.append(_reset_ms(value))
+    known = [delay for delay in delays if delay is not None and delay >= 0]
+    return max(known) if known else None
+
+
+def _is_number(text: str) -> bool:
+    return text.strip().replace(".", "", 1).isdigit()
+
+
+def _retry_after_ms(value: str, now: datetime) -> int | None:
+    if _is_number(value):
+        return round(float(value) * 1000)
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # neither seconds nor a date: no advice
+        return None
+    return round((moment - now).total_seconds() * 1000)
+
+
+def _reset_ms(value: str) -> int | None:
+    if _is_number(value):
+        return round(float(value) * 1000)
+    parts = _DURATION_PART.findall(value)
+    return round(sum(float(n) * _UNIT_MS[u] for n, u in parts)) if parts else None
+
+
+def classify(status: int, body: Any, headers: Mapping[str, str], now: datetime) -> ProviderError:
+    """An HTTP error reply as the engine's provider codes (the table in docs/providers.md)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    error = error if isinstance(error, Mapping) else {}
+    code = str(error.get("code") or error.get("type") or "")
+    text = f"{code} {error.get('message') or ''} {body if not error else ''}".lower()
+    detail = f"HTTP {status}: {error.get('message') or code or 'no detail'}"
+    provider_code = _provider_code(status, code, text)
+    if provider_code not in ("provider-quota", "provider-unavailable"):
+        return ProviderError(provider_code, False, detail=detail)
+    delay = reset_delay_ms(headers, now)
+    reset_at = round(now.timestamp() * 1000) + delay if delay is not None else None
+    # An exhausted quota is worth retrying only when the provider says when it refills.
+    retryable = provider_code == "provider-unavailable" or reset_at is not None
+    return ProviderError(provider_code, retryable, reset_at, detail)
+
+
+def _provider_code(status: int, code: str, text: str) -> str:
+    if status in (401, 403):
+        return "provider-auth"
+    if status == 429 or (status == 402 and "quota" in text):
+        quota = code in QUOTA_CODES or "quota" in text or status == 402
+        return "provider-quota" if quota else "provider-unavailable"
+    if status >= 500:
+        return "provider-unavailable"
+    if any(word in text for word in CONTEXT_WORDS):
+        return "provider-context"
+    return "provider-invalid"
+
+
+def response_error(response: httpx.Response, now: datetime) -> ProviderError:
+    """An error reply read in full, then classified."""
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text[:500]
+    return classify(response.status_code, body, response.headers, now)
+
+
+def send(call: Callable[[], httpx.Response]) -> httpx.Response:
+    """``call()``, with a broken or timed-out connection as a retryable provider error."""
+    try:
+        return call()
+    except httpx.TimeoutException as error:
+        raise ProviderError(
+            "provider-unavailable", True, detail=f"timed out ({type(error).__name__})"
+        ) from None
+    except httpx.HTTPError as error:
+        raise ProviderError(
+            "provider-unavailable", True, detail=f"{type(error).__name__}: {error}"
+        ) from None
