@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 DEFAULT_MAX_ASKS = 3
@@ -57,42 +57,58 @@ def coerce_field(field: Mapping[str, Any], raw: object) -> tuple[bool, Any]:
 
 
 def _coerce_scalar(kind: str, raw: object) -> Any:
-    if kind == "string":
-        if isinstance(raw, str):
-            return raw
-        if isinstance(raw, bool):
-            return "true" if raw else "false"
-        if isinstance(raw, int | float):
-            return _number_text(raw)
-        return None
-    if kind in ("number", "integer"):
-        if isinstance(raw, bool):
-            return None
-        if isinstance(raw, int | float):
-            number = float(raw)
-        elif isinstance(raw, str):
-            text = raw.strip().replace(",", ".", 1)
-            if not _NUMBER.match(text):
-                return None
-            number = float(text)
-        else:
-            return None
-        if not math.isfinite(number):
-            return None
-        if kind == "integer":
-            return math.trunc(number)
-        return int(number) if number.is_integer() and not isinstance(raw, float) else number
-    if kind == "boolean":
-        if isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str):
-            word = raw.strip().lower()
-            if word in _TRUE_WORDS:
-                return True
-            if word in _FALSE_WORDS:
-                return False
-        return None
+    coerce = _COERCERS.get(kind)
+    return coerce(kind, raw) if coerce is not None else None
+
+
+def _as_string(kind: str, raw: object) -> str | None:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, int | float):
+        return _number_text(raw)
     return None
+
+
+def _as_number(kind: str, raw: object) -> int | float | None:
+    """A number from a number or from text like "3,5" (never from a boolean); ``integer``
+    truncates, and a whole number that did not come as a float stays an int."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        number = float(raw)
+    elif isinstance(raw, str):
+        text = raw.strip().replace(",", ".", 1)
+        if not _NUMBER.match(text):
+            return None
+        number = float(text)
+    else:
+        return None
+    if not math.isfinite(number):
+        return None
+    if kind == "integer":
+        return math.trunc(number)
+    return int(number) if number.is_integer() and not isinstance(raw, float) else number
+
+
+def _as_boolean(kind: str, raw: object) -> bool | None:
+    if isinstance(raw, bool):
+        return raw
+    word = raw.strip().lower() if isinstance(raw, str) else ""
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    return None
+
+
+_COERCERS: dict[str, Callable[[str, object], Any]] = {
+    "string": _as_string,
+    "number": _as_number,
+    "integer": _as_number,
+    "boolean": _as_boolean,
+}
 
 
 def _number_text(value: float) -> str:

@@ -214,45 +214,52 @@ class _Checker:
             kinds.remove("prompt")
         if len(kinds) != 1:
             raise self.fail(path, "a step has exactly one of prompt/collect, say, do, wait, if")
-        key = kinds[0]
-        if key in ("prompt", "collect"):
-            kind = "talk"
-            self.talk(spec, path)
-        elif key == "say":
-            kind = "say"
-            if not isinstance(spec["say"], str):
-                raise self.fail(f"{path}.say", "expected the text to send")
-        elif key == "do":
-            kind = "do"
-            if spec["do"] not in self.actions:
-                raise self.fail(
-                    f"{path}.do",
-                    f"unknown action {spec['do']!r}; register it in the agent's actions",
-                )
-            if "with" in spec:
-                self.mapping(spec["with"], f"{path}.with")
-        elif key == "wait":
-            if isinstance(spec["wait"], Mapping):
-                kind = "wait_event"
-                wait = spec["wait"]
-                if not isinstance(wait.get("event"), str) or not wait["event"]:
-                    raise self.fail(f"{path}.wait.event", "expected an event name")
-                if "upTo" in wait:
-                    self.duration(wait["upTo"], f"{path}.wait.upTo")
-            else:
-                kind = "wait"
-                self.duration(spec["wait"], f"{path}.wait")
-                for index, branch in enumerate(spec.get("branches") or []):
-                    branch = self.mapping(branch, f"{path}.branches[{index}]")
-                    if "if" not in branch:
-                        raise self.fail(f"{path}.branches[{index}]", "a wait branch needs if")
-                    self.predicate(branch["if"], f"{path}.branches[{index}].if")
-        else:
-            kind = "if"
-            self.predicate(spec["if"], f"{path}.if")
-        return Step(id=step_id, kind=kind, raw=spec)
+        check = {
+            "prompt": self.talk,
+            "collect": self.talk,
+            "say": self.say,
+            "do": self.do,
+            "wait": self.wait,
+            "if": self.condition,
+        }[kinds[0]]
+        return Step(id=step_id, kind=check(spec, path), raw=spec)
 
-    def talk(self, spec: Mapping[str, Any], path: str) -> None:
+    def say(self, spec: Mapping[str, Any], path: str) -> str:
+        if not isinstance(spec["say"], str):
+            raise self.fail(f"{path}.say", "expected the text to send")
+        return "say"
+
+    def do(self, spec: Mapping[str, Any], path: str) -> str:
+        if spec["do"] not in self.actions:
+            raise self.fail(
+                f"{path}.do", f"unknown action {spec['do']!r}; register it in the agent's actions"
+            )
+        if "with" in spec:
+            self.mapping(spec["with"], f"{path}.with")
+        return "do"
+
+    def wait(self, spec: Mapping[str, Any], path: str) -> str:
+        """A timer (``wait: "2h"``, with reply ``branches``) or an event (``wait: {event}``)."""
+        if isinstance(spec["wait"], Mapping):
+            wait = spec["wait"]
+            if not isinstance(wait.get("event"), str) or not wait["event"]:
+                raise self.fail(f"{path}.wait.event", "expected an event name")
+            if "upTo" in wait:
+                self.duration(wait["upTo"], f"{path}.wait.upTo")
+            return "wait_event"
+        self.duration(spec["wait"], f"{path}.wait")
+        for index, branch in enumerate(spec.get("branches") or []):
+            branch = self.mapping(branch, f"{path}.branches[{index}]")
+            if "if" not in branch:
+                raise self.fail(f"{path}.branches[{index}]", "a wait branch needs if")
+            self.predicate(branch["if"], f"{path}.branches[{index}].if")
+        return "wait"
+
+    def condition(self, spec: Mapping[str, Any], path: str) -> str:
+        self.predicate(spec["if"], f"{path}.if")
+        return "if"
+
+    def talk(self, spec: Mapping[str, Any], path: str) -> str:
         for index, name in enumerate(self.text_list(spec.get("collect") or [], f"{path}.collect")):
             if name not in self.fields:
                 raise self.fail(
@@ -275,6 +282,7 @@ class _Checker:
                 self.predicate(branch["if"], f"{where}.if")
             elif not isinstance(branch["when"], str):
                 raise self.fail(f"{where}.when", "expected text")
+        return "talk"
 
     def next(self, value: object, path: str, step_ids: set[str]) -> None:
         if isinstance(value, str):
@@ -295,28 +303,34 @@ class _Checker:
         else:
             raise self.fail(path, "expected a step id, 'end', {step, clear?} or {flow, input?}")
 
+    def steps(self, raw_steps: object, path: str) -> tuple[Step, ...]:
+        """A flow's steps, with unique ids, every ``then``/``else``/``onFail`` and branch
+        pointing at a step of the flow, ``end`` or another flow."""
+        if not isinstance(raw_steps, list | tuple):
+            raise self.fail(path, "expected a list of steps")
+        steps = tuple(self.step(step, f"{path}[{i}]") for i, step in enumerate(raw_steps))
+        step_ids: set[str] = set()
+        for index, step in enumerate(steps):
+            if step.id in step_ids:
+                raise self.fail(f"{path}[{index}].id", f"step id {step.id!r} is used twice")
+            step_ids.add(step.id)
+        for index, step in enumerate(steps):
+            self.targets(step, f"{path}[{index}]", step_ids)
+        return steps
+
+    def targets(self, step: Step, where: str, step_ids: set[str]) -> None:
+        for key in ("then", "else", "onFail"):
+            if key in step.raw:
+                self.next(step.raw[key], f"{where}.{key}", step_ids)
+        for b, branch in enumerate(step.raw.get("branches") or []):
+            if "then" not in branch:
+                raise self.fail(f"{where}.branches[{b}]", "a branch needs then")
+            self.next(branch["then"], f"{where}.branches[{b}].then", step_ids)
+
     def flow(self, raw: object, path: str) -> Flow:
         spec = self.mapping(raw, path)
         flow_id = self.identifier(spec.get("id"), f"{path}.id", "a flow id")
-        raw_steps = spec.get("steps", [])
-        if not isinstance(raw_steps, list | tuple):
-            raise self.fail(f"{path}.steps", "expected a list of steps")
-        steps = tuple(self.step(step, f"{path}.steps[{i}]") for i, step in enumerate(raw_steps))
-        positions: dict[str, int] = {}
-        for index, step in enumerate(steps):
-            if step.id in positions:
-                raise self.fail(f"{path}.steps[{index}].id", f"step id {step.id!r} is used twice")
-            positions[step.id] = index
-        step_ids = set(positions)
-        for index, step in enumerate(steps):
-            where = f"{path}.steps[{index}]"
-            for key in ("then", "else", "onFail"):
-                if key in step.raw:
-                    self.next(step.raw[key], f"{where}.{key}", step_ids)
-            for b, branch in enumerate(step.raw.get("branches") or []):
-                if "then" not in branch:
-                    raise self.fail(f"{where}.branches[{b}]", "a branch needs then")
-                self.next(branch["then"], f"{where}.branches[{b}].then", step_ids)
+        steps = self.steps(spec.get("steps", []), f"{path}.steps")
         raw_triggers = spec.get("on", [])
         if not isinstance(raw_triggers, list | tuple):
             raise self.fail(f"{path}.on", "expected a list of triggers")
@@ -338,7 +352,7 @@ class _Checker:
             anchor=anchor,
             premise=premise,
             clear_on_start=clear,
-            positions=positions,
+            positions={step.id: index for index, step in enumerate(steps)},
         )
 
 

@@ -145,89 +145,102 @@ def assert_session(blob: object, session_id: str) -> Session:
     def bad(why: str) -> InvalidSessionError:
         return InvalidSessionError(session_id, why)
 
-    if not _is_record(blob):
-        raise bad(f"expected an object, got {_describe(blob)}")
-    assert isinstance(blob, dict)
-    v = blob.get("v", _MISSING)
+    record = _record(blob, bad)
+    v = record.get("v", _MISSING)
     if type(v) is not int or v != SESSION_FORMAT:
         raise bad(f"v is {_describe(v)}, expected 4")
-    if blob.get("id") != session_id:
-        raise bad(f'id is {_describe(blob.get("id", _MISSING))}, expected "{session_id}"')
-
-    version = blob.get("version", _MISSING)
-    if not _is_whole(version):
-        raise bad(f"version is {_describe(version)}, expected a whole number")
-    for key in ("data", "metadata"):
-        if not _is_record(blob.get(key)):
-            raise bad(f"{key} is {_describe(blob.get(key, _MISSING))}, expected an object")
-    runs = blob.get("runs", _MISSING)
-    if not isinstance(runs, list):
-        raise bad(f"runs is {_describe(runs)}, expected a list")
-    claims = blob.get("claims")
-    if not _is_record(claims) or not all(
-        _is_record(claim) and isinstance(claim.get("at"), str) for claim in claims.values()
-    ):
+    if record.get("id") != session_id:
+        raise bad(f'id is {_describe(record.get("id", _MISSING))}, expected "{session_id}"')
+    _expect(record, "version", _is_whole, "a whole number", bad)
+    _expect(record, "data", _is_record, "an object", bad)
+    _expect(record, "metadata", _is_record, "an object", bad)
+    runs = _expect(record, "runs", _is_list, "a list", bad)
+    if not _is_claims(record.get("claims")):
         raise bad("claims is not a map of { at }")
-    inputs = blob.get("inputs")
+    inputs = record.get("inputs")
     if not isinstance(inputs, list) or not all(isinstance(item, str) for item in inputs):
         raise bad("inputs is not a list of ids")
-    history = blob.get("history", _MISSING)
-    if history is not _MISSING and not isinstance(history, list):
-        raise bad(f"history is {_describe(history)}, expected a list")
+    _expect(record, "history", _is_list, "a list", bad, optional=True)
     for key in ("lastUserAt", "lastAssistantAt"):
-        value = blob.get(key, _MISSING)
-        if value is not _MISSING and not isinstance(value, str):
+        if not isinstance(record.get(key, ""), str):
             raise bad(f"{key} is not text")
-
     for index, run in enumerate(runs):
-        _check_run(run, index, bad)
-
-    session: dict[str, Any] = {
-        "id": session_id,
-        "v": SESSION_FORMAT,
-        "version": version,
-        "data": blob["data"],
-        "runs": runs,
-        "claims": claims,
-        "inputs": inputs,
-        "metadata": blob["metadata"],
-    }
-    for key in ("lastUserAt", "lastAssistantAt", "history"):
-        if key in blob:
-            session[key] = blob[key]
-    return session  # type: ignore[return-value]
+        _check_run(run, f"runs[{index}]", bad)
+    return {key: record[key] for key in _SESSION_KEYS if key in record}  # type: ignore[return-value]
 
 
-def _check_run(run: object, index: int, bad: Callable[[str], InvalidSessionError]) -> None:
-    at = f"runs[{index}]"
-    if not _is_record(run):
-        raise bad(f"{at} is {_describe(run)}, expected an object")
-    assert isinstance(run, dict)
-    for key in ("id", "flowId", "anchor", "dedupeKey", "status", "startedAt"):
-        if not isinstance(run.get(key), str):
-            raise bad(f"{at}.{key} is {_describe(run.get(key, _MISSING))}, expected text")
-    if run["status"] not in RUN_STATUSES:
-        raise bad(f'{at}.status is "{run["status"]}"')
-    step_id = run.get("stepId", _MISSING)
-    if step_id is not None and not isinstance(step_id, str):
-        raise bad(f"{at}.stepId is {_describe(step_id)}, expected text or null")
-    hop = run.get("hop", _MISSING)
-    if not _is_whole(hop):
-        raise bad(f"{at}.hop is {_describe(hop)}, expected a whole number")
-    outcomes = run.get("outcomes", _MISSING)
-    if not isinstance(outcomes, list):
-        raise bad(f"{at}.outcomes is {_describe(outcomes)}, expected a list")
-    trigger = run.get("trigger", _MISSING)
-    if not _is_record(trigger):
-        raise bad(f"{at}.trigger is {_describe(trigger)}, expected an object")
-    if not isinstance(trigger.get("kind"), str) or not isinstance(trigger.get("key"), str):
+_SESSION_KEYS = (
+    "id", "v", "version", "data", "runs", "claims", "inputs", "metadata",
+    "lastUserAt", "lastAssistantAt", "history",
+)  # fmt: skip
+_RUN_TEXT = ("id", "flowId", "anchor", "dedupeKey", "status", "startedAt")
+
+
+def _check_run(run: object, at: str, bad: Callable[[str], InvalidSessionError]) -> None:
+    record = _record(run, bad, at)
+    for key in _RUN_TEXT:
+        _expect(record, key, _is_text, "text", bad, at)
+    if record["status"] not in RUN_STATUSES:
+        raise bad(f'{at}.status is "{record["status"]}"')
+    _expect(
+        record, "stepId", lambda value: value is None or _is_text(value), "text or null", bad, at
+    )
+    _expect(record, "hop", _is_whole, "a whole number", bad, at)
+    _expect(record, "outcomes", _is_list, "a list", bad, at)
+    trigger = _expect(record, "trigger", _is_record, "an object", bad, at)
+    if not (_is_text(trigger.get("kind")) and _is_text(trigger.get("key"))):
         raise bad(f"{at}.trigger needs kind and key")
-    for key in ("asked", "visits"):
-        if not _is_record(run.get(key)):
-            raise bad(f"{at}.{key} is {_describe(run.get(key, _MISSING))}, expected an object")
-    waiting = run.get("waiting", _MISSING)
-    if waiting is not _MISSING and not _is_record(waiting):
-        raise bad(f"{at}.waiting is {_describe(waiting)}, expected an object")
+    _expect(record, "asked", _is_record, "an object", bad, at)
+    _expect(record, "visits", _is_record, "an object", bad, at)
+    _expect(record, "waiting", _is_record, "an object", bad, at, optional=True)
+
+
+def _record(
+    value: object, bad: Callable[[str], InvalidSessionError], at: str | None = None
+) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if at is None:
+        raise bad(f"expected an object, got {_describe(value)}")
+    raise bad(f"{at} is {_describe(value)}, expected an object")
+
+
+def _expect(
+    record: Mapping[str, Any],
+    key: str,
+    ok: Callable[[Any], bool],
+    expected: str,
+    bad: Callable[[str], InvalidSessionError],
+    at: str = "",
+    *,
+    optional: bool = False,
+    default: Any = _MISSING,
+) -> Any:
+    """``record[key]`` (or ``default``) when ``ok`` says it is what it should be; otherwise the
+    error names the key, what it is, and what was ``expected``. An ``optional`` key may be
+    missing."""
+    value = record.get(key, default)
+    if not ok(value) and not (optional and value is _MISSING):
+        raise bad(f"{at}.{key} is {_describe(value)}, expected {expected}".lstrip("."))
+    return value
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_text_or_null(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, list)
+
+
+def _is_claims(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(claim, dict) and isinstance(claim.get("at"), str) for claim in value.values()
+    )
 
 
 # -- 3.x -> 4 ------------------------------------------------------------------------------
@@ -253,81 +266,22 @@ def migrate_session(
     def bad(why: str) -> InvalidSessionError:
         return InvalidSessionError(session_id, why)
 
-    if not _is_record(blob):
-        raise bad(f"expected an object, got {_describe(blob)}")
-    assert isinstance(blob, dict)
-    if "v" in blob:
-        return assert_session(blob, session_id)
-
-    data = blob.get("data", _MISSING)
+    record = _record(blob, bad)
+    if "v" in record:
+        return assert_session(record, session_id)
+    data = record.get("data", _MISSING)
     if not _is_record(data):
         raise bad(f"data is {_describe(data)}, expected an object; not a 3.x session either")
-    version = blob.get("version", 0)
-    if not _is_whole(version):
-        raise bad(f"version is {_describe(version)}, expected a whole number")
-    metadata = blob.get("metadata", {})
-    if not _is_record(metadata):
-        raise bad(f"metadata is {_describe(metadata)}, expected an object")
-    history = blob.get("history", _MISSING)
-    if history is not _MISSING and not isinstance(history, list):
-        raise bad(f"history is {_describe(history)}, expected a list")
-    flow_history = blob.get("flowHistory", [])
-    if not isinstance(flow_history, list):
-        raise bad(f"flowHistory is {_describe(flow_history)}, expected a list")
-    signals = blob.get("signals", {})
-    if not _is_record(signals):
-        raise bad(f"signals is {_describe(signals)}, expected an object")
-    triggers = signals.get("triggers", {})
-    if not _is_record(triggers):
-        raise bad(f"signals.triggers is {_describe(triggers)}, expected an object")
-
-    fallback = to_iso(now or datetime.now().astimezone())
-    assert fallback is not None
-
-    def claim_key(key: str) -> str:
-        return f"{flow_id_of(key)}:{session_id}:"
-
-    claims: dict[str, Claim] = {}
-    for index, entry in enumerate(flow_history):
-        if not _is_record(entry) or not isinstance(entry.get("flowId"), str):
-            raise bad(f"flowHistory[{index}] is not a flow entry")
-        if entry.get("completed") is True:
-            at = to_iso(entry.get("exitedAt")) or to_iso(entry.get("enteredAt")) or fallback
-            claims[claim_key(entry["flowId"])] = {"at": at}
-    for key, state in triggers.items():
-        if not _is_record(state):
-            raise bad(f"signals.triggers.{key} is not a trigger state")
-        at = to_iso(state.get("lastTriggeredAt")) or to_iso(state.get("firstTriggeredAt"))
-        claims[claim_key(key)] = {"at": at or fallback}
-
-    runs: list[Run] = []
-    flow_ref = _legacy_ref(blob.get("currentFlow"), "currentFlow", bad)
-    step_ref = _legacy_ref(blob.get("currentStep"), "currentStep", bad)
-    if flow_ref is not None:
-        flow_id = flow_id_of(flow_ref[0])
-        started_at = to_iso(flow_ref[1]) or fallback
-        step_id = step_ref[0] if step_ref is not None else None
-        dedupe_key = f"{flow_id}:{session_id}:"
-        runs.append(
-            {
-                "id": f"{flow_id}#legacy",
-                "flowId": flow_id,
-                "anchor": session_id,
-                "dedupeKey": dedupe_key,
-                "stepId": step_id,
-                # Entered before its first step it is a fresh run; at a step it asks there.
-                "status": "running" if step_id is None else "asking",
-                "trigger": {"kind": "message", "key": "legacy"},
-                "hop": 0,
-                "startedAt": started_at,
-                "asked": {},
-                "visits": {},
-                "outcomes": [],
-            }
-        )
+    version = _expect(record, "version", _is_whole, "a whole number", bad, default=0)
+    metadata = _expect(record, "metadata", _is_record, "an object", bad, default={})
+    history = _expect(record, "history", _is_list, "a list", bad, optional=True)
+    fallback = to_iso(now or datetime.now().astimezone()) or ""
+    claims = _legacy_claims(record, session_id, flow_id_of, fallback, bad)
+    run = _legacy_run(record, session_id, flow_id_of, fallback, bad)
+    runs = [run] if run is not None else []
+    if run is not None:
         # A run never exists without its claim, or its flow could start a second time.
-        claims[dedupe_key] = {"at": started_at}
-
+        claims[run["dedupeKey"]] = {"at": run["startedAt"]}
     session = new_session(session_id)
     session.update(
         version=version,
@@ -339,6 +293,63 @@ def migrate_session(
     if history is not _MISSING:
         session["history"] = history  # type: ignore[typeddict-item]
     return session
+
+
+def _legacy_claims(
+    record: Mapping[str, Any],
+    session_id: str,
+    flow_id_of: Callable[[str], str],
+    fallback: str,
+    bad: Callable[[str], InvalidSessionError],
+) -> dict[str, Claim]:
+    """A ``once`` claim for every completed ``flowHistory`` entry and every fired signal."""
+    flow_history = _expect(record, "flowHistory", _is_list, "a list", bad, default=[])
+    signals = _expect(record, "signals", _is_record, "an object", bad, default={})
+    triggers = _expect(signals, "triggers", _is_record, "an object", bad, "signals", default={})
+    claims: dict[str, Claim] = {}
+    for index, entry in enumerate(flow_history):
+        if not _is_record(entry) or not isinstance(entry.get("flowId"), str):
+            raise bad(f"flowHistory[{index}] is not a flow entry")
+        if entry.get("completed") is True:
+            at = to_iso(entry.get("exitedAt")) or to_iso(entry.get("enteredAt")) or fallback
+            claims[f"{flow_id_of(entry['flowId'])}:{session_id}:"] = {"at": at}
+    for key, state in triggers.items():
+        if not _is_record(state):
+            raise bad(f"signals.triggers.{key} is not a trigger state")
+        at = to_iso(state.get("lastTriggeredAt")) or to_iso(state.get("firstTriggeredAt"))
+        claims[f"{flow_id_of(key)}:{session_id}:"] = {"at": at or fallback}
+    return claims
+
+
+def _legacy_run(
+    record: Mapping[str, Any],
+    session_id: str,
+    flow_id_of: Callable[[str], str],
+    fallback: str,
+    bad: Callable[[str], InvalidSessionError],
+) -> Run | None:
+    """The run of 3.x's ``currentFlow``/``currentStep``, if a flow was current."""
+    flow_ref = _legacy_ref(record.get("currentFlow"), "currentFlow", bad)
+    step_ref = _legacy_ref(record.get("currentStep"), "currentStep", bad)
+    if flow_ref is None:
+        return None
+    flow_id = flow_id_of(flow_ref[0])
+    step_id = step_ref[0] if step_ref is not None else None
+    return {
+        "id": f"{flow_id}#legacy",
+        "flowId": flow_id,
+        "anchor": session_id,
+        "dedupeKey": f"{flow_id}:{session_id}:",
+        "stepId": step_id,
+        # Entered before its first step it is a fresh run; at a step it asks there.
+        "status": "running" if step_id is None else "asking",
+        "trigger": {"kind": "message", "key": "legacy"},
+        "hop": 0,
+        "startedAt": to_iso(flow_ref[1]) or fallback,
+        "asked": {},
+        "visits": {},
+        "outcomes": [],
+    }
 
 
 def _legacy_ref(
@@ -408,32 +419,42 @@ def _check_json_native(value: Any, depth: int, limit: int) -> None:
         problem = text_problem(value)
         if problem:
             raise _NotJson(problem)
-    elif kind is dict or kind is list or kind is tuple:
-        if depth == 0:
-            raise _NotJson(f"nests deeper than {limit} levels")
-        items = value.items() if kind is dict else enumerate(value)
-        for key, item in items:
-            try:
-                if kind is dict:
-                    if type(key) is not str:
-                        raise _NotJson(f"has the non-text key {key!r}")
-                    problem = text_problem(key)
-                    if problem:
-                        raise _NotJson(f"has the key {key!r}, which {problem}")
-                _check_json_native(item, depth - 1, limit)
-            except _NotJson as error:
-                if kind is dict:
-                    error.path.append(f".{key}" if type(key) is str else "")
-                else:
-                    error.path.append(f"[{key}]")
-                raise
+    elif kind is dict:
+        _check_object(value, depth, limit)
+    elif kind is list or kind is tuple:
+        _check_array(value, depth, limit)
     elif kind is float:
         if not math.isfinite(value):
             raise _NotJson(f"is {value!r}, which JSON cannot represent")
-    elif value is None or kind is int or kind is bool:
-        return
-    else:
+    elif not (value is None or kind is int or kind is bool):
         raise _NotJson(f"is a {kind.__name__} ({value!r:.60}), which is not a JSON value")
+
+
+def _check_object(value: dict[Any, Any], depth: int, limit: int) -> None:
+    if depth == 0:
+        raise _NotJson(f"nests deeper than {limit} levels")
+    for key, item in value.items():
+        try:
+            if type(key) is not str:
+                raise _NotJson(f"has the non-text key {key!r}")
+            problem = text_problem(key)
+            if problem:
+                raise _NotJson(f"has the key {key!r}, which {problem}")
+            _check_json_native(item, depth - 1, limit)
+        except _NotJson as error:
+            error.path.append(f".{key}" if type(key) is str else "")
+            raise
+
+
+def _check_array(value: list[Any] | tuple[Any, ...], depth: int, limit: int) -> None:
+    if depth == 0:
+        raise _NotJson(f"nests deeper than {limit} levels")
+    for index, item in enumerate(value):
+        try:
+            _check_json_native(item, depth - 1, limit)
+        except _NotJson as error:
+            error.path.append(f"[{index}]")
+            raise
 
 
 def json_problem(value: Any, depth: int = MAX_JSON_DEPTH) -> tuple[str, str] | None:
