@@ -73,7 +73,7 @@ def test_a_single_agent_is_the_default_and_two_need_a_choice() -> None:
             {"AGENTS": {"x": {"AGENT": "tests.configured_agents.build_agent", "MODEL": "gpt"}}},
             ["warlock_sessions.E009"],
         ),
-        ({"AGENTS": {}, "DEFAULT_AGENT": "support"}, ["warlock_sessions.E009"]),
+        ({"AGENTS": {}, "DEFAULT_AGENT": "support"}, ["warlock_sessions.E013"]),
         ({"MODELS": {"m": {"CLASS": "nowhere.Model"}}}, ["warlock_sessions.E007"]),
         (
             {

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from tests.checks import warlock_check_ids
-from warlock_sessions.conf import warlock_settings
+from warlock_sessions.conf import SettingError, warlock_settings
 from warlock_sessions.stores import DjangoStore, MemoryStore, default_store
 
 
@@ -21,7 +22,9 @@ def test_defaults_apply_and_overrides_reload() -> None:
 def test_a_bad_import_string_names_the_setting() -> None:
     with (
         override_settings(WARLOCK_SESSIONS={"STORE": "myapp.nowhere.Store"}),
-        pytest.raises(ImportError, match=r"for setting WARLOCK_SESSIONS\['STORE'\]"),
+        pytest.raises(
+            ImportError, match=r"WARLOCK_SESSIONS\['STORE'\] = 'myapp.nowhere.Store' cannot"
+        ),
     ):
         warlock_settings.STORE  # noqa: B018
 
@@ -40,11 +43,11 @@ def test_the_default_configuration_passes_the_checks() -> None:
     [
         ({"STORE": "myapp.nowhere.Store"}, ["warlock_sessions.E001"]),
         ({"STORE": "warlock_sessions.errors.WarlockError"}, ["warlock_sessions.E002"]),
-        ({"STORE_OPTIONS": {"usign": "default"}}, ["warlock_sessions.E004"]),
+        ({"STORE_OPTIONS": {"usign": "default"}}, ["warlock_sessions.E012"]),
         ({"STORE_OPTIONS": "default"}, ["warlock_sessions.E004"]),
         ({"STOER": "x"}, ["warlock_sessions.W001"]),
         ({"DELIVER": "myapp.nowhere.send"}, ["warlock_sessions.E010"]),
-        ({"DELIVER": "warlock_sessions.conf.SETTING_NAME"}, ["warlock_sessions.E010"]),
+        ({"DELIVER": "warlock_sessions.conf.SETTING_NAME"}, ["warlock_sessions.E014"]),
         ({"DELIVER": "tests.host.test_host.flaky_deliver"}, []),
         (
             {
@@ -114,3 +117,41 @@ def test_the_default_store_is_built_once_and_again_after_a_settings_change() -> 
         assert default_store().load("kept") is not None  # a MemoryStore keeps its sessions
     with override_settings(WARLOCK_SESSIONS={"STORE": "warlock_sessions.stores.MemoryStore"}):
         assert default_store() is not store and default_store().load("kept") is None
+
+
+class Unrelated:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "check_id"),
+    [
+        ("MAX_CONFLICT_RETRIES", -1, "warlock_sessions.E017"),
+        ("LOOP_CONNECTIONS", "4", "warlock_sessions.E017"),
+        ("MAX_DELIVERY_ATTEMPTS", 0, "warlock_sessions.E017"),
+        ("LEASE_SECONDS", True, "warlock_sessions.E017"),
+        ("MAX_WAKE_ATTEMPTS", 2.5, "warlock_sessions.E017"),
+        ("POLL_INTERVAL", 0, "warlock_sessions.E017"),
+        ("MAX_BODY_BYTES", None, "warlock_sessions.E017"),
+        ("MAX_SOCKETS_PER_CLIENT", 0, "warlock_sessions.E017"),
+        ("PERMISSION", "myapp.nowhere.Policy", "warlock_sessions.E015"),
+        ("PERMISSION", "tests.test_settings_and_checks.Unrelated", "warlock_sessions.E016"),
+        ("PERMISSION", "rest_framework.permissions.AllowAny", "warlock_sessions.E016"),
+        ("AGENTS", ["support"], "warlock_sessions.E018"),
+        ("AGENTS", {"support": {"MODEL": "m"}}, "warlock_sessions.E019"),
+        ("MODELS", {"m": "gpt"}, "warlock_sessions.E019"),
+        ("DEFAULT_AGENT", 3, "warlock_sessions.E019"),
+        ("STORE_OPTIONS", "default", "warlock_sessions.E004"),
+    ],
+)
+def test_one_rule_per_setting_when_read_and_when_checked(
+    name: str, value: object, check_id: str
+) -> None:
+    """The check reports exactly what reading the setting raises, with the same id."""
+    with override_settings(WARLOCK_SESSIONS={name: value}):
+        assert warlock_check_ids() == [check_id]
+        with pytest.raises(SettingError) as raised:
+            getattr(warlock_settings, name)
+    assert raised.value.check_id == check_id
+    assert isinstance(raised.value, ImproperlyConfigured)
+    assert f"WARLOCK_SESSIONS['{name}']" in str(raised.value)

@@ -60,7 +60,7 @@ def get_agent(name: str | None = None) -> Agent:
     """The configured agent ``name`` (or the default one), built once."""
     name = default_agent_name() if name is None else name
     path, model_name = agent_entry(name)
-    target = import_from_string(path, f"AGENTS']['{name}")
+    target = import_from_string(path, f"AGENTS']['{name}", "warlock_sessions.E006")
     agent = target() if callable(target) and not isinstance(target, Agent) else target
     if not isinstance(agent, Agent):
         raise TypeError(
@@ -76,7 +76,9 @@ def model_options(name: str) -> tuple[Any, dict[str, Any]]:
     """The class and keyword arguments of model ``name``, without building it."""
     entry = _configured("MODELS", name)
     model_class = import_from_string(
-        entry.get("CLASS", DEFAULT_MODEL_CLASS), f"MODELS']['{name}']['CLASS"
+        entry.get("CLASS", DEFAULT_MODEL_CLASS),
+        f"MODELS']['{name}']['CLASS",
+        "warlock_sessions.E007",
     )
     options = dict(entry.get("OPTIONS") or {})
     for key, argument in (("BASE_URL", "base_url"), ("MODEL", "model")):

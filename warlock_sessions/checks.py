@@ -1,12 +1,13 @@
-"""System checks for ``WARLOCK_SESSIONS``, with stable ids ``warlock_sessions.E00x``/``W00x``.
+"""System checks for ``WARLOCK_SESSIONS``, one stable id per condition (docs/settings.md).
 
-Checks never build a store: building one may open connections or create files. Options are
-checked against the store's constructor signature instead.
+Every setting's own rule is its validator in ``conf.VALIDATORS``, the one that also runs when the
+setting is read; the checks here add what spans settings or the environment (store options
+against the store's signature, the database router, the channel layer, agents and models).
+Checks never build a store: building one may open connections or create files.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,10 +15,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import router
-from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS, SETTING_NAME
-from .stores.base import Store
+from .conf import DEFAULTS, SETTING_NAME, VALIDATORS, SettingError, configured_settings
 
 
 def _setting(name: str) -> str:
@@ -26,14 +25,10 @@ def _setting(name: str) -> str:
 
 @register(Tags.compatibility)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    configured = getattr(settings, SETTING_NAME, {})
-    if not isinstance(configured, dict):
-        return [
-            Error(
-                f"settings.{SETTING_NAME} must be a dict, not {type(configured).__name__}.",
-                id="warlock_sessions.E005",
-            )
-        ]
+    try:
+        configured = configured_settings()
+    except SettingError as error:
+        return [_as_check(error)]
     messages: list[CheckMessage] = [
         Warning(
             f"{_setting(name)} is not a warlock_sessions setting and is ignored.",
@@ -43,50 +38,26 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         for name in configured
         if name not in DEFAULTS
     ]
-    messages.extend(_check_store(configured))
-    messages.extend(_check_deliver(configured))
+    valid: dict[str, Any] = {}
+    for name, validate in VALIDATORS.items():
+        try:
+            valid[name] = validate(name, configured.get(name, DEFAULTS[name]))
+        except SettingError as error:
+            messages.append(_as_check(error))
+    if {"STORE", "STORE_OPTIONS"} <= set(valid):
+        messages.extend(_check_store_options(valid["STORE"], valid["STORE_OPTIONS"]))
     messages.extend(_check_realtime())
-    messages.extend(_check_models(configured))
-    messages.extend(_check_agents(configured))
+    if {"MODELS", "AGENTS", "DEFAULT_AGENT"} <= set(valid):
+        messages.extend(_check_models(configured))
+        messages.extend(_check_agents(configured))
     return messages
 
 
-def _check_store(configured: dict[str, Any]) -> list[CheckMessage]:
-    path = configured.get("STORE", DEFAULTS["STORE"])
-    try:
-        store_class = import_string(path) if isinstance(path, str) else path
-    except ImportError as error:
-        return [
-            Error(
-                f"{_setting('STORE')} = {path!r} cannot be imported: {error}.",
-                hint="Give the dotted path of a Store class, e.g. "
-                "'warlock_sessions.stores.DjangoStore'.",
-                id="warlock_sessions.E001",
-            )
-        ]
-    if not (inspect.isclass(store_class) and issubclass(store_class, Store)):
-        return [
-            Error(
-                f"{_setting('STORE')} = {path!r} is not a warlock_sessions Store class.",
-                id="warlock_sessions.E002",
-            )
-        ]
-    if store_class.__name__ == "RedisStore" and importlib.util.find_spec("redis") is None:
-        return [
-            Error(
-                f"{_setting('STORE')} is RedisStore but the redis client is not installed.",
-                hint="pip install 'warlock-sessions[redis]'",
-                id="warlock_sessions.E003",
-            )
-        ]
-    options = configured.get("STORE_OPTIONS", DEFAULTS["STORE_OPTIONS"])
-    if not isinstance(options, dict):
-        return [
-            Error(
-                f"{_setting('STORE_OPTIONS')} must be a dict of keyword arguments.",
-                id="warlock_sessions.E004",
-            )
-        ]
+def _as_check(error: SettingError) -> CheckMessage:
+    return Error(f"{error}.", hint=error.hint or None, id=error.check_id)
+
+
+def _check_store_options(store_class: type, options: dict[str, Any]) -> list[CheckMessage]:
     try:
         inspect.signature(store_class).bind(**options)
     except TypeError as error:
@@ -94,7 +65,7 @@ def _check_store(configured: dict[str, Any]) -> list[CheckMessage]:
             Error(
                 f"{_setting('STORE_OPTIONS')} does not fit {store_class.__name__}: {error}.",
                 hint=f"{store_class.__name__}{inspect.signature(store_class)}",
-                id="warlock_sessions.E004",
+                id="warlock_sessions.E012",
             )
         ]
     return _check_store_database(store_class, options)
@@ -163,30 +134,6 @@ def _check_realtime() -> list[CheckMessage]:
                 hint="Nothing is lost (the log is the truth); for instant delivery across "
                 "processes use channels_redis.",
                 id="warlock_sessions.W004",
-            )
-        ]
-    return []
-
-
-def _check_deliver(configured: dict[str, Any]) -> list[CheckMessage]:
-    path = configured.get("DELIVER")
-    if path is None:
-        return []
-    try:
-        deliver = import_string(path) if isinstance(path, str) else path
-    except ImportError as error:
-        return [
-            Error(
-                f"{_setting('DELIVER')} = {path!r} cannot be imported: {error}.",
-                id="warlock_sessions.E010",
-            )
-        ]
-    if not callable(deliver):
-        return [
-            Error(
-                f"{_setting('DELIVER')} = {path!r} is not callable; it should be "
-                "deliver(message) -> None.",
-                id="warlock_sessions.E010",
             )
         ]
     return []
@@ -261,7 +208,7 @@ def _check_agents(configured: dict[str, Any]) -> list[CheckMessage]:
             Error(
                 f"{SETTING_NAME}['DEFAULT_AGENT'] = {default!r} is not in "
                 f"{SETTING_NAME}['AGENTS'].",
-                id="warlock_sessions.E009",
+                id="warlock_sessions.E013",
             )
         )
     return messages

@@ -1,20 +1,28 @@
 """The ``WARLOCK_SESSIONS`` settings dict, read the way DRF reads ``REST_FRAMEWORK``.
 
 ``from warlock_sessions.conf import warlock_settings`` then ``warlock_settings.STORE``: values
-come from the project's dict, else from :data:`DEFAULTS`; settings named in
-:data:`IMPORT_STRINGS` are imported on first access, and a bad import string raises an
-``ImportError`` that names the setting. Values are cached and dropped whenever Django's
-``setting_changed`` fires (``override_settings`` in tests).
+come from the project's dict, else from :data:`DEFAULTS`, and pass their setting's validator
+(:data:`VALIDATORS`) on first access: import strings are imported, and a wrong value raises a
+:class:`SettingError` (an ``ImproperlyConfigured``) that names the setting. The system checks
+(``checks.py``) run the same validators, so ``manage.py check`` reports the same rule, with the
+error's ``check_id``, before anything reads the setting. Values are cached and dropped whenever
+Django's ``setting_changed`` fires (``override_settings`` in tests).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
+
+from .errors import WarlockError
 
 SETTING_NAME = "WARLOCK_SESSIONS"
 
@@ -46,7 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "LEASE_SECONDS": 60,
     "MAX_WAKE_ATTEMPTS": 5,
     "POLL_INTERVAL": 1.0,
-    # The HTTP API: who may do what (a DRF permission class), and the largest request body.
+    # Who may do what over HTTP and websockets (a permissions.SessionPolicy), and the largest
+    # request body.
     "PERMISSION": "warlock_sessions.permissions.OwnerOrStaff",
     "MAX_BODY_BYTES": 256 * 1024,
     # Websockets one client (a user, or an anonymous visitor's Django session) may hold open in
@@ -54,61 +63,203 @@ DEFAULTS: dict[str, Any] = {
     "MAX_SOCKETS_PER_CLIENT": 20,
 }
 
-#: Settings whose value is an import string (or a list of them) resolved on access.
-IMPORT_STRINGS: frozenset[str] = frozenset({"STORE", "DELIVER", "PERMISSION"})
 
-#: Settings that used to exist, with what replaced them; using one is an error, not a no-op.
-REMOVED_SETTINGS: dict[str, str] = {}
+class SettingError(WarlockError, ImproperlyConfigured):
+    """A ``WARLOCK_SESSIONS`` setting is wrong: raised when it is read, and reported by the
+    system check of the same rule as ``check_id``."""
 
-
-def perform_import(value: Any, setting: str) -> Any:
-    """Import ``value`` if it is an import string (or a list of them); name ``setting`` on error."""
-    if isinstance(value, str):
-        return import_from_string(value, setting)
-    if isinstance(value, list | tuple):
-        return [import_from_string(item, setting) for item in value]
-    return value
+    def __init__(self, setting: str, why: str, *, check_id: str, hint: str = "") -> None:
+        self.setting = setting
+        self.why = why
+        self.check_id = check_id
+        self.hint = hint
+        where = f"{SETTING_NAME}['{setting}']" if setting else f"settings.{SETTING_NAME}"
+        super().__init__(f"{where} {why}")
 
 
-def import_from_string(path: str, setting: str) -> Any:
+class SettingImportError(SettingError, ImportError):
+    """An import string in a setting does not import."""
+
+
+def import_from_string(path: str, setting: str, check_id: str = "warlock_sessions.E001") -> Any:
     try:
         return import_string(path)
     except ImportError as error:
-        raise ImportError(
-            f"Could not import '{path}' for setting {SETTING_NAME}['{setting}']. "
-            f"{type(error).__name__}: {error}."
+        raise SettingImportError(
+            setting,
+            f"= {path!r} cannot be imported. {type(error).__name__}: {error}.",
+            check_id=check_id,
         ) from error
 
 
+# -- validators: (setting name, value) -> the value to use, or SettingError --------------------
+
+
+def _number(minimum: float, *, whole: bool) -> Callable[[str, Any], Any]:
+    kind = "a whole number" if whole else "a number"
+
+    def validate(name: str, value: Any) -> Any:
+        types: tuple[type, ...] = (int,) if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, types) or not value >= minimum:
+            raise SettingError(
+                name,
+                f"must be {kind} >= {minimum:g}, not {value!r}",
+                check_id="warlock_sessions.E017",
+            )
+        return value
+
+    return validate
+
+
+def _mapping(name: str, value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise SettingError(
+            name, f"must be a dict, not {type(value).__name__}", check_id="warlock_sessions.E018"
+        )
+    return value
+
+
+def _store(name: str, value: Any) -> Any:
+    from .stores.base import Store
+
+    store_class = import_from_string(value, name) if isinstance(value, str) else value
+    if not (inspect.isclass(store_class) and issubclass(store_class, Store)):
+        raise SettingError(
+            name,
+            f"= {value!r} is not a warlock_sessions Store class",
+            check_id="warlock_sessions.E002",
+        )
+    if store_class.__name__ == "RedisStore" and importlib.util.find_spec("redis") is None:
+        raise SettingError(
+            name,
+            "is RedisStore but the redis client is not installed",
+            check_id="warlock_sessions.E003",
+            hint="pip install 'warlock-sessions[redis]'",
+        )
+    return store_class
+
+
+def _store_options(name: str, value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        raise SettingError(
+            name, "must be a dict of keyword arguments", check_id="warlock_sessions.E004"
+        )
+    return value
+
+
+def _agents(name: str, value: Any) -> Any:
+    _mapping(name, value)
+    for agent, entry in value.items():
+        if isinstance(entry, str) or (
+            isinstance(entry, Mapping) and isinstance(entry.get("AGENT"), str)
+        ):
+            continue
+        raise SettingError(
+            f"{name}']['{agent}",
+            "must be an import string or {'AGENT': import string, 'MODEL': name}",
+            check_id="warlock_sessions.E019",
+        )
+    return value
+
+
+def _models(name: str, value: Any) -> Any:
+    _mapping(name, value)
+    for model, entry in value.items():
+        if not isinstance(entry, Mapping):
+            raise SettingError(
+                f"{name}']['{model}",
+                "must be a dict with BASE_URL, MODEL, API_KEY or API_KEY_ENV, CLASS, OPTIONS",
+                check_id="warlock_sessions.E019",
+            )
+    return value
+
+
+def _agent_name(name: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, str):
+        raise SettingError(
+            name, f"must name an agent in AGENTS, not {value!r}", check_id="warlock_sessions.E019"
+        )
+    return value
+
+
+def _deliver(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    deliver = (
+        import_from_string(value, name, "warlock_sessions.E010")
+        if isinstance(value, str)
+        else value
+    )
+    if not callable(deliver):
+        raise SettingError(
+            name,
+            f"= {value!r} is not callable; it should be deliver(message) -> None",
+            check_id="warlock_sessions.E014",
+        )
+    return deliver
+
+
+def _permission(name: str, value: Any) -> Any:
+    from .permissions import SessionPolicy
+
+    policy = (
+        import_from_string(value, name, "warlock_sessions.E015")
+        if isinstance(value, str)
+        else value
+    )
+    if not (inspect.isclass(policy) and issubclass(policy, SessionPolicy)):
+        raise SettingError(
+            name,
+            f"= {value!r} is not a SessionPolicy class",
+            check_id="warlock_sessions.E016",
+            hint="Subclass warlock_sessions.permissions.SessionPolicy (or OwnerOrStaff): the "
+            "API and the websockets both ask it can_see, can_act, visible and is_trusted.",
+        )
+    return policy
+
+
+#: Each setting's one validator, used when it is read and by the system checks.
+VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
+    "STORE": _store,
+    "STORE_OPTIONS": _store_options,
+    "AGENTS": _agents,
+    "DEFAULT_AGENT": _agent_name,
+    "MODELS": _models,
+    "MAX_CONFLICT_RETRIES": _number(0, whole=True),
+    "LOOP_CONNECTIONS": _number(0, whole=True),
+    "DELIVER": _deliver,
+    "MAX_DELIVERY_ATTEMPTS": _number(1, whole=True),
+    "LEASE_SECONDS": _number(1, whole=False),
+    "MAX_WAKE_ATTEMPTS": _number(1, whole=True),
+    "POLL_INTERVAL": _number(0.01, whole=False),
+    "PERMISSION": _permission,
+    "MAX_BODY_BYTES": _number(1, whole=True),
+    "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
+}
+
+
+def configured_settings() -> dict[str, Any]:
+    """The project's ``WARLOCK_SESSIONS`` dict (empty when unset)."""
+    configured = getattr(settings, SETTING_NAME, {}) or {}
+    if not isinstance(configured, dict):
+        raise SettingError(
+            "",
+            f"must be a dict, not {type(configured).__name__}",
+            check_id="warlock_sessions.E005",
+        )
+    return configured
+
+
 class WarlockSettings:
-    """Lazy, cached access to ``settings.WARLOCK_SESSIONS`` with defaults applied."""
+    """Lazy, cached, validated access to ``settings.WARLOCK_SESSIONS`` with defaults applied."""
 
     def __init__(self) -> None:
         self._cached: set[str] = set()
-        self._user_settings: dict[str, Any] | None = None
-
-    @property
-    def user_settings(self) -> dict[str, Any]:
-        if self._user_settings is None:
-            configured = getattr(settings, SETTING_NAME, {}) or {}
-            if not isinstance(configured, dict):
-                raise TypeError(
-                    f"settings.{SETTING_NAME} must be a dict, not {type(configured).__name__}"
-                )
-            for name in configured:
-                if name in REMOVED_SETTINGS:
-                    raise RuntimeError(
-                        f"{SETTING_NAME}['{name}'] was removed: {REMOVED_SETTINGS[name]}"
-                    )
-            self._user_settings = configured
-        return self._user_settings
 
     def __getattr__(self, name: str) -> Any:
         if name not in DEFAULTS:
             raise AttributeError(f"Invalid {SETTING_NAME} setting: '{name}'")
-        value = self.user_settings.get(name, DEFAULTS[name])
-        if name in IMPORT_STRINGS:
-            value = perform_import(value, name)
+        value = VALIDATORS[name](name, configured_settings().get(name, DEFAULTS[name]))
         self._cached.add(name)
         setattr(self, name, value)
         return value
@@ -117,7 +268,6 @@ class WarlockSettings:
         for name in self._cached:
             delattr(self, name)
         self._cached.clear()
-        self._user_settings = None
 
 
 warlock_settings = WarlockSettings()

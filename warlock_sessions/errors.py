@@ -79,94 +79,11 @@ class AgentNotConfiguredError(WarlockError, LookupError):
     """No agent (or model) by that name in ``WARLOCK_SESSIONS``."""
 
 
+class NoModelError(WarlockError, ValueError):
+    """A turn needs a model (to understand or to speak) and neither the call nor the agent
+    gives one."""
+
+
 class UnnamedAgentError(WarlockError, ValueError):
     """A ``Host`` was given an ``Agent`` without a name: the wakes it schedules could not be
     fired with it (the worker finds agents by the name each wake records)."""
-
-
-class SessionNotFoundError(WarlockError):
-    """An operation needs a stored session and there is none with that id."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(f'there is no session "{session_id}"')
-
-
-class SessionExistsError(WarlockError):
-    """A create-only operation met a session that already exists."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(f'session "{session_id}" already exists')
-
-
-class ToolPairError(WarlockError):
-    """A conversation history would split a tool call from its tool result."""
-
-
-class DriftError(WarlockError):
-    """A stored run was saved by another definition than the one asked to resume it.
-
-    The check runs before anything executes and writes nothing; ``resume(..., force=True)``
-    skips it. ``code`` is stable for callers to switch on; ``category`` is ``"drift"``.
-    """
-
-    kind = "definition"
-    code = "DRIFT"
-    category = "drift"
-
-    def __init__(self, run_id: str, saved_signature: str, current_signature: str) -> None:
-        self.run_id = run_id
-        self.saved_signature = saved_signature
-        self.current_signature = current_signature
-        super().__init__(
-            f'{self.kind} run "{run_id}" was saved with signature {saved_signature}, but the '
-            f"{self.kind} now has signature {current_signature}; resume with force=True only "
-            "if the change is safe for runs in flight"
-        )
-
-
-class WorkflowDriftError(DriftError):
-    """The workflow's steps changed since the run was saved."""
-
-    kind = "workflow"
-    code = "WORKFLOW_DRIFT"
-
-
-class SupervisorDriftError(DriftError):
-    """The supervisor's workers or routing changed since the run was saved."""
-
-    kind = "supervisor"
-    code = "SUPERVISOR_DRIFT"
-
-
-class AgentDriftError(DriftError):
-    """The agent's definition changed since the run was saved."""
-
-    kind = "agent"
-    code = "AGENT_DRIFT"
-
-
-class SessionLockTimeout(WarlockError):
-    """A session lock could not be acquired in time."""
-
-    def __init__(self, key: str, timeout: float) -> None:
-        self.key = key
-        self.timeout = timeout
-        super().__init__(f'could not lock "{key}" within {timeout:g} s')
-
-
-class SessionLockAborted(WarlockError):
-    """Waiting for a session lock was cancelled before it was acquired."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        super().__init__(f'waiting for the lock on "{key}" was aborted')
-
-
-class SnapshotConflictError(WarlockError):
-    """A snapshot write lost against a concurrent writer of the same key."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        super().__init__(f'snapshot "{key}" was written by someone else meanwhile')

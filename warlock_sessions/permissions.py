@@ -1,6 +1,10 @@
 """Who may do what with a session over HTTP and websockets (``WARLOCK_SESSIONS["PERMISSION"]``).
 
-The object a policy judges is a :class:`SessionAccess`: the session id and its owner record.
+A policy is a :class:`SessionPolicy`: the API and the websockets ask it the same four questions
+(may this requester know the session exists, may they do this action to it, which sessions may
+they list, do they send what server code sends). The requester is a DRF request, or for a
+socket a :class:`Requester` with the connection's user and Django session. The object judged is
+a :class:`SessionAccess`: the session id and its owner record.
 """
 
 from __future__ import annotations
@@ -9,20 +13,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError
+from django.db.models import QuerySet
 from rest_framework.permissions import BasePermission
-from rest_framework.request import Request
 
-from .models import SessionEvent, SessionOwner, forget_records
+from .models import Session, SessionEvent, SessionOwner, forget_records
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
 READ_ACTIONS = frozenset({"list", "retrieve", "events"})
 
 
+#: What a socket may do once admitted, as the policy's action name.
+TURN_ACTION = "turn"
+
+
 @dataclass(frozen=True)
 class SessionAccess:
     session_id: str
     owner: SessionOwner | None
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who makes a request outside DRF (a websocket): its user and Django session."""
+
+    user: Any
+    session: Any
 
 
 #: Where an anonymous visitor's identity is kept in their Django session: the session key it
@@ -97,23 +113,7 @@ def release_claim(owner: SessionOwner, store: Any) -> None:
         SessionOwner.objects.filter(pk=owner.pk).delete()
 
 
-def may_see(policy: Any, request: Any, access: SessionAccess) -> bool:
-    """Whether ``policy`` admits the session exists to ``request`` (policies without
-    ``can_see`` leave it to ``has_object_permission``)."""
-    return not hasattr(policy, "can_see") or policy.can_see(request, access)
-
-
-def is_trusted(policy: Any, request: Any) -> bool:
-    """Whether ``policy`` lets ``request`` send server-grade inputs (context, agent, wakes,
-    private events; see ``host.wire.check_allowed``). Policies without ``is_trusted`` trust
-    staff only."""
-    if hasattr(policy, "is_trusted"):
-        return bool(policy.is_trusted(request))
-    user = getattr(request, "user", None)
-    return bool(user and user.is_staff)
-
-
-def is_owner(request: Request, owner: SessionOwner | None) -> bool:
+def is_owner(request: Any, owner: SessionOwner | None) -> bool:
     if owner is None:
         return False
     if request.user and request.user.is_authenticated:
@@ -125,35 +125,74 @@ def is_owner(request: Request, owner: SessionOwner | None) -> bool:
     )
 
 
-class OwnerOrStaff(BasePermission):
+class SessionPolicy(BasePermission):
+    """The protocol of ``WARLOCK_SESSIONS["PERMISSION"]``. Subclass it (or
+    :class:`OwnerOrStaff`) and answer the four questions; DRF's ``has_object_permission`` is
+    answered from :meth:`can_act` with the viewset's action, so one policy rules both the
+    API and the websockets. ``requester`` has ``user`` and ``session`` in every method."""
+
+    def can_see(self, requester: Any, access: SessionAccess) -> bool:
+        """Whether to admit the session exists (everything else answers 404 / 4403)."""
+        raise NotImplementedError
+
+    def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
+        """Whether ``action`` (``retrieve``, ``events``, ``turn``, ``update``,
+        ``partial_update``, ``destroy``) is allowed on a session the requester can see."""
+        raise NotImplementedError
+
+    def visible(self, requester: Any, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        """The sessions the list endpoint shows to the requester."""
+        raise NotImplementedError
+
+    def is_trusted(self, requester: Any) -> bool:
+        """Whether the requester sends what server code sends (context, the agent, wakes,
+        private events; see ``host.wire.check_allowed``); end users never should."""
+        raise NotImplementedError
+
+    def has_object_permission(self, request: Any, view: Any, obj: SessionAccess) -> bool:
+        return self.can_act(request, getattr(view, "action", "") or "", obj)
+
+
+class OwnerOrStaff(SessionPolicy):
     """Staff may do anything. The owner of a session (the user, or for an anonymous visitor the
     Django session, that started it) may read it, its events, and send it turns. Writing a raw
     blob or deleting needs staff or the ``change_session``/``delete_session`` permissions (an
     end user must never write claims or data directly); ``change_session`` also allows turns and
     ``view_session`` reading. Everyone else gets 404, so a session's existence does not leak."""
 
-    def has_object_permission(self, request: Request, view: Any, obj: SessionAccess) -> bool:
-        user = request.user
+    def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
+        user = requester.user
         if user and user.is_staff:
             return True
-        action = getattr(view, "action", "")
         needed = ADMIN_ACTIONS.get(action)
         if needed:
             return bool(user and user.has_perm(f"warlock_sessions.{needed}_session"))
         if user and user.has_perm("warlock_sessions.change_session"):
             return True  # whoever may write raw blobs may send turns
-        if action in READ_ACTIONS and user and user.has_perm("warlock_sessions.view_session"):
+        if action in READ_ACTIONS and _reads_all(user):
             return True
-        return is_owner(request, obj.owner)
+        return is_owner(requester, access.owner)
 
-    def is_trusted(self, request: Request) -> bool:
+    def is_trusted(self, requester: Any) -> bool:
         """Staff and holders of ``change_session`` send what server code sends."""
-        user = request.user
+        user = requester.user
         return bool(user and (user.is_staff or user.has_perm("warlock_sessions.change_session")))
 
-    def can_see(self, request: Request, obj: SessionAccess) -> bool:
-        """Whether to admit the session exists (404 otherwise)."""
-        user = request.user
-        return bool(
-            user and (user.is_staff or user.has_perm("warlock_sessions.view_session"))
-        ) or is_owner(request, obj.owner)
+    def can_see(self, requester: Any, access: SessionAccess) -> bool:
+        return _reads_all(requester.user) or is_owner(requester, access.owner)
+
+    def visible(self, requester: Any, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        user = requester.user
+        if _reads_all(user):
+            return sessions
+        if user and user.is_authenticated:
+            owned = SessionOwner.objects.filter(user=user)
+        else:
+            owned = SessionOwner.objects.filter(
+                user=None, anonymous_key=anonymous_key(requester) or None
+            )
+        return sessions.filter(id__in=owned.values("session_id"))
+
+
+def _reads_all(user: Any) -> bool:
+    return bool(user and (user.is_staff or user.has_perm("warlock_sessions.view_session")))

@@ -15,6 +15,7 @@ from django.db import DatabaseError, OperationalError, connections
 from django.test import override_settings
 
 from warlock_sessions import signals
+from warlock_sessions.conf import SettingError
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent
 from warlock_sessions.stores import DjangoStore
@@ -256,7 +257,7 @@ def test_loop_connections_close_with_their_loop() -> None:
 @pytest.mark.parametrize("limit", [-1, "4", 2.0])
 async def test_a_bad_loop_connections_setting_is_named(limit: Any) -> None:
     bad = override_settings(WARLOCK_SESSIONS={"LOOP_CONNECTIONS": limit})
-    with bad, pytest.raises(ValueError, match=r"WARLOCK_SESSIONS\['LOOP_CONNECTIONS'\]"):
+    with bad, pytest.raises(SettingError, match=r"WARLOCK_SESSIONS\['LOOP_CONNECTIONS'\]"):
         async with loop_connection(ALIAS):
             pass
 

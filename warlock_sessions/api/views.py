@@ -33,10 +33,8 @@ from ..host.wire import (
 from ..models import Session, SessionEvent, SessionOwner
 from ..permissions import (
     SessionAccess,
-    anonymous_key,
+    SessionPolicy,
     claim_new_session,
-    is_trusted,
-    may_see,
     release_claim,
 )
 from ..stores import default_store
@@ -96,7 +94,10 @@ class SessionViewSet(viewsets.ViewSet):
     parser_classes = [CheckedJSONParser]
 
     def get_permissions(self) -> list[Any]:
-        return [warlock_settings.PERMISSION()]
+        return [self.policy()]
+
+    def policy(self) -> SessionPolicy:
+        return warlock_settings.PERMISSION()
 
     def get_exception_handler(self) -> Any:
         return exception_handler
@@ -127,8 +128,7 @@ class SessionViewSet(viewsets.ViewSet):
         access = SessionAccess(
             session_id, SessionOwner.objects.filter(session_id=session_id).first()
         )
-        policy = self.get_permissions()[0]
-        if not may_see(policy, request, access):
+        if not self.policy().can_see(request, access):
             raise not_found(session_id)
         self.check_object_permissions(request, access)
         return access
@@ -137,15 +137,7 @@ class SessionViewSet(viewsets.ViewSet):
 
     @schema.LIST
     def list(self, request: Request) -> Response:
-        rows = Session.objects.all()
-        user = request.user
-        if not (user and (user.is_staff or user.has_perm("warlock_sessions.view_session"))):
-            if user and user.is_authenticated:
-                owned = SessionOwner.objects.filter(user=user)
-            else:
-                key = anonymous_key(request)
-                owned = SessionOwner.objects.filter(user=None, anonymous_key=key or None)
-            rows = rows.filter(id__in=owned.values("session_id"))
+        rows = self.policy().visible(request, Session.objects.all())
         params = {
             name: clean_text_param(name, value) for name, value in request.query_params.items()
         }
@@ -239,7 +231,7 @@ class SessionViewSet(viewsets.ViewSet):
     @action(detail=True, methods=["post"])
     def turn(self, request: Request, session_id: str) -> Response:
         turn_input, context, agent_name = parse_turn(request.data)
-        if not is_trusted(self.get_permissions()[0], request):
+        if not self.policy().is_trusted(request):
             check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
         store = default_store()
         claimed = claim_new_session(request, session_id, store)  # a new one is its starter's

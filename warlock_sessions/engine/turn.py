@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NoModelError
 from .agent import Agent
 from .decide import decide, understand_request
 from .ingest import ingest
@@ -244,7 +244,7 @@ def duplicate_input(session: Session, key: str, clock: Clock | None = None) -> T
 
 def _model(model: Model | None) -> Model:
     if model is None:
-        raise ValueError("this turn needs a model: pass model= or build the Agent with one")
+        raise NoModelError("this turn needs a model: pass model= or build the Agent with one")
     return model
 
 

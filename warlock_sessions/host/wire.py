@@ -85,6 +85,16 @@ def clean_text_param(name: str, value: str) -> str:
     return value
 
 
+#: Each input object's fields: required (non-empty text, but a message's text may be empty),
+#: then optional ones.
+INPUT_FIELDS = {
+    "message": (("text",), ("id", "at")),
+    "event": (("name", "key"), ("payload",)),
+    "start": (("flow", "key"), ("input",)),
+}
+_OPTIONAL_TEXT = ("id", "at")
+
+
 def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
     """The turn body: exactly one input, plus optional ``context`` and ``agent``."""
     if not isinstance(data, dict):
@@ -95,27 +105,8 @@ def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
         raise InvalidInputError(unknown[0], "is not a field of a turn")
     if len(kinds) != 1:
         raise InvalidInputError("input", "give exactly one of message, event, start, wake")
-    kind, value = kinds[0], data[kinds[0]]
-    if kind == "wake":
-        if not isinstance(value, str) or not value:
-            raise InvalidInputError("wake", "expected a wake key")
-        turn_input: dict[str, Any] = {"wake": value}
-    else:
-        if not isinstance(value, dict):
-            raise InvalidInputError(kind, "expected an object")
-        required = {"message": ("text",), "event": ("name", "key"), "start": ("flow", "key")}[kind]
-        optional = {"message": ("id", "at"), "event": ("payload",), "start": ("input",)}[kind]
-        for name in (*required, *(key for key in optional if key in ("id", "at") and key in value)):
-            if not isinstance(value.get(name), str) or (name != "text" and not value[name]):
-                raise InvalidInputError(f"{kind}.{name}", "expected text")
-        extra = sorted(set(value) - set(required) - set(optional))
-        if extra:
-            raise InvalidInputError(f"{kind}.{extra[0]}", "is not a field")
-        if kind == "message":
-            limit = warlock_settings.MAX_BODY_BYTES
-            if len(value["text"]) > limit or len(value["text"].encode("utf-8", "ignore")) > limit:
-                raise InvalidInputError("message.text", f"is longer than {limit} bytes")
-        turn_input = {kind: value}
+    kind = kinds[0]
+    turn_input = {kind: _input_value(kind, data[kind])}
     check_input(**turn_input)  # all the engine would refuse, before anything acts on it
     agent = data.get("agent")
     if agent is not None and not isinstance(agent, str):
@@ -125,6 +116,29 @@ def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
     if problem is not None:
         raise InvalidInputError(f"context{problem[0]}", problem[1])
     return turn_input, context, agent
+
+
+def _input_value(kind: str, value: Any) -> Any:
+    """The input's own value, its fields and their types checked."""
+    if kind == "wake":
+        if not isinstance(value, str) or not value:
+            raise InvalidInputError("wake", "expected a wake key")
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError(kind, "expected an object")
+    required, optional = INPUT_FIELDS[kind]
+    for name in (*required, *(key for key in _OPTIONAL_TEXT if key in value)):
+        if not isinstance(value.get(name), str) or (name != "text" and not value[name]):
+            raise InvalidInputError(f"{kind}.{name}", "expected text")
+    extra = sorted(set(value) - set(required) - set(optional))
+    if extra:
+        raise InvalidInputError(f"{kind}.{extra[0]}", "is not a field")
+    if kind == "message":
+        limit = warlock_settings.MAX_BODY_BYTES
+        text = value["text"]
+        if len(text) > limit or len(text.encode("utf-8", "ignore")) > limit:
+            raise InvalidInputError("message.text", f"is longer than {limit} bytes")
+    return value
 
 
 def check_allowed(

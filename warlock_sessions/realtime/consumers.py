@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -41,10 +40,10 @@ from ..host.records import event_frame
 from ..host.wire import check_allowed, loads, parse_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
+    TURN_ACTION,
+    Requester,
     SessionAccess,
     claim_new_session,
-    is_trusted,
-    may_see,
     release_claim,
 )
 from ..stores import default_store
@@ -71,9 +70,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.own_frames: dict[int, dict[str, Any]] = {}
         self.last_active = asyncio.get_running_loop().time()
         self.sending = asyncio.Lock()
-        self.requester = SimpleNamespace(
-            user=self.scope.get("user"), session=self.scope.get("session")
-        )
+        self.requester = Requester(user=self.scope.get("user"), session=self.scope.get("session"))
         self.last_saved: Session | None = None
         self.hosts: dict[str | None, Host] = {}
         try:
@@ -127,7 +124,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         client = self.identity()
         if client is None:
             return None, None, False
-        trusted = is_trusted(warlock_settings.PERMISSION(), self.requester)
+        trusted = warlock_settings.PERMISSION().is_trusted(self.requester)
         owner = self.current_owner()
         if owner is None and default_store().load(self.session_id) is None:
             return client, None, trusted  # nobody uses the id: the first frame claims it
@@ -150,8 +147,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         """The HTTP policy, applied to the socket's user and Django session."""
         access = SessionAccess(self.session_id, owner)
         policy = warlock_settings.PERMISSION()
-        return may_see(policy, self.requester, access) and policy.has_object_permission(
-            self.requester, SimpleNamespace(action="turn"), access
+        return policy.can_see(self.requester, access) and policy.can_act(
+            self.requester, TURN_ACTION, access
         )
 
     def claimed(self) -> tuple[bool, SessionOwner | None]:

@@ -83,22 +83,15 @@ class LogFollower:
                 logger.warning("could not read the event log", exc_info=True)
 
     async def tick(self) -> None:
-        for session_id in [sid for sid, sockets in self.sockets.items() if not sockets]:
-            del self.sockets[session_id]  # their sockets were collected without unfollowing
         read_at = asyncio.get_running_loop().time()
-        # Only sockets idle for a while are read for: an active one learns of a gap from its
-        # next delivery, and a busy server is spared reads it does not need.
-        idle_since = read_at - FOLLOW_INTERVAL
-        watched = {
-            sid: idle
-            for sid, sockets in self.sockets.items()
-            if (idle := [socket for socket in sockets if socket.last_active < idle_since])
-        }
+        watched = self._idle_sockets(read_at - FOLLOW_INTERVAL)
         if not watched:
             self.previous = ({}, read_at)
             return
         latest = await in_worker_thread(latest_seqs)(watched)
         (previous, since), self.previous = self.previous, (latest, read_at)
+        # Behind: the log had moved past the socket at the previous read, and the socket has
+        # received nothing since (an event in flight would have reached it by now).
         behind = [
             socket
             for session_id, sockets in watched.items()
@@ -111,6 +104,18 @@ class LogFollower:
         for result in results:
             if isinstance(result, Exception):
                 logger.warning("a socket could not catch up from the log", exc_info=result)
+
+    def _idle_sockets(self, idle_since: float) -> dict[str, list[Follower]]:
+        """Per session, its sockets idle since ``idle_since``. Only those are read for: an
+        active one learns of a gap from its next delivery, and a busy server is spared reads
+        it does not need."""
+        for session_id in [sid for sid, sockets in self.sockets.items() if not sockets]:
+            del self.sockets[session_id]  # their sockets were collected without unfollowing
+        return {
+            sid: idle
+            for sid, sockets in self.sockets.items()
+            if (idle := [socket for socket in sockets if socket.last_active < idle_since])
+        }
 
 
 _followers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LogFollower] = (

@@ -30,15 +30,6 @@ except ImportError:  # no psycopg 3: every turn goes through a worker thread
     AsyncConnection = None
 
 
-def connection_limit() -> int:
-    limit = warlock_settings.LOOP_CONNECTIONS
-    if type(limit) is not int or limit < 0:
-        raise ValueError(
-            f"WARLOCK_SESSIONS['LOOP_CONNECTIONS'] must be a whole number >= 0, not {limit!r}"
-        )
-    return limit
-
-
 class _LoopConnections:
     """The connections of one event loop: by alias, the idle ones and a semaphore counting
     those that may still be taken."""
@@ -107,7 +98,7 @@ async def loop_connection(using: str) -> AsyncIterator[Any | None]:
     """An autocommit ``psycopg.AsyncConnection`` to database ``using`` for this event loop,
     waiting while this loop's ``LOOP_CONNECTIONS`` are all in use; ``None`` when there can be
     none (not PostgreSQL with psycopg 3, or ``LOOP_CONNECTIONS`` is 0)."""
-    limit = connection_limit()
+    limit = warlock_settings.LOOP_CONNECTIONS
     if limit == 0 or AsyncConnection is None or connections[using].vendor != "postgresql":
         yield None
         return
