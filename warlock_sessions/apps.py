@@ -26,7 +26,7 @@ class WarlockSessionsConfig(AppConfig):
 def _forget_deleted(sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
     """A session row deleted with the ORM (the admin, a queryset, a cascade) is forgotten as the
     API forgets one."""
-    from .host.records import forget_session
+    from .host.notify import forget_session
 
     forget_session(instance.pk, using)
 

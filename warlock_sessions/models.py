@@ -233,7 +233,7 @@ class SessionOwner(models.Model):
 
 def forget_records(session_id: str, using: str | None = None) -> None:
     """Delete what is kept about a session besides its blob: event log, outbox, wakes, applied
-    inputs and owner (``host.records.forget_session`` also closes its sockets)."""
+    inputs and owner (``host.notify.forget_session`` also closes its sockets)."""
     for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
         manager = model._default_manager if using is None else model._default_manager.using(using)
         manager.filter(session_id=session_id).delete()

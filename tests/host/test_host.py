@@ -14,6 +14,7 @@ from warlock_sessions.errors import SessionConflictError
 from warlock_sessions.host import Host
 from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
 from warlock_sessions.stores import DjangoStore, MemoryStore
+from warlock_sessions.stores.commit import RecordsBesideCommitter
 
 from .conftest import echo_agent, race_agent, timer_agent
 
@@ -188,8 +189,10 @@ def test_signals_fire_only_after_commit(alias: str) -> None:
 
 
 def test_a_store_outside_the_database_still_gets_outbox_events_and_wakes(alias: str) -> None:
-    host = Host(race_agent(), MemoryStore(), clock=FakeClock(T0_MS))
-    host.using = alias
+    store = MemoryStore()
+    store.committer = lambda: RecordsBesideCommitter(store, using=alias)  # type: ignore[method-assign]
+    host = Host(race_agent(), store, clock=FakeClock(T0_MS))
+    assert host.using == alias
     host.handle("s1", {"message": {"text": "x", "id": "m1"}})
     assert OutboundMessage.objects.using(alias).filter(key="triagem#m1:quem:1").count() == 1
     assert Wake.objects.using(alias).count() == 1 and len(events_of(alias, "s1")) == 4

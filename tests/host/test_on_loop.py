@@ -158,7 +158,7 @@ class LoadTogetherStore(DjangoStore):
 def as_if_two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turns of one session in one process queue on a lock; two processes share none."""
     monkeypatch.setattr(
-        "warlock_sessions.host.loop.session_lock", lambda session_id: asyncio.Lock()
+        "warlock_sessions.host.turns.session_lock", lambda session_id: asyncio.Lock()
     )
 
 

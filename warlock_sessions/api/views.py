@@ -21,7 +21,8 @@ from ..conf import warlock_settings
 from ..engine import ProviderError
 from ..errors import InvalidInputError, SessionConflictError
 from ..host import Host
-from ..host.records import event_frame, forget_session
+from ..host.events import event_frame
+from ..host.notify import forget_session
 from ..host.wire import (
     check_allowed,
     clean_text_param,

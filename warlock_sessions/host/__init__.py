@@ -1,8 +1,8 @@
-"""The host loop on Django: ``Host.handle`` runs turns with conditional saves, a transactional
+"""The turn cycle on Django: ``Host.handle`` runs turns with conditional saves, a transactional
 outbox, an event log and durable wakes; ``run_due_wakes`` and the ``Worker`` fire the wakes."""
 
-from .loop import Host, HostedTurn
-from .records import group_name
+from .notify import group_name
+from .turns import Host, HostedTurn
 from .worker import Worker, deliver_due_messages, run_due_wakes
 
 __all__ = ["Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes"]

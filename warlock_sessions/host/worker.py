@@ -24,7 +24,7 @@ from django.utils import timezone
 from .. import signals
 from ..conf import warlock_settings
 from ..models import OutboundMessage, Wake
-from .loop import Host
+from .turns import Host
 
 logger = logging.getLogger("warlock_sessions.worker")
 

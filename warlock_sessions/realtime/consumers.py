@@ -35,8 +35,8 @@ from ..errors import (
     SessionConflictError,
 )
 from ..host import Host, HostedTurn, group_name
-from ..host.loop import in_worker_thread
-from ..host.records import event_frame
+from ..host.events import event_frame
+from ..host.threads import in_worker_thread
 from ..host.wire import check_allowed, loads, parse_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (

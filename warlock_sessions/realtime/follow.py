@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from django.db.models import Max
 
-from ..host.loop import in_worker_thread
+from ..host.threads import in_worker_thread
 from ..models import SessionEvent
 
 logger = logging.getLogger("warlock_sessions.realtime")

@@ -10,9 +10,13 @@ stored version is exactly ``expected_version``. A failed check raises
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from ..engine.session import Session, decode_session, encode_session, text_problem
 from ..errors import SessionConflictError
+
+if TYPE_CHECKING:
+    from .commit import Committer
 
 #: Longest session id every backend accepts (the database column's length).
 MAX_SESSION_ID_LENGTH = 255
@@ -104,6 +108,14 @@ class Store(ABC):
     def delete(self, session_id: str) -> bool:
         """Remove the session; ``True`` if there was one."""
         return self._remove(check_session_id(session_id))
+
+    def committer(self) -> Committer:
+        """How the host commits a turn's save with its records. A store outside the database
+        gets the generic plan (records in a database transaction around the save); a store
+        that can write both in one transaction overrides this."""
+        from .commit import RecordsBesideCommitter
+
+        return RecordsBesideCommitter(self)
 
     @abstractmethod
     def _read(self, session_id: str) -> tuple[str | bytes, int | None] | None:

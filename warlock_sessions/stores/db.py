@@ -16,6 +16,7 @@ from ..errors import SessionConflictError
 from ..models import Session as SessionRow
 from ..models import forget_records, run_summary
 from .base import Store, check_session_id, saved_copy
+from .commit import DatabaseCommitter
 
 try:
     from django.db.backends.postgresql.base import ServerBindingCursor
@@ -150,6 +151,10 @@ class DjangoStore(Store):
                 rowcount = cursor.rowcount
             if rowcount != 1:
                 raise self._conflict(cursor, session["id"], expected)
+
+    def committer(self) -> DatabaseCommitter:
+        """The save and the turn's records in one transaction (one statement on PostgreSQL)."""
+        return DatabaseCommitter(self)
 
     @property
     def saves_together(self) -> bool:

@@ -1,6 +1,8 @@
-"""The host loop: load -> turn -> conditional save -> on conflict reload and replay -> only
-after the commit, hand the messages and wakes on: nothing is sent or scheduled for a turn
-that did not commit, and a replay mints the same keys (docs/host.md, "What handle does")."""
+"""The turn cycle: load -> turn -> conditional save with the turn's records -> on conflict
+reload and replay -> only after the commit, hand the messages and wakes on: nothing is sent or
+scheduled for a turn that did not commit, and a replay mints the same keys (docs/host.md,
+"What handle does"). Every path (``handle``, ``ahandle`` in a thread or on the event loop)
+commits through the store's one ``Committer``."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, close_old_connections, connections, router, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .. import signals
@@ -22,23 +23,13 @@ from ..conf import warlock_settings
 from ..engine import Agent, Model, Session, SystemClock, TurnResult, turn
 from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
-from ..models import OutboundMessage
 from ..stores import Store, default_store
-from ..stores.db import DjangoStore
 from ..stores.loop_connections import loop_connection
-from .records import (
-    FIRST_SEQ,
-    TurnRecords,
-    announce,
-    apush,
-    forget_applied,
-    input_identity,
-    push,
-    statement_parts,
-    turn_records,
-    was_applied,
-    write_records,
-)
+from ..stores.records import TurnRecords
+from .inputs import forget_applied, input_identity, was_applied
+from .notify import announce, apush, push
+from .records import turn_records
+from .threads import in_worker_thread
 
 #: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
 #: with each further loss, and each pause is drawn at random up to that (full jitter), so turns
@@ -141,11 +132,9 @@ class Host:
         if type(retries) is not int or retries < 0:
             raise ValueError(f"max_conflict_retries must be a whole number >= 0, not {retries!r}")
         self.max_conflict_retries = retries
-        is_db_store = isinstance(self.store, DjangoStore)
-        self.using = self.store.using if is_db_store else router.db_for_write(OutboundMessage)
-        self.one_transaction = is_db_store
-        self.together = is_db_store and self.store.saves_together
-        self.may_run_on_loop = self.together and not self.agent.may_block(self.model)
+        self.committer = self.store.committer()
+        self.using = self.committer.using
+        self.may_run_on_loop = self.committer.on_loop and not self.agent.may_block(self.model)
 
     def handle(
         self,
@@ -231,22 +220,16 @@ class Host:
         version race, or it changed nothing on a remembered copy (no save checked that copy)."""
         turn_input = turn_input_of(input)
         remembered = last_saved is not None
-        loaded = last_saved if remembered else await self.store.aload(connection, session_id)
+        committer: Any = self.committer  # on_loop: it has aload and acommit
+        loaded = last_saved if remembered else await committer.aload(connection, session_id)
         hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
         if not hosted.changed:
             return None if remembered else hosted
         expected = loaded["version"] if loaded is not None else 0
         changes = self._records(session_id, hosted, expected, turn_input)
-        parts, params = statement_parts(changes, self.using)
         try:
-            saved, (first_seq,) = await self.store.asave_together(
-                connection,
-                hosted.session,
-                expected,
-                parts,
-                params,
-                FIRST_SEQ,
-                agent=self.agent_name,
+            saved, first_seq = await committer.acommit(
+                connection, hosted.session, expected, changes, agent=self.agent_name
             )
         except SessionConflictError as error:
             self._conflicted(session_id, error, attempt=1)
@@ -338,6 +321,7 @@ class Host:
     def _records(
         self, session_id: str, hosted: HostedTurn, expected: int, turn_input: Mapping[str, Any]
     ) -> TurnRecords:
+        """What the turn writes besides the session, as its committed version will have it."""
         return turn_records(
             session_id=session_id,
             agent_name=self.agent_name,
@@ -356,26 +340,9 @@ class Host:
         push_events: Callable[[str, list[dict[str, Any]]], None] | None,
     ) -> None:
         changes = self._records(session_id, hosted, expected, turn_input)
-        if self.together:
-            # PostgreSQL: the save and every record in one statement (two round trips a turn).
-            # Inside the caller's transaction it runs under a savepoint, so an input applied
-            # before (a unique violation) does not abort that transaction.
-            parts, params = statement_parts(changes, self.using)
-            nested = connections[self.using].in_atomic_block
-            with transaction.atomic(using=self.using) if nested else nullcontext():
-                saved, (first_seq,) = self.store.save_together(
-                    hosted.session, expected, parts, params, FIRST_SEQ, agent=self.agent_name
-                )
-        elif self.one_transaction:
-            with transaction.atomic(using=self.using):
-                saved = self.store.save(hosted.session, expected, agent=self.agent_name)
-                first_seq = write_records(changes, self.using, exclusive=True)
-        else:
-            # A store outside the database: the records are written first and commit only once
-            # the save took effect, so a save is never left without its records.
-            with transaction.atomic(using=self.using):
-                first_seq = write_records(changes, self.using, exclusive=False)
-                saved = self.store.save(hosted.session, expected)
+        saved, first_seq = self.committer.commit(
+            hosted.session, expected, changes, agent=self.agent_name
+        )
         hosted.session = saved
         hosted.events = events = changes.numbered(first_seq)
 
@@ -385,22 +352,3 @@ class Host:
                 push_events(session_id, events)
 
         transaction.on_commit(after_commit, using=self.using)
-
-
-def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """``function`` for async code, run in a worker thread of the event loop's executor rather
-    than the one thread Channels keeps for database calls, tidying that thread's connection
-    before and after. (``asyncio.to_thread``: asgiref's ``sync_to_async`` did the same hop at
-    half again the cost per call, measured in bench/ws.py.)"""
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            close_old_connections()
-
-    async def in_thread(*args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(run, *args, **kwargs)
-
-    return in_thread

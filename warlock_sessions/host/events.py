@@ -1,0 +1,72 @@
+"""The session's event log as a chat UI sees it: the events one committed turn adds, and the
+frame each event is sent as (websocket and events endpoint)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..engine import TurnResult
+
+
+def turn_events(
+    result: TurnResult, version: int, turn_input: Mapping[str, Any]
+) -> list[tuple[str, Any]]:
+    """The events a chat UI sees for one committed turn, in order, ending with its summary."""
+    events: list[tuple[str, Any]] = [("run_started", started) for started in result.started]
+    events += [("outcome", line) for line in result.outcomes]
+    events += [("message", message) for message in result.messages]
+    events += [
+        ("run_ended", {"runId": run["id"], "flowId": run["flowId"], "reason": run["reason"]})
+        for run in result.ended
+    ]
+    events.append(
+        (
+            "turn",
+            {
+                "version": version,
+                "changed": result.changed,
+                "input": describe_input(turn_input),
+                "outcomes": [line["code"] for line in result.outcomes if line.get("code")],
+                "llmCalls": result.llm_calls,
+            },
+        )
+    )
+    return events
+
+
+def describe_input(turn_input: Mapping[str, Any]) -> dict[str, Any]:
+    """The input as the turn event records it (no payloads: they may be large or private)."""
+    kind = next(iter(turn_input))
+    value = turn_input[kind]
+    if kind == "message":
+        return {"kind": kind, "id": value.get("id")}
+    if kind == "wake":
+        return {"kind": kind, "key": value}
+    return {"kind": kind, "key": value.get("key"), "name": value.get("name") or value.get("flow")}
+
+
+def event_frame(event: Mapping[str, Any]) -> dict[str, Any]:
+    """An event (``{seq, type, payload}``) as the websocket and the events endpoint show it."""
+    return {
+        "seq": event["seq"],
+        "type": event["type"],
+        **_frame_payload(event["type"], event["payload"]),
+    }
+
+
+def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
+    if kind == "message":
+        return {
+            "key": payload["key"],
+            "text": payload["text"],
+            "kind": payload["kind"],
+            "after_ms": payload["afterMs"],
+        }
+    if kind == "turn":
+        return {
+            "version": payload["version"],
+            "changed": payload["changed"],
+            "outcomes": payload["outcomes"],
+        }
+    return {"data": payload}

@@ -1,0 +1,93 @@
+"""What happens only after a turn commits: its signals and the push of its events to the
+session's channel-layer group; and telling a deleted session's sockets."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from .. import signals
+from ..engine import TurnResult
+from ..models import forget_records
+from .events import event_frame
+
+logger = logging.getLogger("warlock_sessions.host")
+
+
+def group_name(session_id: str) -> str:
+    """The channel-layer group of a session (group names allow only a short ASCII alphabet)."""
+    return "warlock_session_" + hashlib.sha256(session_id.encode()).hexdigest()[:40]
+
+
+def announce(*, session_id: str, result: TurnResult, version: int) -> None:
+    """After commit: the signals of a committed turn."""
+    signals.session_saved.send(sender=None, session_id=session_id, version=version, result=result)
+    for started in result.started:
+        signals.run_started.send(sender=None, session_id=session_id, run=started)
+    for ended in result.ended:
+        signals.run_ended.send(
+            sender=None, session_id=session_id, run=ended, reason=ended["reason"]
+        )
+    for message in result.messages:
+        signals.message_out.send(sender=None, session_id=session_id, message=message)
+
+
+def _channel_layer() -> Any:
+    """The default channel layer, or ``None`` when the project has none."""
+    if not getattr(settings, "CHANNEL_LAYERS", None):
+        return None
+    from channels.layers import get_channel_layer
+
+    return get_channel_layer()
+
+
+async def apush(session_id: str, events: list[dict[str, Any]]) -> None:
+    """After commit: the events to the session's channel-layer group (lossy; the log is the
+    truth, and a socket that missed some catches up from it)."""
+    layer = _channel_layer() if events else None
+    if layer is None:
+        return
+    try:
+        await layer.group_send(
+            group_name(session_id),
+            {
+                "type": "warlock.events",
+                "session_id": session_id,
+                "events": [event_frame(event) for event in events],
+            },
+        )
+    except Exception:
+        logger.warning(
+            "could not push events of session %r to the channel layer", session_id, exc_info=True
+        )
+
+
+def push(session_id: str, events: list[dict[str, Any]]) -> None:
+    """``apush`` for synchronous code; without a channel layer it costs nothing (no event loop
+    is started for it)."""
+    if events and _channel_layer() is not None:
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(apush)(session_id, events)
+
+
+def forget_session(session_id: str, using: str | None = None) -> None:
+    """Remove what the host and API keep about a session besides its blob: event log, outbox,
+    wakes, applied inputs and owner; and close the sockets following it. Every deletion (the
+    API's, the admin's, deleting the model row) goes through here, so an id used again starts
+    clean and nobody inherits the old conversation."""
+    forget_records(session_id, using)
+    if _channel_layer() is not None:
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(_announce_forgotten)(session_id)
+
+
+async def _announce_forgotten(session_id: str) -> None:
+    try:
+        await _channel_layer().group_send(group_name(session_id), {"type": "warlock.forgotten"})
+    except Exception:
+        logger.warning("could not tell the sockets of %r it was deleted", session_id, exc_info=True)

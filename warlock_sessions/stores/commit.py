@@ -1,0 +1,97 @@
+"""How a store commits a turn: the session's save together with the turn's records (outbox,
+wakes, event log, applied input), so a save never commits without its records or they
+without it. ``Store.committer()`` gives the plan for a store; the host runs every turn, sync,
+async or on an event loop, through it.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.db import connections, router, transaction
+
+from ..engine.session import Session
+from ..models import OutboundMessage
+from .records import FIRST_SEQ, TurnRecords, statement_parts, write_records
+
+if TYPE_CHECKING:
+    from .base import Store
+    from .db import DjangoStore
+
+
+class Committer(Protocol):
+    #: The database alias the records are written to.
+    using: str
+    #: Whether ``aload``/``acommit`` can run the turn on an event loop's own connection.
+    on_loop: bool
+
+    def commit(
+        self, session: Session, expected: int, records: TurnRecords, *, agent: str
+    ) -> tuple[Session, int]:
+        """Save ``session`` if the stored version is ``expected`` and write ``records``, both or
+        neither; returns the saved session and the ``seq`` of its first logged event. A lost
+        race raises ``SessionConflictError``; an input applied before, ``IntegrityError``."""
+        ...
+
+
+class DatabaseCommitter:
+    """A ``DjangoStore``: the save and the records in the database's own transaction; on
+    PostgreSQL in one statement (two round trips a turn), which can also be awaited on an
+    event loop's connection."""
+
+    def __init__(self, store: DjangoStore) -> None:
+        self.store = store
+        self.using = store.using
+        self.on_loop = store.saves_together
+
+    def commit(
+        self, session: Session, expected: int, records: TurnRecords, *, agent: str
+    ) -> tuple[Session, int]:
+        if not self.store.saves_together:
+            with transaction.atomic(using=self.using):
+                saved = self.store.save(session, expected, agent=agent)
+                return saved, write_records(records, self.using, exclusive=True)
+        parts, params = statement_parts(records, self.using)
+        # Inside the caller's transaction the statement runs under a savepoint, so an input
+        # applied before (a unique violation) does not abort that transaction.
+        nested = connections[self.using].in_atomic_block
+        with transaction.atomic(using=self.using) if nested else nullcontext():
+            saved, (first_seq,) = self.store.save_together(
+                session, expected, parts, params, FIRST_SEQ, agent=agent
+            )
+        return saved, first_seq
+
+    async def aload(self, connection: Any, session_id: str) -> Session | None:
+        return await self.store.aload(connection, session_id)
+
+    async def acommit(
+        self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
+    ) -> tuple[Session, int]:
+        """``commit`` awaited on ``connection`` (``stores.loop_connections``)."""
+        parts, params = statement_parts(records, self.using)
+        saved, (first_seq,) = await self.store.asave_together(
+            connection, session, expected, parts, params, FIRST_SEQ, agent=agent
+        )
+        return saved, first_seq
+
+
+class RecordsBesideCommitter:
+    """A store outside the database (memory, files, SQLite file, Redis): the records are
+    written first in a database transaction that commits only once the save took effect, so a
+    save that failed leaves no records. A crash between the save and that commit would leave
+    a saved turn without its records: a window the database stores do not have."""
+
+    on_loop = False
+
+    def __init__(self, store: Store, using: str | None = None) -> None:
+        self.store = store
+        self.using = using or router.db_for_write(OutboundMessage)
+
+    def commit(
+        self, session: Session, expected: int, records: TurnRecords, *, agent: str
+    ) -> tuple[Session, int]:
+        with transaction.atomic(using=self.using):
+            first_seq = write_records(records, self.using, exclusive=False)
+            saved = self.store.save(session, expected)
+        return saved, first_seq

@@ -1,0 +1,244 @@
+"""What a committed turn writes besides the session (outbox rows, wakes, its event log and the
+record of its input), and the two ways to write it: with the ORM inside a transaction
+(``write_records``), or as common table expressions of the save's own PostgreSQL statement
+(``statement_parts``)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, connections, transaction
+from django.db.models import Max
+
+from ..engine.isotime import ms_from_iso
+from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
+
+#: How many times an event batch is renumbered when another writer took its ``seq`` first
+#: (only possible with a store outside the database, whose save and log are two transactions).
+SEQ_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class TurnRecords:
+    """What one committed turn writes besides the session: messages, wakes and events."""
+
+    session_id: str
+    agent: str
+    now: datetime
+    fired: str | None
+    replaced: list[str]
+    applied: str | None
+    messages: list[dict[str, Any]]
+    schedule: list[dict[str, Any]]
+    events: list[tuple[str, Any]]
+    delivered: bool
+
+    @property
+    def status(self) -> str:
+        return (
+            OutboundMessage.Status.DELIVERED if self.delivered else OutboundMessage.Status.PENDING
+        )
+
+    def numbered(self, first_seq: int) -> list[dict[str, Any]]:
+        """The events as written, ``seq`` from ``first_seq`` on."""
+        return [
+            {"seq": first_seq + index, "type": kind, "payload": payload}
+            for index, (kind, payload) in enumerate(self.events)
+        ]
+
+
+def _moment(iso: str) -> datetime:
+    return datetime.fromtimestamp(ms_from_iso(iso) / 1000, tz=UTC)
+
+
+def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
+    """Write ``changes`` with the ORM, inside the caller's transaction; returns the first seq.
+
+    ``exclusive``: the caller holds the session's row lock, so no other turn of this session
+    can number events meanwhile; otherwise a clash on ``seq`` is renumbered and retried.
+    """
+    now = changes.now
+    if changes.applied:
+        # Unique per session: an input applied before fails the whole transaction here.
+        AppliedInput.objects.using(using).create(
+            session_id=changes.session_id, input_key=changes.applied, created_at=now
+        )
+    OutboundMessage.objects.using(using).bulk_create(
+        [
+            OutboundMessage(
+                key=message["key"],
+                session_id=changes.session_id,
+                kind=message["kind"],
+                text=message["text"],
+                after_ms=message["afterMs"],
+                payload=message,
+                created_at=now,
+                deliver_after=now + timedelta(milliseconds=message["afterMs"]),
+                status=changes.status,
+                delivered_at=now if changes.delivered else None,
+            )
+            for message in changes.messages
+        ],
+        ignore_conflicts=True,  # the same key is the same message: a replay never queues it twice
+    )
+    wakes = Wake.objects.using(using).filter(
+        session_id=changes.session_id, status=Wake.Status.PENDING
+    )
+    if changes.fired:
+        wakes.filter(key=changes.fired).update(
+            status=Wake.Status.FIRED, fired_at=now, lease_until=None
+        )
+    if changes.replaced:
+        wakes.filter(key__in=changes.replaced).delete()
+    if changes.schedule:
+        Wake.objects.using(using).bulk_create(
+            [
+                Wake(
+                    key=entry["key"],
+                    session_id=changes.session_id,
+                    agent=changes.agent,
+                    due_at=_moment(entry["at"]),
+                    created_at=now,
+                )
+                for entry in changes.schedule
+            ],
+            update_conflicts=True,
+            unique_fields=["session_id", "key"],
+            update_fields=["due_at", "agent", "status", "attempts", "lease_until"],
+        )
+    for attempt in range(1 if exclusive else SEQ_ATTEMPTS):
+        last = (
+            SessionEvent.objects.using(using)
+            .filter(session_id=changes.session_id)
+            .aggregate(last=Max("seq"))["last"]
+            or 0
+        )
+        rows = [
+            SessionEvent(
+                session_id=changes.session_id,
+                seq=last + index,
+                type=kind,
+                payload=payload,
+                created_at=now,
+            )
+            for index, (kind, payload) in enumerate(changes.events, start=1)
+        ]
+        if exclusive:
+            SessionEvent.objects.using(using).bulk_create(rows)
+            return last + 1
+        try:
+            with transaction.atomic(using=using):
+                SessionEvent.objects.using(using).bulk_create(rows)
+            return last + 1
+        except IntegrityError:  # another writer numbered events of this session first
+            if attempt == SEQ_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+#: What every write in ``statement_parts`` is guarded by: the session save took effect.
+SAVED = "EXISTS (SELECT 1 FROM saved)"
+#: The final select that returns the first ``seq`` those parts wrote.
+FIRST_SEQ = "(SELECT MIN(seq) FROM events)"
+
+
+def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], list[Any]]:
+    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
+    one statement writes the session and all of this, or (on a conflict) nothing.
+
+    The rows travel as one JSON array per table, so the SQL text depends only on which writes
+    a turn has (a handful of shapes, built once) and a turn binds a few parameters, not a few
+    per row."""
+    now = changes.now
+    params: list[Any] = []
+    if changes.applied:
+        params += [changes.session_id, changes.applied, now]
+    if changes.messages:
+        params += [
+            changes.session_id,
+            changes.status,
+            now,
+            now,
+            now if changes.delivered else None,
+            json.dumps(changes.messages, ensure_ascii=False),
+        ]
+    if changes.fired:
+        params += [now, changes.session_id, changes.fired]
+    if changes.replaced:
+        params += [changes.session_id, changes.replaced]
+    if changes.schedule:
+        params += [
+            changes.session_id,
+            changes.agent,
+            now,
+            json.dumps(changes.schedule, ensure_ascii=False),
+        ]
+    params += [changes.session_id, now, json.dumps(changes.events, ensure_ascii=False)]
+    params.append(changes.session_id)
+    shape = (
+        bool(changes.applied),
+        bool(changes.messages),
+        bool(changes.fired),
+        bool(changes.replaced),
+        bool(changes.schedule),
+    )
+    return _statement_parts(using, *shape), params
+
+
+@functools.cache
+def _statement_parts(
+    using: str, applied: bool, messages: bool, fired: bool, replaced: bool, schedule: bool
+) -> tuple[str, ...]:
+    table = {
+        model: connections[using].ops.quote_name(model._meta.db_table)
+        for model in (AppliedInput, OutboundMessage, SessionEvent, Wake)
+    }
+    parts: list[str] = []
+    if applied:
+        # No ON CONFLICT: an input applied before fails the statement, save included.
+        parts.append(
+            f"applied AS (INSERT INTO {table[AppliedInput]} (session_id, input_key, created_at) "
+            f"SELECT %s, %s, %s WHERE {SAVED})"
+        )
+    if messages:
+        parts.append(
+            f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, kind, text, "
+            "after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
+            "delivered_at) SELECT m.value->>'key', %s, m.value->>'kind', m.value->>'text', "
+            "(m.value->>'afterMs')::integer, m.value, %s, 0, '', %s, %s::timestamptz + "
+            "(m.value->>'afterMs')::integer * interval '1 millisecond', %s::timestamptz "
+            f"FROM jsonb_array_elements(%s::jsonb) AS m(value) WHERE {SAVED} "
+            "ON CONFLICT (session_id, key) DO NOTHING)"
+        )
+    if fired:
+        parts.append(
+            f"fired AS (UPDATE {table[Wake]} SET status = 'fired', fired_at = %s, "
+            "lease_until = NULL WHERE session_id = %s AND key = %s AND status = 'pending' "
+            f"AND {SAVED})"
+        )
+    if replaced:
+        parts.append(
+            f"replaced AS (DELETE FROM {table[Wake]} WHERE session_id = %s "
+            f"AND key = ANY(%s) AND status = 'pending' AND {SAVED})"
+        )
+    if schedule:
+        parts.append(
+            f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, agent, due_at, status, "
+            "attempts, last_error, created_at) SELECT w.value->>'key', %s, %s, "
+            "(w.value->>'at')::timestamptz, 'pending', 0, '', %s "
+            f"FROM jsonb_array_elements(%s::jsonb) AS w(value) WHERE {SAVED} "
+            "ON CONFLICT (session_id, key) DO UPDATE SET due_at = EXCLUDED.due_at, "
+            "agent = EXCLUDED.agent, status = 'pending', attempts = 0, lease_until = NULL)"
+        )
+    parts.append(
+        f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
+        "created_at) SELECT %s, base.last + e.ordinality, e.value->>0, e.value->1, %s "
+        "FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
+        f"CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM {table[SessionEvent]} "
+        f"WHERE session_id = %s) AS base WHERE {SAVED} RETURNING seq)"
+    )
+    return tuple(parts)
