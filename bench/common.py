@@ -36,16 +36,18 @@ def bench_database_url() -> str:
 
 
 #: The connection options docs/stores.md recommends for production PostgreSQL: let psycopg
-#: prepare statements that run repeatedly (Django's default disables that).
-RECOMMENDED_OPTIONS = {"prepare_threshold": 5}
+#: prepare statements that run repeatedly (Django's default disables that), and bind
+#: parameters server-side (a blob travels as a parameter, not escaped into the SQL text).
+RECOMMENDED_OPTIONS = {"prepare_threshold": 5, "server_side_binding": True}
 
 
 def configure_django(database_url: str, **extra_settings: Any) -> None:
     """Point Django at the benchmark database and migrate.
 
     ``default`` is configured as docs/stores.md recommends for production (DEBUG off,
-    persistent connections, ``RECOMMENDED_OPTIONS``); ``django_defaults`` is the same database
-    with Django's default connection options, for comparison.
+    persistent connections, ``RECOMMENDED_OPTIONS``); ``client_binding`` is the same database
+    with prepared statements but client-side binding, and ``django_defaults`` with Django's
+    default connection options, for comparison.
     """
     import django
     from django.conf import settings
@@ -59,6 +61,11 @@ def configure_django(database_url: str, **extra_settings: Any) -> None:
         DATABASES={
             "default": {**database, "OPTIONS": RECOMMENDED_OPTIONS},
             "django_defaults": {**database, "TEST": {"MIRROR": "default"}},
+            "client_binding": {
+                **database,
+                "OPTIONS": {"prepare_threshold": 5},
+                "TEST": {"MIRROR": "default"},
+            },
         },
         **extra_settings,
     )

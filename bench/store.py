@@ -3,7 +3,10 @@
 Contenders, interleaved in one run:
   raw-psycopg-jsonb   SELECT + conditional UPDATE on a jsonb column (the baseline)
   raw-psycopg-text    the same on a text column (what the jsonb parse costs)
-  DjangoStore         warlock_sessions' default store, connection options as docs recommend
+  DjangoStore         warlock_sessions' default store on the alias docs/stores.md recommends
+                      (server_side_binding, prepare_threshold)
+  DjangoStore-client-binding    the same with prepared statements but Django's default
+                                client-side binding (the blob escaped into the SQL text)
   DjangoStore-django-defaults   the same with Django's default connection options
   naive-orm           Model.objects.get() + filter(version=...).update() on the same model
   langgraph           LangGraph's PostgresSaver: get_tuple() + put()
@@ -80,6 +83,13 @@ def main() -> None:
         loaded = store.load("bench")
         store.save(loaded, loaded["version"])
 
+    client_store = DjangoStore(using="client_binding")
+    client_store.save({**blob, "id": "client"}, 0)
+
+    def django_store_client_binding() -> None:
+        loaded = client_store.load("client")
+        client_store.save(loaded, loaded["version"])
+
     defaults_store = DjangoStore(using="django_defaults")
     defaults_store.save({**blob, "id": "defaults"}, 0)
 
@@ -125,6 +135,7 @@ def main() -> None:
             "raw-psycopg-jsonb": raw_jsonb,
             "raw-psycopg-text": raw_text,
             "DjangoStore": django_store,
+            "DjangoStore-client-binding": django_store_client_binding,
             "DjangoStore-django-defaults": django_store_defaults,
             "naive-orm": naive_orm,
             "langgraph": langgraph,

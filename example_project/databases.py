@@ -26,5 +26,9 @@ def asgi_postgres_settings(url: str) -> dict[str, Any]:
     return {
         **postgres_settings(url),
         "CONN_MAX_AGE": 0,
-        "OPTIONS": {"pool": {"min_size": 2, "max_size": 16}, "prepare_threshold": 5},
+        "OPTIONS": {
+            "pool": {"min_size": 2, "max_size": 16},
+            "prepare_threshold": 5,
+            "server_side_binding": True,
+        },
     }

@@ -46,4 +46,5 @@ def redis_unreachable() -> str | None:
 
 
 def postgres_database_settings() -> dict[str, object]:
-    return postgres_settings(POSTGRES_URL)
+    """The alias as docs/stores.md recommends it: parameters bound server-side."""
+    return {**postgres_settings(POSTGRES_URL), "OPTIONS": {"server_side_binding": True}}

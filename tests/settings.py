@@ -55,7 +55,7 @@ DATABASES = {
     },
 }
 if postgres_unreachable() is None:
-    DATABASES["postgres"] = postgres_database_settings()
+    DATABASES["postgres"] = postgres_database_settings()  # type: ignore[assignment]
 # Tests create users and the fuzz test sends generated Basic credentials: a fast hasher keeps
 # each from costing a PBKDF2 run.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,8 +1,8 @@
-"""The engine is pure Python: it imports, and works, in a process without Django settings."""
+"""The engine is pure Python: it imports, and works, in a process without Django settings.
+(Which layer may import which is checked by import-linter in ``make lint``.)"""
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
@@ -37,26 +37,3 @@ def test_the_engine_and_standalone_stores_work_without_django_configured(tmp_pat
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
-
-
-def test_the_engine_imports_nothing_from_django_or_the_layers_above_it() -> None:
-    allowed_outside_engine = {"errors"}  # the exception family is pure Python too
-    offenders = []
-    for path in (PACKAGE / "engine").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                offenders += [
-                    alias.name for alias in node.names if alias.name.split(".")[0] == "django"
-                ]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level == 0 and (node.module or "").split(".")[0] in {
-                    "django",
-                    "warlock_sessions",
-                }:
-                    offenders.append(f"{path.name}: {node.module}")
-                if (
-                    node.level >= 2
-                    and (node.module or "").split(".")[0] not in allowed_outside_engine
-                ):
-                    offenders.append(f"{path.name}: {'.' * node.level}{node.module}")
-    assert offenders == []

@@ -4,7 +4,7 @@ ever written through a Store (the API's PUT does that with the version check).""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -19,7 +19,13 @@ from .models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wak
 TIMELINE_LENGTH = 100
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+if TYPE_CHECKING:  # the stubs make ModelAdmin generic; Django's class is not subscriptable
+    BaseAdmin = admin.ModelAdmin[Any]
+else:
+    BaseAdmin = admin.ModelAdmin
+
+
+class ReadOnlyAdmin(BaseAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -60,9 +66,9 @@ class RunStatusFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [(status, status) for status in sorted(RUN_STATUSES)]
 
-    def queryset(self, request: HttpRequest, queryset: SessionQuerySet) -> QuerySet[Session]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
-        return queryset.with_run_status(value) if value else queryset
+        return cast(SessionQuerySet, queryset).with_run_status(value) if value else queryset
 
 
 class RunFlowFilter(admin.SimpleListFilter):
@@ -77,9 +83,9 @@ class RunFlowFilter(admin.SimpleListFilter):
             flows.update(tokens.split())
         return [(flow, flow) for flow in sorted(flows)]
 
-    def queryset(self, request: HttpRequest, queryset: SessionQuerySet) -> QuerySet[Session]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
-        return queryset.with_flow(value) if value else queryset
+        return cast(SessionQuerySet, queryset).with_flow(value) if value else queryset
 
 
 @admin.register(Session)
@@ -89,10 +95,10 @@ class SessionAdmin(ReadOnlyAdmin):
         return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
     list_display = ["id", "agent", "version", "run_statuses", "run_flows", "updated_at"]
-    list_filter = ["agent", RunStatusFilter, RunFlowFilter, "updated_at"]
+    list_filter = ("agent", RunStatusFilter, RunFlowFilter, "updated_at")
     search_fields = ["id"]
     date_hierarchy = "updated_at"
-    fields = ["id", "agent", "version", "created_at", "updated_at", "pretty_blob"]
+    fields = ("id", "agent", "version", "created_at", "updated_at", "pretty_blob")
     readonly_fields = fields
     actions = ["fire_due_wakes", "export_json"]
     change_form_template = "admin/warlock_sessions/session/change_form.html"
@@ -160,7 +166,7 @@ class SessionAdmin(ReadOnlyAdmin):
 
     @admin.action(description=_("Export the selected sessions as JSON"))
     def export_json(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse:
-        sessions = []
+        sessions: list[Any] = []
         for row in queryset.order_by("id"):
             try:
                 sessions.append(row.session)

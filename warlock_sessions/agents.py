@@ -43,10 +43,10 @@ def agent_entry(name: str) -> tuple[str, str | None]:
 
 
 def default_agent_name() -> str:
-    configured = warlock_settings.DEFAULT_AGENT
+    configured: str | None = warlock_settings.DEFAULT_AGENT
     if configured:
         return configured
-    agents = warlock_settings.AGENTS
+    agents: dict[str, Any] = warlock_settings.AGENTS
     if len(agents) == 1:
         return next(iter(agents))
     raise AgentNotConfiguredError(

@@ -99,8 +99,8 @@ def _number(minimum: float, *, whole: bool) -> Callable[[str, Any], Any]:
     kind = "a whole number" if whole else "a number"
 
     def validate(name: str, value: Any) -> Any:
-        types: tuple[type, ...] = (int,) if whole else (int, float)
-        if isinstance(value, bool) or not isinstance(value, types) or not value >= minimum:
+        number = isinstance(value, int) if whole else isinstance(value, int | float)
+        if isinstance(value, bool) or not number or not minimum <= value:
             raise SettingError(
                 name,
                 f"must be {kind} >= {minimum:g}, not {value!r}",

@@ -10,9 +10,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
 from .engine.session import Session as SessionBlob
-from .engine.session import decode_session
-from .stores.base import MAX_SESSION_ID_LENGTH
 
 
 def token_list(values: Iterable[str]) -> str:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError
-from django.db.models import QuerySet
 from rest_framework.permissions import BasePermission
 
-from .models import Session, SessionEvent, SessionOwner, forget_records
+from .models import SessionEvent, SessionOwner, SessionQuerySet, forget_records
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -117,7 +116,7 @@ def is_owner(request: Any, owner: SessionOwner | None) -> bool:
     if owner is None:
         return False
     if request.user and request.user.is_authenticated:
-        return owner.user_id == request.user.pk
+        return bool(owner.user_id == request.user.pk)
     return (
         owner.user_id is None
         and bool(owner.anonymous_key)
@@ -140,7 +139,7 @@ class SessionPolicy(BasePermission):
         ``partial_update``, ``destroy``) is allowed on a session the requester can see."""
         raise NotImplementedError
 
-    def visible(self, requester: Any, sessions: QuerySet[Session]) -> QuerySet[Session]:
+    def visible(self, requester: Any, sessions: SessionQuerySet) -> SessionQuerySet:
         """The sessions the list endpoint shows to the requester."""
         raise NotImplementedError
 
@@ -181,7 +180,7 @@ class OwnerOrStaff(SessionPolicy):
     def can_see(self, requester: Any, access: SessionAccess) -> bool:
         return _reads_all(requester.user) or is_owner(requester, access.owner)
 
-    def visible(self, requester: Any, sessions: QuerySet[Session]) -> QuerySet[Session]:
+    def visible(self, requester: Any, sessions: SessionQuerySet) -> SessionQuerySet:
         user = requester.user
         if _reads_all(user):
             return sessions

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from warlock_sessions.models import Session
+from warlock_sessions.models import SessionQuerySet
 from warlock_sessions.permissions import OwnerOrStaff, SessionAccess
 
 from .test_session_socket import SETTINGS, socket, until_turn
@@ -37,7 +36,7 @@ class AuditorsSeeAll(OwnerOrStaff):
             return action in ("list", "retrieve", "events", "turn")
         return super().can_act(requester, action, access)
 
-    def visible(self, requester: Any, sessions: QuerySet[Session]) -> QuerySet[Session]:
+    def visible(self, requester: Any, sessions: SessionQuerySet) -> SessionQuerySet:
         return sessions if self.auditor(requester) else super().visible(requester, sessions)
 
 

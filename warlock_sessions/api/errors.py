@@ -91,8 +91,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             response.data.get("detail", str(exc)) if isinstance(response.data, dict) else str(exc)
         )
         response.data = {"code": code, "detail": str(detail)}
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            response.data["retry_after"] = exc.wait
+        wait = getattr(exc, "wait", None)  # set by DRF on Throttled
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            response.data["retry_after"] = wait
     return response
 
 

@@ -3,20 +3,27 @@ errors included. Documentation only; the views validate bodies themselves."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers
 
+if TYPE_CHECKING:  # the stubs make Serializer generic; DRF's class is not subscriptable
+    Shape = serializers.Serializer[Any]
+else:
+    Shape = serializers.Serializer
+
 try:
     from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-except ImportError:  # the openapi extra is not installed: the decorators do nothing
-    OpenApiParameter = OpenApiResponse = None
 
-    def extend_schema(*args: Any, **kwargs: Any) -> Any:
+    OPENAPI = True
+except ImportError:  # the openapi extra is not installed: the decorators do nothing
+    OPENAPI = False
+
+    def extend_schema(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
         return lambda view: view
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(Shape):
     code = serializers.CharField(help_text="stable, kebab-case: switch on it")
     detail = serializers.CharField(help_text="one English sentence")
     field = serializers.CharField(required=False, help_text="the input at fault (invalid-input)")
@@ -24,13 +31,13 @@ class ErrorSerializer(serializers.Serializer):
     actual_version = serializers.IntegerField(required=False, allow_null=True)
 
 
-class SessionEnvelopeSerializer(serializers.Serializer):
+class SessionEnvelopeSerializer(Shape):
     id = serializers.CharField()
     version = serializers.IntegerField()
     session = serializers.JSONField(help_text="the v4 session blob")
 
 
-class SessionSummarySerializer(serializers.Serializer):
+class SessionSummarySerializer(Shape):
     id = serializers.CharField()
     version = serializers.IntegerField()
     agent = serializers.CharField()
@@ -39,25 +46,25 @@ class SessionSummarySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class MessageInputSerializer(serializers.Serializer):
+class MessageInputSerializer(Shape):
     text = serializers.CharField(allow_blank=True)
     id = serializers.CharField(required=False, help_text="the client's id: a resend is ignored")
     at = serializers.DateTimeField(required=False, help_text="staff and server code only")
 
 
-class EventInputSerializer(serializers.Serializer):
+class EventInputSerializer(Shape):
     name = serializers.CharField(help_text="end users: only the agent's public events")
     key = serializers.CharField(help_text="the event's id: a resend is ignored")
     payload = serializers.JSONField(required=False)
 
 
-class StartInputSerializer(serializers.Serializer):
+class StartInputSerializer(Shape):
     flow = serializers.CharField(help_text="end users: only the agent's public starts")
     key = serializers.CharField(help_text="the start's id: a resend is ignored")
     input = serializers.JSONField(required=False, help_text="staff and server code only")
 
 
-class TurnRequestSerializer(serializers.Serializer):
+class TurnRequestSerializer(Shape):
     """Exactly one of ``message``, ``event``, ``start``, ``wake``. What an end user may send is
     limited by the trust model (docs/api.md): ``context``, ``agent``, ``wake`` and
     ``message.at`` are for staff and server code."""
@@ -66,13 +73,14 @@ class TurnRequestSerializer(serializers.Serializer):
     event = EventInputSerializer(required=False)
     start = StartInputSerializer(required=False)
     wake = serializers.CharField(required=False, help_text="a wake key (staff only)")
-    context = serializers.JSONField(required=False, help_text="staff only")
+    # A body field named like Serializer.context, which only this documentation shape has.
+    context = serializers.JSONField(required=False, help_text="staff only")  # type: ignore[assignment]
     agent = serializers.CharField(
         required=False, help_text="a name in WARLOCK_SESSIONS['AGENTS'] (staff only)"
     )
 
 
-class TurnResultSerializer(serializers.Serializer):
+class TurnResultSerializer(Shape):
     version = serializers.IntegerField()
     changed = serializers.BooleanField()
     messages = serializers.ListField(child=serializers.JSONField())
@@ -86,7 +94,7 @@ class TurnResultSerializer(serializers.Serializer):
     session = serializers.JSONField()
 
 
-class EventsSerializer(serializers.Serializer):
+class EventsSerializer(Shape):
     events = serializers.ListField(child=serializers.JSONField())
     last_seq = serializers.IntegerField()
 
@@ -102,7 +110,7 @@ def errors(*statuses: int) -> dict[int, Any]:
         429: "throttled",
         503: "the model provider failed",
     }
-    if OpenApiResponse is None:
+    if not OPENAPI:
         return {}
     return {
         status: OpenApiResponse(ErrorSerializer, description=described[status])
@@ -122,7 +130,7 @@ LIST = extend_schema(
             ("updated_before", "ISO-8601"),
         )
     ]
-    if OpenApiParameter
+    if OPENAPI
     else None,
 )
 RETRIEVE = extend_schema(responses={200: SessionEnvelopeSerializer, **errors(403, 404, 429)})
@@ -139,7 +147,7 @@ UPDATE = extend_schema(
         ),
         OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER, description="*: create"),
     ]
-    if OpenApiParameter
+    if OPENAPI
     else None,
 )
 DESTROY = extend_schema(responses={204: None, **errors(403, 404, 429)})
@@ -150,6 +158,6 @@ TURN = extend_schema(
 EVENTS = extend_schema(
     responses={200: EventsSerializer, **errors(400, 403, 404, 429)},
     parameters=[OpenApiParameter("after_seq", int, description="events after this seq")]
-    if OpenApiParameter
+    if OPENAPI
     else None,
 )

@@ -3,7 +3,7 @@ OpenAPI schema at ``schema/`` when drf-spectacular (the ``openapi`` extra) is in
 
 from importlib.util import find_spec
 
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from rest_framework.routers import DefaultRouter
 
 from .views import SessionViewSet
@@ -11,7 +11,7 @@ from .views import SessionViewSet
 router = DefaultRouter()
 router.register("sessions", SessionViewSet, basename="warlock-session")
 
-urlpatterns = [path("", include(router.urls))]
+urlpatterns: list[URLPattern | URLResolver] = [path("", include(router.urls))]
 
 if find_spec("drf_spectacular") is not None:
     from drf_spectacular.views import SpectacularAPIView

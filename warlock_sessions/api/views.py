@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import ProviderError
+from ..engine import Session as SessionBlob
 from ..errors import InvalidInputError, SessionConflictError
 from ..host import Host
 from ..host.events import event_frame
@@ -31,7 +32,7 @@ from ..host.wire import (
     provider_failure,
     session_id_input,
 )
-from ..models import Session, SessionEvent, SessionOwner
+from ..models import Session, SessionEvent, SessionOwner, SessionQuerySet
 from ..permissions import (
     SessionAccess,
     SessionPolicy,
@@ -98,7 +99,8 @@ class SessionViewSet(viewsets.ViewSet):
         return [self.policy()]
 
     def policy(self) -> SessionPolicy:
-        return warlock_settings.PERMISSION()
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        return policy
 
     def get_exception_handler(self) -> Any:
         return exception_handler
@@ -138,9 +140,9 @@ class SessionViewSet(viewsets.ViewSet):
 
     @schema.LIST
     def list(self, request: Request) -> Response:
-        rows = self.policy().visible(request, Session.objects.all())
+        rows: SessionQuerySet = self.policy().visible(request, Session.objects.all())
         params = {
-            name: clean_text_param(name, value) for name, value in request.query_params.items()
+            name: clean_text_param(name, str(value)) for name, value in request.query_params.items()
         }
         if params.get("agent"):
             rows = rows.filter(agent=params["agent"])
@@ -172,7 +174,7 @@ class SessionViewSet(viewsets.ViewSet):
                     "run_statuses": row.run_statuses.split(),
                     "updated_at": row.updated_at,
                 }
-                for row in page
+                for row in page or []
             ]
         )
 
@@ -208,7 +210,7 @@ class SessionViewSet(viewsets.ViewSet):
         expected = 0 if if_match is None else etag_version(if_match)
         blob = session_of_body(request.data, session_id)
         try:
-            saved = default_store().save(blob, expected)
+            saved = default_store().save(cast(SessionBlob, blob), expected)
         except SessionConflictError as error:
             raise precondition_failed(error) from None
         except (TypeError, ValueError) as error:

@@ -14,7 +14,7 @@ def is_duration(value: object) -> bool:
     return isinstance(value, str) and _PATTERN.match(value) is not None
 
 
-def parse_duration(value: str, where: str = "") -> int:
+def parse_duration(value: object, where: str = "") -> int:
     """``"5m"`` -> 300000 milliseconds; anything else raises ``FlowConfigurationError``."""
     match = _PATTERN.match(value) if isinstance(value, str) else None
     if match is None:

@@ -64,7 +64,7 @@ class Step:
 
     @property
     def max_asks(self) -> int:
-        return self.raw.get("maxAsks", DEFAULT_MAX_ASKS)
+        return int(self.raw.get("maxAsks", DEFAULT_MAX_ASKS))
 
 
 @dataclass(frozen=True)
@@ -129,11 +129,11 @@ class _Checker:
             raise self.fail(
                 path, f"{value!r} is not a duration (a number then s, m, h or d, like '30s')"
             )
-        return parse_duration(value, path)  # type: ignore[arg-type]
+        return parse_duration(value, path)
 
     def predicate(self, value: object, path: str) -> Predicate:
         if callable(value):
-            return value  # type: ignore[return-value]
+            return value
         spec = self.mapping(value, path)
         for name, arg in spec.items():
             where = f"{path}.{name}"
@@ -199,7 +199,7 @@ class _Checker:
         if value is None:
             return "always" if kind == "event" else "once"
         if value in ("once", "always"):
-            return value  # type: ignore[return-value]
+            return value
         if isinstance(value, Mapping) and set(value) == {"cooldown"}:
             return self.duration(value["cooldown"], f"{path}.cooldown")
         raise self.fail(path, f"expected 'once', 'always' or {{cooldown: duration}}, got {value!r}")

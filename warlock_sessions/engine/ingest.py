@@ -131,7 +131,7 @@ def resolve_reply_waits(state: TurnState) -> None:
 
 
 def run_wake(state: TurnState, key: str) -> None:
-    run = next((r for r in state.runs if (r.get("waiting") or {}).get("key") == key), None)
+    run = next((r for r in state.runs if "waiting" in r and r["waiting"].get("key") == key), None)
     if run is None:
         state.ignore("stale-wake", key)
         return

@@ -7,11 +7,11 @@ Every phase calls into this module; it calls no phase.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .flows import Flow, Step, Trigger
 from .isotime import iso_from_ms, ms_from_iso
-from .session import Run
+from .session import Run, TriggerKind, Waiting
 from .state import KEEP, TurnState
 from .templates import render
 
@@ -27,7 +27,13 @@ def take_floor(state: TurnState, run: Run) -> None:
 
 
 def new_run(
-    state: TurnState, flow: Flow, kind: str, key: str, dedupe_key: str, payload: Any, hop: int
+    state: TurnState,
+    flow: Flow,
+    kind: TriggerKind,
+    key: str,
+    dedupe_key: str,
+    payload: Any,
+    hop: int,
 ) -> Run:
     """A run of ``flow`` before its first step; ``payload`` becomes its ``input``."""
     run: Run = {
@@ -49,7 +55,9 @@ def new_run(
     return run
 
 
-def draft_run(state: TurnState, flow: Flow, kind: str, key: str, payload: Any = None) -> Run:
+def draft_run(
+    state: TurnState, flow: Flow, kind: TriggerKind, key: str, payload: Any = None
+) -> Run:
     """A run that is never stored, to test a trigger's ``if`` before starting the real one."""
     return new_run(state, flow, kind, key, f"{flow.id}:{state.anchor_of(flow)}:", payload, 0)
 
@@ -57,7 +65,7 @@ def draft_run(state: TurnState, flow: Flow, kind: str, key: str, payload: Any = 
 def start_run(
     state: TurnState,
     flow: Flow,
-    kind: str,
+    kind: TriggerKind,
     key: str,
     *,
     trigger: Trigger | None = None,
@@ -182,20 +190,26 @@ def unpark(state: TurnState, run: Run) -> None:
     """The run no longer waits: unless its own wake woke it, that wake is retired (it
     would only fire as a stale wake)."""
     waiting = run.pop("waiting", None)
-    key = (waiting or {}).get("key")
+    key = waiting.get("key") if waiting else None
     if key and not (state.kind == "wake" and key == state.what["key"]):
         state.retired.append(key)
 
 
 def park(
-    state: TurnState, run: Run, kind: str, key: str, at_ms: int, event: str | None = None
+    state: TurnState,
+    run: Run,
+    kind: Literal["timer", "event"],
+    key: str,
+    at_ms: int,
+    event: str | None = None,
 ) -> None:
+    """The run waits for the wake ``key`` at ``at_ms`` (or for ``event`` until then)."""
     run["status"] = "waiting"
-    waiting: dict[str, Any] = {"kind": kind, "key": key}
+    waiting: Waiting = {"kind": kind, "key": key, "setAt": state.now_iso}
     if event is not None:
         waiting["event"] = event
-    waiting.update(until=iso_from_ms(at_ms), setAt=state.now_iso)
-    run["waiting"] = waiting  # type: ignore[typeddict-item]
+    waiting["until"] = iso_from_ms(at_ms)
+    run["waiting"] = waiting
     state.schedule.append({"key": key, "at": iso_from_ms(at_ms)})
 
 

@@ -18,6 +18,7 @@ from ..errors import WarlockError
 
 if TYPE_CHECKING:
     from .flows import Flow, Step
+    from .session import Run
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class UnderstandRequest:
     context: Any
     data: Mapping[str, Any]
     now: datetime
-    floor_run: Mapping[str, Any] | None
+    floor_run: Run | None
     floor_flow: Flow | None
     message_flows: Sequence[Flow]
     mention_flows: Sequence[Flow]
@@ -65,7 +66,7 @@ class Understanding:
 class TalkRequest:
     """A talk step queued to speak, with its pending fields (collect - known - at maxAsks)."""
 
-    run: Mapping[str, Any]
+    run: Run
     flow: Flow
     step: Step
     pending: Sequence[str]

@@ -75,4 +75,4 @@ def json_equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict | list | tuple) or isinstance(b, dict | list | tuple):
         return False
-    return a == b
+    return bool(a == b)

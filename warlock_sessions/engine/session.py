@@ -16,7 +16,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from ..errors import InvalidSessionError
 from .isotime import to_iso
 
-SESSION_FORMAT = 4
+SESSION_FORMAT: Literal[4] = 4
 
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 TriggerKind = Literal["message", "mention", "silence", "event", "start", "flow"]
@@ -103,6 +103,9 @@ def new_session(session_id: str) -> Session:
         "metadata": {},
     }
 
+
+#: Longest session id every store accepts (the database column's length).
+MAX_SESSION_ID_LENGTH = 255
 
 _MISSING = object()
 
@@ -283,15 +286,13 @@ def migrate_session(
         # A run never exists without its claim, or its flow could start a second time.
         claims[run["dedupeKey"]] = {"at": run["startedAt"]}
     session = new_session(session_id)
-    session.update(
-        version=version,
-        data=data,
-        runs=runs,
-        claims=claims,
-        metadata=_dates_to_iso(metadata),
-    )
+    session["version"] = version
+    session["data"] = data
+    session["runs"] = runs
+    session["claims"] = claims
+    session["metadata"] = _dates_to_iso(metadata)
     if history is not _MISSING:
-        session["history"] = history  # type: ignore[typeddict-item]
+        session["history"] = history
     return session
 
 
@@ -316,8 +317,8 @@ def _legacy_claims(
     for key, state in triggers.items():
         if not _is_record(state):
             raise bad(f"signals.triggers.{key} is not a trigger state")
-        at = to_iso(state.get("lastTriggeredAt")) or to_iso(state.get("firstTriggeredAt"))
-        claims[f"{flow_id_of(key)}:{session_id}:"] = {"at": at or fallback}
+        fired = to_iso(state.get("lastTriggeredAt")) or to_iso(state.get("firstTriggeredAt"))
+        claims[f"{flow_id_of(key)}:{session_id}:"] = {"at": fired or fallback}
     return claims
 
 
@@ -360,7 +361,7 @@ def _legacy_ref(
         return None
     if isinstance(value, str):
         return value, None
-    if _is_record(value) and isinstance(value.get("id"), str):
+    if isinstance(value, dict) and isinstance(value.get("id"), str):
         return value["id"], value.get("enteredAt")
     raise bad(f"{name} is {_describe(value)}, expected {{ id }} or text")
 

@@ -93,9 +93,9 @@ def settle(state: TurnState, outcome: Spoken | Deferral | None) -> None:
 
 def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     run, flow, step = talk.run, talk.flow, talk.step
-    key = state.step_key(run, step)  # type: ignore[arg-type]
+    key = state.step_key(run, step)
     if spoken.message:
-        state.emit(spoken.message, "ai", state.message_key(run, step), run, step)  # type: ignore[arg-type]
+        state.emit(spoken.message, "ai", state.message_key(run, step), run, step)
     for name, raw in spoken.fields.items():
         write_field(state, name, raw)
     state.session["data"].update(spoken.data)
@@ -104,27 +104,27 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
         step.outcome_kind,
         "ok",
         step_id=step.id,
-        key=key,  # type: ignore[arg-type]
+        key=key,
         llmCalls=spoken.llm_calls,
     )
-    if not state.live(run):  # type: ignore[arg-type]
+    if not state.live(run):
         return
     if step.collect:
         pending = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
         if pending:
             for name in pending:
-                run["asked"][name] = run["asked"].get(name, 0) + 1  # type: ignore[index]
-            run["status"] = "asking"  # type: ignore[index]
+                run["asked"][name] = run["asked"].get(name, 0) + 1
+            run["status"] = "asking"
             return
         if not run.get("staying"):
-            report_max_asks(state, run, step)  # type: ignore[arg-type]
+            report_max_asks(state, run, step)
     if run.get("staying"):
-        stay_at(state, run, step)  # type: ignore[arg-type]
+        stay_at(state, run, step)
         return
-    run["status"] = "running"  # type: ignore[index]
-    follow(state, run, flow, step, step.then)  # type: ignore[arg-type]
-    if state.live(run) and run["status"] == "running":  # type: ignore[arg-type]
-        state.queue.append(run)  # type: ignore[arg-type]
+    run["status"] = "running"
+    follow(state, run, flow, step, step.then)
+    if state.live(run) and run["status"] == "running":
+        state.queue.append(run)
 
 
 def defer_talk(state: TurnState, talk: TalkRequest, deferred: Deferral) -> None:
@@ -132,7 +132,7 @@ def defer_talk(state: TurnState, talk: TalkRequest, deferred: Deferral) -> None:
     provider's reset time, if later), or end it as failed when the failure is not retryable
     or the ladder is spent. The retry re-runs the step at the same visit, so its keys repeat."""
     run, step = talk.run, talk.step
-    key = state.step_key(run, step)  # type: ignore[arg-type]
+    key = state.step_key(run, step)
     attempt = 0
     for line in reversed(run["outcomes"]):
         if line["status"] != "deferred" or line.get("stepId") != step.id:
@@ -142,20 +142,20 @@ def defer_talk(state: TurnState, talk: TalkRequest, deferred: Deferral) -> None:
     if state.agent.should_retry is not None:
         retryable = bool(state.agent.should_retry(deferred))
     if not retryable or attempt >= len(RETRY_LADDER_MS):
-        state.outcome(run, step.outcome_kind, "failed", key=key, code=deferred.code)  # type: ignore[arg-type]
-        end_run(state, run, "failed")  # type: ignore[arg-type]
+        state.outcome(run, step.outcome_kind, "failed", key=key, code=deferred.code)
+        end_run(state, run, "failed")
         return
     at = state.now_ms + RETRY_LADDER_MS[attempt]
     if deferred.reset_at_ms is not None and deferred.reset_at_ms > at:
         at = deferred.reset_at_ms
     visit = run["visits"].get(step.id, 0)
-    park(state, run, "timer", f"{run['id']}:{step.id}:{visit}:retry:{at}", at)  # type: ignore[arg-type]
+    park(state, run, "timer", f"{run['id']}:{step.id}:{visit}:retry:{at}", at)
     state.outcome(
         run,
         step.outcome_kind,
         "deferred",
         key=key,
-        code=deferred.code,  # type: ignore[arg-type]
+        code=deferred.code,
         until=iso_from_ms(at),
     )
 
@@ -168,7 +168,9 @@ def arm_silence(state: TurnState) -> None:
     spoke = state.session.get("lastAssistantAt") != previous
     wakes = silence_wakes(state, previous) if spoke else []
     state.schedule.extend(wakes)
-    wrote = state.session.get("lastUserAt") != (state.original or {}).get("lastUserAt")
+    wrote = state.session.get("lastUserAt") != (
+        state.original.get("lastUserAt") if state.original else None
+    )
     if not previous or not (spoke or wrote):
         return
     kept = {wake.get("replaces") for wake in wakes}

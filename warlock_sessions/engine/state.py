@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from .agent import Agent
 from .flows import Flow, Step
@@ -18,7 +18,7 @@ from .ports import (
     TalkRequest,
 )
 from .predicates import PredicateContext, evaluate, json_equal
-from .session import Run, Session, new_session, storable_text
+from .session import Run, Session, StepOutcome, new_session, storable_text
 
 KEEP = 50  # input ids, always-claims per flow and anchor, outcome lines per run
 
@@ -183,10 +183,14 @@ class TurnState:
         return next((run for run in self.runs if run["status"] == "asking"), None)
 
     def anchor_of(self, flow: Flow) -> str:
-        if not flow.anchored:
-            return self.session["id"]
-        anchor = self.anchors.get(flow.anchor) or {}
-        return anchor.get("key") or self.session["id"]
+        return self.anchor_record(flow).get("key") or self.session["id"]
+
+    def anchor_record(self, flow: Flow) -> Mapping[str, Any]:
+        """What the host told the turn about ``flow``'s anchor (its key, when the lead last
+        wrote there); nothing for a flow anchored to the session."""
+        if not flow.anchored or flow.anchor is None:
+            return {}
+        return self.anchors.get(flow.anchor) or {}
 
     def claim_at(self, key: str) -> str | None:
         claim = self.session["claims"].get(key)
@@ -197,9 +201,7 @@ class TurnState:
         last_user = self.session.get("lastUserAt")
         if last_user and ms_from_iso(last_user) > since:
             return True
-        if not flow.anchored:
-            return False
-        inbound = (self.anchors.get(flow.anchor) or {}).get("lastInboundAt")
+        inbound = self.anchor_record(flow).get("lastInboundAt")
         return inbound is not None and ms_from_iso(inbound) > since
 
     def snap(self, at_ms: int, business_hours: bool) -> int:
@@ -239,7 +241,7 @@ class TurnState:
         full["at"] = self.now_iso
         self.outcomes.append(full)
         if run is not None:
-            run["outcomes"].append(full)
+            run["outcomes"].append(cast(StepOutcome, full))
             if len(run["outcomes"]) > KEEP:
                 del run["outcomes"][: len(run["outcomes"]) - KEEP]
 

@@ -5,6 +5,8 @@ step kind.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .agent import ActionContext
 from .durations import parse_duration
 from .fields import is_known, pending_fields
@@ -58,10 +60,10 @@ def speaker(state: TurnState) -> TalkRequest | IdleRequest | None:
     if (
         state.kind == "message"
         and state.asker() is None
-        and idle != "silent"
+        and isinstance(idle, Mapping)  # not "silent"
         and not state.spoke_by
     ):
-        return IdleRequest(idle=idle)  # type: ignore[arg-type]
+        return IdleRequest(idle=idle)
     return None
 
 

@@ -88,7 +88,7 @@ def _shown(value: object) -> str:
 
 def _require_key(value: object, where: str, what: str) -> None:
     _require(value, str, where, what)
-    if not value or len(value) > MAX_KEY_LENGTH:  # type: ignore[arg-type]
+    if not isinstance(value, str) or not value or len(value) > MAX_KEY_LENGTH:
         raise InvalidInputError(where, f"must be 1 to {MAX_KEY_LENGTH} characters long")
 
 
@@ -103,7 +103,7 @@ def _require_json(value: object, where: str) -> None:
 def _require_moment(value: object, where: str) -> None:
     _require(value, str, where, "an ISO-8601 date and time")
     try:
-        iso_from_ms(ms_from_iso(value))  # type: ignore[arg-type]
+        iso_from_ms(ms_from_iso(str(value)))
     except (ValueError, OverflowError, OSError):
         raise InvalidInputError(
             where, f"must be an ISO-8601 date and time, not {value!r:.80}"

@@ -177,14 +177,14 @@ class Host:
             if self._runs_on_loop():
                 async with loop_connection(self.using) as connection:
                     if connection is not None:
-                        hosted = await self._on_loop(
+                        on_loop = await self._on_loop(
                             connection, session_id, input, context, turn_options, last_saved
                         )
-                        if hosted is not None:
-                            await apush(session_id, hosted.events)
-                            return hosted
+                        if on_loop is not None:
+                            await apush(session_id, on_loop.events)
+                            return on_loop
                         last_saved = None
-            hosted = await in_worker_thread(self._handle)(
+            hosted: HostedTurn = await in_worker_thread(self._handle)(
                 session_id, input, context, turn_options, last_saved, None
             )
         await apush(session_id, hosted.events)

@@ -236,8 +236,9 @@ class RuleModel:
 
     @staticmethod
     def _scope(request: SpeakRequest, data: Mapping[str, Any]) -> dict[str, Any]:
-        run = request.talk.run if isinstance(request.talk, TalkRequest) else {}
-        return {"data": data, "context": request.context, "input": run.get("input")}
+        talk = request.talk
+        run_input = talk.run.get("input") if isinstance(talk, TalkRequest) else None
+        return {"data": data, "context": request.context, "input": run_input}
 
     @staticmethod
     def _label(name: str, definition: Mapping[str, Any]) -> str:

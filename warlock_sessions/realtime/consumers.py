@@ -43,6 +43,7 @@ from ..permissions import (
     TURN_ACTION,
     Requester,
     SessionAccess,
+    SessionPolicy,
     claim_new_session,
     release_claim,
 )
@@ -146,7 +147,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     def permitted(self, owner: SessionOwner | None) -> bool:
         """The HTTP policy, applied to the socket's user and Django session."""
         access = SessionAccess(self.session_id, owner)
-        policy = warlock_settings.PERMISSION()
+        policy: SessionPolicy = warlock_settings.PERMISSION()
         return policy.can_see(self.requester, access) and policy.can_act(
             self.requester, TURN_ACTION, access
         )

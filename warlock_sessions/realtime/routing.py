@@ -11,5 +11,6 @@ from django.urls import re_path
 from .consumers import SessionConsumer
 
 websocket_urlpatterns = [
-    re_path(r"^ws/sessions/(?P<session_id>[^/]+)/$", SessionConsumer.as_asgi()),
+    # Channels' URLRouter takes ASGI applications where Django's stubs expect views.
+    re_path(r"^ws/sessions/(?P<session_id>[^/]+)/$", SessionConsumer.as_asgi()),  # type: ignore[arg-type]
 ]

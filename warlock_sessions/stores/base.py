@@ -12,14 +12,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from ..engine.session import Session, decode_session, encode_session, text_problem
+from ..engine.session import (
+    MAX_SESSION_ID_LENGTH,
+    Session,
+    decode_session,
+    encode_session,
+    text_problem,
+)
 from ..errors import SessionConflictError
 
 if TYPE_CHECKING:
     from .commit import Committer
-
-#: Longest session id every backend accepts (the database column's length).
-MAX_SESSION_ID_LENGTH = 255
 
 
 def check_session_id(session_id: object) -> str:
@@ -66,7 +69,7 @@ def saved_copy(session: Session, version: int) -> Session:
 
     The copy is shallow; the store never mutates either object.
     """
-    return {**session, "version": version}  # type: ignore[return-value]
+    return {**session, "version": version}
 
 
 class Store(ABC):

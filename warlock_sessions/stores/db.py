@@ -18,32 +18,6 @@ from ..models import forget_records, run_summary
 from .base import Store, check_session_id, saved_copy
 from .commit import DatabaseCommitter
 
-try:
-    from django.db.backends.postgresql.base import ServerBindingCursor
-except ImportError:  # no psycopg 3 installed, or psycopg2 in use
-    ServerBindingCursor = None
-
-
-def server_binding_cursor(using: str) -> CursorWrapper:
-    """A cursor on Django's connection ``using`` that binds parameters server-side.
-
-    Django's psycopg 3 cursors bind client-side by default: a whole blob is escaped into the
-    SQL text, which PostgreSQL must then parse. That cost a third of a save (bench/store.py),
-    so on PostgreSQL this asks for Django's own server-binding cursor class, wrapped like every
-    Django cursor (execute wrappers, query logging, error translation and transactions behave
-    as usual). Elsewhere it is the ordinary cursor.
-
-    Statements are prepared as the connection's ``prepare_threshold`` says (Django's default:
-    never). Prepared, the combined statement of ``save_together`` costs PostgreSQL half the CPU:
-    its text is parsed and planned once per connection instead of on every turn.
-    """
-    connection = connections[using]
-    if connection.vendor != "postgresql" or ServerBindingCursor is None:
-        return connection.cursor()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
-
 
 class DjangoStore(Store):
     """The default store: one ``Session`` row per conversation, saved by a conditional write.
@@ -66,7 +40,7 @@ class DjangoStore(Store):
     """
 
     def __init__(self, using: str | None = None, agent: str = "") -> None:
-        self.using = using or router.db_for_write(SessionRow)
+        self.using: str = using or router.db_for_write(SessionRow) or "default"
         self.agent = agent
 
     @cached_property
@@ -75,7 +49,7 @@ class DjangoStore(Store):
         quote = connection.ops.quote_name
         meta = SessionRow._meta
         table = quote(meta.db_table)
-        column = {field.name: quote(field.column) for field in meta.concrete_fields}
+        column = {field.name: quote(field.column or "") for field in meta.concrete_fields}
         written = ["blob", "version", "run_flows", "run_statuses", "updated_at"]
         insert_columns = ", ".join(column[name] for name in ["id", "agent", "created_at", *written])
         ignore = connection.features.supports_ignore_conflicts
@@ -96,7 +70,7 @@ class DjangoStore(Store):
         }
 
     def _cursor(self) -> CursorWrapper:
-        return server_binding_cursor(self.using)
+        return connections[self.using].cursor()
 
     def _read(self, session_id: str) -> tuple[str, int] | None:
         with self._cursor() as cursor:
@@ -113,7 +87,7 @@ class DjangoStore(Store):
 
     def _prepare(
         self, session: Session, expected_version: int, agent: str | None = None
-    ) -> tuple[str, int, list[object]]:
+    ) -> tuple[str, int, list[Any]]:
         """The checked id, expected version and the parameters of the insert or update
         (``agent``, else the store's, is named on a session it creates)."""
         expected, text = self.checked(session, expected_version)
@@ -121,7 +95,7 @@ class DjangoStore(Store):
 
     def _row_params(
         self, session: Session, expected: int, text: str, agent: str | None
-    ) -> list[object]:
+    ) -> list[Any]:
         summary = run_summary(session)
         now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
         written = [text, expected + 1, summary["run_flows"], summary["run_statuses"], now]
@@ -166,7 +140,7 @@ class DjangoStore(Store):
         session: Session,
         expected_version: int,
         parts: Sequence[str],
-        params: Sequence[object],
+        params: Sequence[Any],
         select: str,
         *,
         agent: str | None = None,
@@ -183,7 +157,7 @@ class DjangoStore(Store):
         statement, values, session_id, expected = self._together(
             session, expected_version, parts, params, select, agent
         )
-        with server_binding_cursor(self.using) as cursor:
+        with self._cursor() as cursor:
             cursor.execute(statement, values)
             row = cursor.fetchone()
             if row[0] is None:
@@ -196,7 +170,7 @@ class DjangoStore(Store):
         session: Session,
         expected_version: int,
         parts: Sequence[str],
-        params: Sequence[object],
+        params: Sequence[Any],
         select: str,
         *,
         agent: str | None = None,
@@ -219,10 +193,10 @@ class DjangoStore(Store):
         session: Session,
         expected_version: int,
         parts: Sequence[str],
-        params: Sequence[object],
+        params: Sequence[Any],
         select: str,
         agent: str | None,
-    ) -> tuple[str, list[object], str, int]:
+    ) -> tuple[str, list[Any], str, int]:
         """The statement of ``save_together``, its parameters, the session id and the expected
         version."""
         session_id, expected, save_params = self._prepare(session, expected_version, agent)
@@ -232,10 +206,10 @@ class DjangoStore(Store):
         statement = f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}"
         return statement, [*save_params, *params], session_id, expected
 
-    def _insert(self, cursor: CursorWrapper, params: list[object]) -> int:
+    def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:
         if connections[self.using].features.supports_ignore_conflicts:
             cursor.execute(self._sql["insert"], params)
-            return cursor.rowcount
+            return int(cursor.rowcount)
         # Backends without ON CONFLICT: a savepoint keeps the duplicate from breaking an
         # enclosing transaction.
         try:
@@ -251,7 +225,7 @@ class DjangoStore(Store):
         with transaction.atomic(using=self.using), self._cursor() as cursor:
             cursor.execute(self._sql["delete"], [session_id])
             forget_records(session_id, self.using)
-            return cursor.rowcount == 1
+            return bool(cursor.rowcount == 1)
 
 
 def _conflict_error(

@@ -27,7 +27,7 @@ from ..conf import warlock_settings
 try:
     from psycopg import AsyncConnection, pq, sql
 except ImportError:  # no psycopg 3: every turn goes through a worker thread
-    AsyncConnection = None
+    AsyncConnection = None  # type: ignore[assignment,misc]
 
 
 class _LoopConnections:

@@ -67,9 +67,11 @@ class RedisStore(Store):
     def _key(self, session_id: str) -> str:
         return self.prefix + session_id
 
-    def _read(self, session_id: str) -> tuple[bytes, int] | None:
+    def _read(self, session_id: str) -> tuple[bytes | str, int] | None:
         version, blob = self.client.hmget(self._key(session_id), ["version", "blob"])
-        return None if blob is None else (blob, int(version))
+        if blob is None or version is None:
+            return None
+        return blob, int(version)
 
     def _write(self, session: Session, expected: int, text: str) -> None:
         session_id = session["id"]

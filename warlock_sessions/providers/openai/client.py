@@ -144,7 +144,8 @@ class ChatClient:
         if response.status_code >= 400:
             raise response_error(response, now)
         try:
-            return response.json()
+            reply: dict[str, Any] = response.json()
+            return reply
         except ValueError:
             raise ProviderError(
                 "provider-invalid", False, detail="the server did not answer JSON"
