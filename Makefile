@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench docs clean
+.PHONY: demo test test-core lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,redis,openapi]'
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 $(VENV)/.bench-installed: $(STAMP)
@@ -31,8 +31,16 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-test: lint
+test: lint test-core
 	$(BIN)/pytest
+
+# The core installed with no extras (Django and DRF only) imports and works.
+CORE := .venv-core
+test-core:
+	rm -rf $(CORE)
+	$(PYTHON) -m venv $(CORE)
+	$(CORE)/bin/pip install --quiet .
+	cd / && $(CURDIR)/$(CORE)/bin/python $(CURDIR)/tests/core/without_extras.py
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.store
@@ -49,4 +57,4 @@ docs: $(VENV)/.docs-installed
 	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) build *.egg-info demo.sqlite3
+	rm -rf $(VENV) $(CORE) build *.egg-info demo.sqlite3

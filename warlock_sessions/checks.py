@@ -141,7 +141,7 @@ def _check_realtime() -> list[CheckMessage]:
 
 def _check_models(configured: dict[str, Any]) -> list[CheckMessage]:
     from .agents import model_options
-    from .providers.openai import check_base_url
+    from .providers.endpoints import check_base_url
 
     messages: list[CheckMessage] = []
     for name, entry in (configured.get("MODELS") or {}).items():

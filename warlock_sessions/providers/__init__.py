@@ -5,7 +5,20 @@
   (OpenAI, vLLM, Ollama, llama.cpp, LM Studio), with SSE streaming.
 """
 
-from .openai import OpenAICompatibleModel
+from typing import TYPE_CHECKING, Any
+
 from .rule import RuleModel
 
+if TYPE_CHECKING:
+    from .openai import OpenAICompatibleModel
+
 __all__ = ["OpenAICompatibleModel", "RuleModel"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: it needs httpx (the ``openai`` extra), RuleModel needs nothing.
+    if name == "OpenAICompatibleModel":
+        from .openai import OpenAICompatibleModel
+
+        return OpenAICompatibleModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,8 +3,9 @@
 text as it arrives; pure), ``client`` (HTTP, structured output modes, the schema fallback) and
 ``model`` (the engine's ports)."""
 
+from ..endpoints import check_base_url
 from .errors import classify, reset_delay_ms
-from .model import OpenAICompatibleModel, check_base_url
+from .model import OpenAICompatibleModel
 from .prompts import parse_json_object
 from .streaming import MessageDeltas
 

@@ -6,7 +6,6 @@ import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -19,6 +18,7 @@ from ...engine.ports import (
     Understanding,
     UnderstandRequest,
 )
+from ..endpoints import check_base_url
 from .client import STRUCTURED_OUTPUTS, ChatClient
 from .prompts import (
     parse_json_object,
@@ -30,17 +30,6 @@ from .prompts import (
     understand_messages,
     understand_schema,
 )
-
-
-def check_base_url(base_url: str) -> str:
-    """``base_url`` without its trailing slash, if it is an http(s) URL with a host."""
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
-            f"base_url must be an http(s) URL with a host, like "
-            f"'https://api.openai.com/v1', not {base_url!r}"
-        )
-    return base_url.rstrip("/")
 
 
 class OpenAICompatibleModel:
