@@ -1,4 +1,4 @@
-"""Signals of the host loop. All but ``session_conflict`` and ``turn_computed`` are sent after
+"""Signals of the turn cycle (``host.turns``). All but ``session_conflict`` and ``turn_computed`` are sent after
 the turn's transaction commits, so a receiver never sees state that could still roll back.
 
 * ``turn_computed(session_id, input, result)``: ``turn()`` ran; the save comes next.

@@ -12,8 +12,8 @@ from django.db import close_old_connections
 def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     """``function`` for async code, run in a worker thread of the event loop's executor rather
     than the one thread Channels keeps for database calls, tidying that thread's connection
-    before and after. (``asyncio.to_thread``: asgiref's ``sync_to_async`` did the same hop at
-    half again the cost per call, measured in bench/ws.py.)"""
+    before and after. (``asyncio.to_thread`` rather than asgiref's ``sync_to_async``, which
+    cost more per call: docs/benchmarks.md.)"""
 
     def run(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()

@@ -2,8 +2,8 @@
 
 Django's connections are synchronous, so async code reaches them through a worker thread. For a
 turn that itself cannot block, that hop (waking a thread, handing the result back to the loop,
-and the GIL passed between them) cost more CPU than the turn (``bench/ws.py``: 12 context
-switches a message). psycopg's ``AsyncConnection`` needs no thread.
+and the GIL passed between them) cost more CPU than the turn (docs/benchmarks.md).
+psycopg's ``AsyncConnection`` needs no thread.
 
 The connections use the parameters of Django's connection for the same alias (database, user,
 options, Django's type adapters; ``assume_role`` too), at most ``LOOP_CONNECTIONS`` per alias
