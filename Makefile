@@ -40,6 +40,7 @@ test-core:
 	rm -rf $(CORE)
 	$(PYTHON) -m venv $(CORE)
 	$(CORE)/bin/pip install --quiet .
+	rm -rf build
 	cd / && $(CURDIR)/$(CORE)/bin/python $(CURDIR)/tests/core/without_extras.py
 
 bench: $(VENV)/.bench-installed

@@ -147,31 +147,25 @@ def _store_options(name: str, value: Any) -> Any:
     return value
 
 
-def _agents(name: str, value: Any) -> Any:
-    _mapping(name, value)
-    for agent, entry in value.items():
-        if isinstance(entry, str) or (
-            isinstance(entry, Mapping) and isinstance(entry.get("AGENT"), str)
-        ):
-            continue
-        raise SettingError(
-            f"{name}']['{agent}",
-            "must be an import string or {'AGENT': import string, 'MODEL': name}",
-            check_id="warlock_sessions.E019",
-        )
-    return value
+def _entries(shape: str, ok: Callable[[Any], bool]) -> Callable[[str, Any], Any]:
+    """A validator of a dict whose every entry ``ok`` accepts; ``shape`` says what one is."""
+
+    def validate(name: str, value: Any) -> Any:
+        _mapping(name, value)
+        for key, entry in value.items():
+            if not ok(entry):
+                raise SettingError(
+                    f"{name}']['{key}", f"must be {shape}", check_id="warlock_sessions.E019"
+                )
+        return value
+
+    return validate
 
 
-def _models(name: str, value: Any) -> Any:
-    _mapping(name, value)
-    for model, entry in value.items():
-        if not isinstance(entry, Mapping):
-            raise SettingError(
-                f"{name}']['{model}",
-                "must be a dict with BASE_URL, MODEL, API_KEY or API_KEY_ENV, CLASS, OPTIONS",
-                check_id="warlock_sessions.E019",
-            )
-    return value
+def _is_agent_entry(entry: Any) -> bool:
+    return isinstance(entry, str) or (
+        isinstance(entry, Mapping) and isinstance(entry.get("AGENT"), str)
+    )
 
 
 def _agent_name(name: str, value: Any) -> Any:
@@ -222,9 +216,14 @@ def _permission(name: str, value: Any) -> Any:
 VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "STORE": _store,
     "STORE_OPTIONS": _store_options,
-    "AGENTS": _agents,
+    "AGENTS": _entries(
+        "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
+    ),
     "DEFAULT_AGENT": _agent_name,
-    "MODELS": _models,
+    "MODELS": _entries(
+        "a dict with BASE_URL, MODEL, API_KEY or API_KEY_ENV, CLASS, OPTIONS",
+        lambda entry: isinstance(entry, Mapping),
+    ),
     "MAX_CONFLICT_RETRIES": _number(0, whole=True),
     "LOOP_CONNECTIONS": _number(0, whole=True),
     "DELIVER": _deliver,

@@ -1,5 +1,6 @@
-"""Signals of the turn cycle (``host.turns``). All but ``session_conflict`` and ``turn_computed`` are sent after
-the turn's transaction commits, so a receiver never sees state that could still roll back.
+"""Signals of the turn cycle (``host.turns``). All but ``session_conflict`` and
+``turn_computed`` are sent after the turn's transaction commits, so a receiver never sees state
+that could still roll back.
 
 * ``turn_computed(session_id, input, result)``: ``turn()`` ran; the save comes next.
 * ``session_saved(session_id, version, result)``: the turn is committed.

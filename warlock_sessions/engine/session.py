@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -278,9 +279,11 @@ def migrate_session(
     version = _expect(record, "version", _is_whole, "a whole number", bad, default=0)
     metadata = _expect(record, "metadata", _is_record, "an object", bad, default={})
     history = _expect(record, "history", _is_list, "a list", bad, optional=True)
-    fallback = to_iso(now or datetime.now().astimezone()) or ""
-    claims = _legacy_claims(record, session_id, flow_id_of, fallback, bad)
-    run = _legacy_run(record, session_id, flow_id_of, fallback, bad)
+    legacy = _Legacy(
+        record, session_id, flow_id_of, to_iso(now or datetime.now().astimezone()) or "", bad
+    )
+    claims = legacy.claims()
+    run = legacy.run()
     runs = [run] if run is not None else []
     if run is not None:
         # A run never exists without its claim, or its flow could start a second time.
@@ -296,61 +299,62 @@ def migrate_session(
     return session
 
 
-def _legacy_claims(
-    record: Mapping[str, Any],
-    session_id: str,
-    flow_id_of: Callable[[str], str],
-    fallback: str,
-    bad: Callable[[str], InvalidSessionError],
-) -> dict[str, Claim]:
-    """A ``once`` claim for every completed ``flowHistory`` entry and every fired signal."""
-    flow_history = _expect(record, "flowHistory", _is_list, "a list", bad, default=[])
-    signals = _expect(record, "signals", _is_record, "an object", bad, default={})
-    triggers = _expect(signals, "triggers", _is_record, "an object", bad, "signals", default={})
-    claims: dict[str, Claim] = {}
-    for index, entry in enumerate(flow_history):
-        if not _is_record(entry) or not isinstance(entry.get("flowId"), str):
-            raise bad(f"flowHistory[{index}] is not a flow entry")
-        if entry.get("completed") is True:
-            at = to_iso(entry.get("exitedAt")) or to_iso(entry.get("enteredAt")) or fallback
-            claims[f"{flow_id_of(entry['flowId'])}:{session_id}:"] = {"at": at}
-    for key, state in triggers.items():
-        if not _is_record(state):
-            raise bad(f"signals.triggers.{key} is not a trigger state")
-        fired = to_iso(state.get("lastTriggeredAt")) or to_iso(state.get("firstTriggeredAt"))
-        claims[f"{flow_id_of(key)}:{session_id}:"] = {"at": fired or fallback}
-    return claims
+@dataclass(frozen=True)
+class _Legacy:
+    """A 3.x blob being lifted: where its claims and its current run come from."""
 
+    record: Mapping[str, Any]
+    session_id: str
+    flow_id_of: Callable[[str], str]
+    fallback: str  # the date of what carries none
+    bad: Callable[[str], InvalidSessionError]
 
-def _legacy_run(
-    record: Mapping[str, Any],
-    session_id: str,
-    flow_id_of: Callable[[str], str],
-    fallback: str,
-    bad: Callable[[str], InvalidSessionError],
-) -> Run | None:
-    """The run of 3.x's ``currentFlow``/``currentStep``, if a flow was current."""
-    flow_ref = _legacy_ref(record.get("currentFlow"), "currentFlow", bad)
-    step_ref = _legacy_ref(record.get("currentStep"), "currentStep", bad)
-    if flow_ref is None:
-        return None
-    flow_id = flow_id_of(flow_ref[0])
-    step_id = step_ref[0] if step_ref is not None else None
-    return {
-        "id": f"{flow_id}#legacy",
-        "flowId": flow_id,
-        "anchor": session_id,
-        "dedupeKey": f"{flow_id}:{session_id}:",
-        "stepId": step_id,
-        # Entered before its first step it is a fresh run; at a step it asks there.
-        "status": "running" if step_id is None else "asking",
-        "trigger": {"kind": "message", "key": "legacy"},
-        "hop": 0,
-        "startedAt": to_iso(flow_ref[1]) or fallback,
-        "asked": {},
-        "visits": {},
-        "outcomes": [],
-    }
+    def claim_key(self, flow_or_signal: str) -> str:
+        return f"{self.flow_id_of(flow_or_signal)}:{self.session_id}:"
+
+    def claims(self) -> dict[str, Claim]:
+        """A ``once`` claim for every completed ``flowHistory`` entry and every fired signal."""
+        record, bad = self.record, self.bad
+        flow_history = _expect(record, "flowHistory", _is_list, "a list", bad, default=[])
+        signals = _expect(record, "signals", _is_record, "an object", bad, default={})
+        triggers = _expect(signals, "triggers", _is_record, "an object", bad, "signals", default={})
+        claims: dict[str, Claim] = {}
+        for index, entry in enumerate(flow_history):
+            if not _is_record(entry) or not isinstance(entry.get("flowId"), str):
+                raise bad(f"flowHistory[{index}] is not a flow entry")
+            if entry.get("completed") is True:
+                at = to_iso(entry.get("exitedAt")) or to_iso(entry.get("enteredAt"))
+                claims[self.claim_key(entry["flowId"])] = {"at": at or self.fallback}
+        for key, state in triggers.items():
+            if not _is_record(state):
+                raise bad(f"signals.triggers.{key} is not a trigger state")
+            fired = to_iso(state.get("lastTriggeredAt")) or to_iso(state.get("firstTriggeredAt"))
+            claims[self.claim_key(key)] = {"at": fired or self.fallback}
+        return claims
+
+    def run(self) -> Run | None:
+        """The run of 3.x's ``currentFlow``/``currentStep``, if a flow was current."""
+        flow_ref = _legacy_ref(self.record.get("currentFlow"), "currentFlow", self.bad)
+        step_ref = _legacy_ref(self.record.get("currentStep"), "currentStep", self.bad)
+        if flow_ref is None:
+            return None
+        flow_id = self.flow_id_of(flow_ref[0])
+        step_id = step_ref[0] if step_ref is not None else None
+        return {
+            "id": f"{flow_id}#legacy",
+            "flowId": flow_id,
+            "anchor": self.session_id,
+            "dedupeKey": self.claim_key(flow_ref[0]),
+            "stepId": step_id,
+            # Entered before its first step it is a fresh run; at a step it asks there.
+            "status": "running" if step_id is None else "asking",
+            "trigger": {"kind": "message", "key": "legacy"},
+            "hop": 0,
+            "startedAt": to_iso(flow_ref[1]) or self.fallback,
+            "asked": {},
+            "visits": {},
+            "outcomes": [],
+        }
 
 
 def _legacy_ref(

@@ -94,11 +94,11 @@ class TurnState:
         kind: str,
         what: dict[str, Any],
         now: datetime,
-        context: Any,
-        history: Any,
-        silenced: str | Mapping[str, Any] | None,
-        anchors: Mapping[str, Any] | None,
-        claims: Mapping[str, Any] | None,
+        context: Any = None,
+        history: Any = None,
+        silenced: str | Mapping[str, Any] | None = None,
+        anchors: Mapping[str, Any] | None = None,
+        claims: Mapping[str, Any] | None = None,
     ) -> None:
         # What the turn reads and never changes.
         self.agent = agent

@@ -266,8 +266,6 @@ def pending_wakes(
         what={"key": ""},
         now=(clock or SystemClock()).now(),
         context=context,
-        history=None,
-        silenced=None,
         anchors=anchors,
         claims=claims,
     )

@@ -58,7 +58,7 @@ class DatabaseCommitter:
         nested = connections[self.using].in_atomic_block
         with transaction.atomic(using=self.using) if nested else nullcontext():
             saved, (first_seq,) = self.store.save_together(
-                session, expected, parts, params, FIRST_SEQ, agent=agent
+                self.store.together(session, expected, parts, params, FIRST_SEQ, agent=agent)
             )
         return saved, first_seq
 
@@ -70,9 +70,8 @@ class DatabaseCommitter:
     ) -> tuple[Session, int]:
         """``commit`` awaited on ``connection`` (``stores.loop_connections``)."""
         parts, params = statement_parts(records, self.using)
-        saved, (first_seq,) = await self.store.asave_together(
-            connection, session, expected, parts, params, FIRST_SEQ, agent=agent
-        )
+        together = self.store.together(session, expected, parts, params, FIRST_SEQ, agent=agent)
+        saved, (first_seq,) = await self.store.asave_together(connection, together)
         return saved, first_seq
 
 

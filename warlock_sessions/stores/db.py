@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -17,6 +18,19 @@ from ..models import Session as SessionRow
 from ..models import forget_records, run_summary
 from .base import Store, check_session_id, saved_copy
 from .commit import DatabaseCommitter
+
+
+@dataclass(frozen=True)
+class SaveTogether:
+    """A save and further writes as one statement, built by ``DjangoStore.together``."""
+
+    session: Session
+    expected: int
+    statement: str
+    values: list[Any]
+
+    def saved(self) -> Session:
+        return saved_copy(self.session, self.expected + 1)
 
 
 class DjangoStore(Store):
@@ -87,11 +101,11 @@ class DjangoStore(Store):
 
     def _prepare(
         self, session: Session, expected_version: int, agent: str | None = None
-    ) -> tuple[str, int, list[Any]]:
-        """The checked id, expected version and the parameters of the insert or update
-        (``agent``, else the store's, is named on a session it creates)."""
+    ) -> tuple[int, list[Any]]:
+        """The checked expected version and the parameters of the insert or update (``agent``,
+        else the store's, is named on a session it creates)."""
         expected, text = self.checked(session, expected_version)
-        return session["id"], expected, self._row_params(session, expected, text, agent)
+        return expected, self._row_params(session, expected, text, agent)
 
     def _row_params(
         self, session: Session, expected: int, text: str, agent: str | None
@@ -135,7 +149,7 @@ class DjangoStore(Store):
         """Whether :meth:`save_together` can join other writes to the save (PostgreSQL)."""
         return connections[self.using].vendor == "postgresql"
 
-    def save_together(
+    def together(
         self,
         session: Session,
         expected_version: int,
@@ -144,67 +158,50 @@ class DjangoStore(Store):
         select: str,
         *,
         agent: str | None = None,
-    ) -> tuple[Session, tuple[Any, ...]]:
-        """``save`` and further writes in one PostgreSQL statement, so they commit together
-        with no transaction round trips.
+    ) -> SaveTogether:
+        """``save`` and further writes as one PostgreSQL statement, for :meth:`save_together`
+        (or :meth:`asave_together`) to run, so they commit together with no transaction round
+        trips.
 
         ``parts`` are common table expressions (``name AS (...)``) that may read ``saved`` (the
         saved row's ``version``) and must write only ``WHERE EXISTS (SELECT 1 FROM saved)``:
-        on a conflict ``saved`` is empty, nothing is written, and ``SessionConflictError`` is
-        raised. Returns the saved session and what ``select`` (SQL after the saved version in
-        the final ``SELECT``) evaluated to.
+        on a conflict ``saved`` is empty and nothing is written. ``select`` is SQL evaluated
+        after the saved version in the final ``SELECT``.
         """
-        statement, values, session_id, expected = self._together(
-            session, expected_version, parts, params, select, agent
+        expected, save_params = self._prepare(session, expected_version, agent)
+        saved = self._sql["insert" if expected == 0 else "update"]
+        version = self._sql["version_column"]
+        ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
+        return SaveTogether(
+            session=session,
+            expected=expected,
+            statement=f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}",
+            values=[*save_params, *params],
         )
+
+    def save_together(self, together: SaveTogether) -> tuple[Session, tuple[Any, ...]]:
+        """Run the statement; returns the saved session and what its ``select`` evaluated to,
+        or raises ``SessionConflictError`` (nothing written)."""
         with self._cursor() as cursor:
-            cursor.execute(statement, values)
+            cursor.execute(together.statement, together.values)
             row = cursor.fetchone()
             if row[0] is None:
-                raise self._conflict(cursor, session_id, expected)
-        return saved_copy(session, expected + 1), tuple(row[1:])
+                raise self._conflict(cursor, together.session["id"], together.expected)
+        return together.saved(), tuple(row[1:])
 
     async def asave_together(
-        self,
-        connection: Any,
-        session: Session,
-        expected_version: int,
-        parts: Sequence[str],
-        params: Sequence[Any],
-        select: str,
-        *,
-        agent: str | None = None,
+        self, connection: Any, together: SaveTogether
     ) -> tuple[Session, tuple[Any, ...]]:
         """``save_together`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
         store's database in autocommit mode (``stores.loop_connections``). Database errors are
         Django's, as from ``save_together``."""
-        statement, values, session_id, expected = self._together(
-            session, expected_version, parts, params, select, agent
-        )
+        session_id = together.session["id"]
         with connections[self.using].wrap_database_errors:
-            row = await (await connection.execute(statement, values)).fetchone()
+            row = await (await connection.execute(together.statement, together.values)).fetchone()
             if row[0] is None:
                 cursor = await connection.execute(self._sql["version"], [session_id])
-                raise _conflict_error(session_id, expected, await cursor.fetchone())
-        return saved_copy(session, expected + 1), tuple(row[1:])
-
-    def _together(
-        self,
-        session: Session,
-        expected_version: int,
-        parts: Sequence[str],
-        params: Sequence[Any],
-        select: str,
-        agent: str | None,
-    ) -> tuple[str, list[Any], str, int]:
-        """The statement of ``save_together``, its parameters, the session id and the expected
-        version."""
-        session_id, expected, save_params = self._prepare(session, expected_version, agent)
-        saved = self._sql["insert" if expected == 0 else "update"]
-        version = self._sql["version_column"]
-        ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
-        statement = f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}"
-        return statement, [*save_params, *params], session_id, expected
+                raise _conflict_error(session_id, together.expected, await cursor.fetchone())
+        return together.saved(), tuple(row[1:])
 
     def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:
         if connections[self.using].features.supports_ignore_conflicts:

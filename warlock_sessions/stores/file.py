@@ -21,6 +21,19 @@ from .base import (
 MAX_FILE_NAME_BYTES = 250
 
 
+def make_directories(directory: Path, mode: int) -> None:
+    """Create ``directory`` and its missing parents with ``mode``; directories that exist keep
+    theirs, and one another process makes meanwhile is fine."""
+    missing = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for created in reversed(missing):
+        with suppress(FileExistsError):
+            os.mkdir(created, mode)
+
+
 def check_mode(mode: object, name: str, *, owner_needs: int) -> int:
     """A permission mode that keeps sessions private: no group/other write, owner access."""
     if type(mode) is not int or not 0 <= mode <= 0o777:
@@ -62,16 +75,6 @@ class FileStore(Store):
             )
         return name
 
-    def _make_directory(self) -> None:
-        missing = []
-        current = self.directory
-        while not current.exists():
-            missing.append(current)
-            current = current.parent
-        for directory in reversed(missing):
-            with suppress(FileExistsError):  # another process made it first
-                os.mkdir(directory, self.dir_mode)
-
     @contextmanager
     def _locked(self, name: str) -> Iterator[None]:
         lock_path = self.directory / f".{name}.lock"
@@ -103,7 +106,7 @@ class FileStore(Store):
     def _write(self, session: Session, expected: int, text: str) -> None:
         session_id = session["id"]
         name = self._name(session_id)
-        self._make_directory()
+        make_directories(self.directory, self.dir_mode)
         with self._locked(name):
             stored = self._read_file(session_id, name)
             version = None if stored is None else decode_session(stored, session_id)["version"]

@@ -147,7 +147,7 @@ FIRST_SEQ = "(SELECT MIN(seq) FROM events)"
 
 
 def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], list[Any]]:
-    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.save_together``:
+    """``changes`` as PostgreSQL common table expressions for ``DjangoStore.together``:
     one statement writes the session and all of this, or (on a conflict) nothing.
 
     The rows travel as one JSON array per table, so the SQL text depends only on which writes

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..engine.session import Session
 from ..errors import SessionConflictError
 from .base import Store
+from .file import make_directories
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -82,12 +83,6 @@ class SqliteStore(Store):
 
 def _create_private_file(path: Path) -> None:
     """Create missing parent directories 0700 and the file itself 0600 (existing ones untouched)."""
-    missing = []
-    parent = path.parent
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    for directory in reversed(missing):
-        os.mkdir(directory, 0o700)
+    make_directories(path.parent, 0o700)
     if not path.exists():
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
