@@ -1,6 +1,6 @@
 """The public surface, pinned: every package's ``__all__`` is exactly what is listed here, and
-every name in it (and every error CONTRACT §2 names) imports. Changing the surface means
-changing this file, on purpose."""
+every name in it (and every error of the contract that something raises) imports. Changing
+the surface means changing this file, on purpose."""
 
 from __future__ import annotations
 

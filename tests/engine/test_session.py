@@ -1,4 +1,4 @@
-"""The v4 blob helpers: new_session, assert_session (engine-spec §3), migrate_session, dates."""
+"""The v4 blob (docs/session-blob.md): new_session, assert_session, migrate_session, dates."""
 
 from __future__ import annotations
 

@@ -37,8 +37,8 @@ def alias(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 class RoutingOnlyModel(RuleModel):
-    """Routes like the RuleModel but, as engine-spec scenario 3 scripts it, speaks without
-    extracting any field."""
+    """Routes like the RuleModel but, as the booking scenario of tests/engine/test_scenarios.py
+    scripts it, speaks without extracting any field."""
 
     def speak(self, request: object) -> Spoken:
         return Spoken(message="ok", llm_calls=1)

@@ -1,4 +1,4 @@
-"""The Store contract (engine-spec §3 and scenario 24), run unchanged against every backend."""
+"""The Store contract (docs/stores.md), run unchanged against every backend."""
 
 from __future__ import annotations
 
