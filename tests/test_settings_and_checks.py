@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from tests.checks import warlock_check_ids
 from warlock_sessions.conf import SettingError, warlock_settings
+from warlock_sessions.permissions import OwnerOrStaff, SessionPolicy
 from warlock_sessions.stores import DjangoStore, MemoryStore, default_store
 
 
@@ -123,6 +126,34 @@ class Unrelated:
     pass
 
 
+class HalfAPolicy(SessionPolicy):
+    def can_see(self, requester: Any, access: Any) -> bool:
+        return True
+
+
+class SeesLess(OwnerOrStaff):
+    """Narrows who may see a session, but lists what OwnerOrStaff lists."""
+
+    def can_see(self, requester: Any, access: Any) -> bool:
+        return False
+
+
+class SeesAndListsLess(SeesLess):
+    def visible(self, requester: Any, sessions: Any) -> Any:
+        return sessions.none()
+
+
+def test_a_policy_that_narrows_can_see_but_not_visible_is_warned_about() -> None:
+    with override_settings(
+        WARLOCK_SESSIONS={"PERMISSION": "tests.test_settings_and_checks.SeesLess"}
+    ):
+        assert warlock_check_ids() == ["warlock_sessions.W005"]
+    with override_settings(
+        WARLOCK_SESSIONS={"PERMISSION": "tests.test_settings_and_checks.SeesAndListsLess"}
+    ):
+        assert warlock_check_ids() == []
+
+
 @pytest.mark.parametrize(
     ("name", "value", "check_id"),
     [
@@ -137,6 +168,8 @@ class Unrelated:
         ("PERMISSION", "myapp.nowhere.Policy", "warlock_sessions.E015"),
         ("PERMISSION", "tests.test_settings_and_checks.Unrelated", "warlock_sessions.E016"),
         ("PERMISSION", "rest_framework.permissions.AllowAny", "warlock_sessions.E016"),
+        ("PERMISSION", "warlock_sessions.permissions.SessionPolicy", "warlock_sessions.E016"),
+        ("PERMISSION", "tests.test_settings_and_checks.HalfAPolicy", "warlock_sessions.E016"),
         ("AGENTS", ["support"], "warlock_sessions.E018"),
         ("AGENTS", {"support": {"MODEL": "m"}}, "warlock_sessions.E019"),
         ("MODELS", {"m": "gpt"}, "warlock_sessions.E019"),

@@ -47,6 +47,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     if {"STORE", "STORE_OPTIONS"} <= set(valid):
         messages.extend(_check_store_options(valid["STORE"], valid["STORE_OPTIONS"]))
     messages.extend(_check_realtime())
+    if "PERMISSION" in valid:
+        messages.extend(_check_policy(valid["PERMISSION"]))
     if {"MODELS", "AGENTS", "DEFAULT_AGENT"} <= set(valid):
         messages.extend(_check_models(configured))
         messages.extend(_check_agents(configured))
@@ -55,6 +57,31 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
 
 def _as_check(error: SettingError) -> CheckMessage:
     return Error(f"{error}.", hint=error.hint or None, id=error.check_id)
+
+
+def _check_policy(policy: type) -> list[CheckMessage]:
+    """A policy that narrows who may see a session but lists what it inherited would show, in
+    the list, sessions that answer 404."""
+    from .permissions import SessionPolicy
+
+    def owner(method: str) -> type:
+        return next(klass for klass in policy.__mro__ if method in vars(klass))
+
+    mro = policy.__mro__
+    # visible defined no deeper in the class tree than can_see: they were written together.
+    if owner("visible") is SessionPolicy or mro.index(owner("visible")) <= mro.index(
+        owner("can_see")
+    ):
+        return []
+    return [
+        Warning(
+            f"{_setting('PERMISSION')} = {policy.__name__} defines can_see in "
+            f"{owner('can_see').__name__} but inherits visible from {owner('visible').__name__}.",
+            hint="can_see and visible answer the same question (for one session, for the list): "
+            "override both, or the list may show sessions that answer 404.",
+            id="warlock_sessions.W005",
+        )
+    ]
 
 
 def _check_store_options(store_class: type, options: dict[str, Any]) -> list[CheckMessage]:

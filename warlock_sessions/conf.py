@@ -201,10 +201,14 @@ def _permission(name: str, value: Any) -> Any:
         if isinstance(value, str)
         else value
     )
-    if not (inspect.isclass(policy) and issubclass(policy, SessionPolicy)):
+    if not (
+        inspect.isclass(policy)
+        and issubclass(policy, SessionPolicy)
+        and not inspect.isabstract(policy)
+    ):
         raise SettingError(
             name,
-            f"= {value!r} is not a SessionPolicy class",
+            f"= {value!r} is not a SessionPolicy class with every method",
             check_id="warlock_sessions.E016",
             hint="Subclass warlock_sessions.permissions.SessionPolicy (or OwnerOrStaff): the "
             "API and the websockets both ask it can_see, can_act, visible and is_trusted.",

@@ -1,19 +1,20 @@
 """Who may do what with a session over HTTP and websockets (``WARLOCK_SESSIONS["PERMISSION"]``).
 
-A policy is a :class:`SessionPolicy`: the API and the websockets ask it the same four questions
-(may this requester know the session exists, may they do this action to it, which sessions may
-they list, do they send what server code sends). The requester is a DRF request, or for a
-socket a :class:`Requester` with the connection's user and Django session. The object judged is
-a :class:`SessionAccess`: the session id and its owner record.
+A policy is a :class:`SessionPolicy`: the API and the websockets ask it the same questions (may
+this requester know the session exists, may they do this action to it, do they send what server
+code sends), and the list endpoint which sessions they may list. The requester is a DRF request,
+or for a socket a :class:`Requester` with the connection's user and Django session. The object
+judged is a :class:`SessionAccess`: the session id and its owner record.
 """
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
 from .models import SessionEvent, SessionOwner, SessionQuerySet, forget_records
 
@@ -124,25 +125,39 @@ def is_owner(request: Any, owner: SessionOwner | None) -> bool:
     )
 
 
-class SessionPolicy(BasePermission):
+# The stubs type DRF's `|` on permission classes apart from type's union `|`; at run time
+# DRF's wins, as it does on every BasePermission.
+class _PolicyMeta(BasePermissionMetaclass, ABCMeta):  # type: ignore[misc]
+    """DRF's permission metaclass (``&``, ``|`` on classes) with abstract methods."""
+
+
+class SessionPolicy(BasePermission, metaclass=_PolicyMeta):
     """The protocol of ``WARLOCK_SESSIONS["PERMISSION"]``. Subclass it (or
     :class:`OwnerOrStaff`) and answer the four questions; DRF's ``has_object_permission`` is
     answered from :meth:`can_act` with the viewset's action, so one policy rules both the
-    API and the websockets. ``requester`` has ``user`` and ``session`` in every method."""
+    API and the websockets. ``requester`` has ``user`` and ``session`` in every method.
 
+    ``can_see`` and ``visible`` answer the same question, for one session and for a list: a
+    policy that changes one must change the other (check ``W005``), or the list would show
+    sessions that answer 404."""
+
+    @abstractmethod
     def can_see(self, requester: Any, access: SessionAccess) -> bool:
         """Whether to admit the session exists (everything else answers 404 / 4403)."""
         raise NotImplementedError
 
+    @abstractmethod
     def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
         """Whether ``action`` (``retrieve``, ``events``, ``turn``, ``update``,
         ``partial_update``, ``destroy``) is allowed on a session the requester can see."""
         raise NotImplementedError
 
+    @abstractmethod
     def visible(self, requester: Any, sessions: SessionQuerySet) -> SessionQuerySet:
-        """The sessions the list endpoint shows to the requester."""
+        """The sessions the list endpoint shows to the requester (those ``can_see`` admits)."""
         raise NotImplementedError
 
+    @abstractmethod
     def is_trusted(self, requester: Any) -> bool:
         """Whether the requester sends what server code sends (context, the agent, wakes,
         private events; see ``host.wire.check_allowed``); end users never should."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 from collections.abc import Iterator
@@ -19,7 +20,13 @@ from warlock_sessions.engine import (
     turn,
 )
 from warlock_sessions.engine.ports import SpeakRequest, TalkRequest, UnderstandRequest
-from warlock_sessions.providers.openai import MessageDeltas, OpenAICompatibleModel, classify
+from warlock_sessions.providers.openai import (
+    MessageDeltas,
+    OpenAICompatibleModel,
+    classify,
+    reset_delay_ms,
+)
+from warlock_sessions.providers.openai.prompts import speak_messages
 
 from .openai_server import OpenAIServer, completion, stream_chunks
 
@@ -445,3 +452,27 @@ def test_reset_headers_in_http_date_form() -> None:
         429, {"error": {"message": "rate"}}, {"retry-after": "Sun, 20 Sep 2026 10:05:00 GMT"}, T0
     )
     assert error.reset_at_ms == T0_MS + 300_000
+
+
+@pytest.mark.parametrize(
+    ("header", "delay_ms"),
+    [
+        ("Sun, 20 Sep 2026 10:05:00 -0000", 300_000),  # a naive date: read as UTC
+        ("soon", None),  # neither seconds nor a date: no advice, no crash
+        ("", None),
+    ],
+)
+def test_odd_retry_after_headers_never_fail_the_turn(header: str, delay_ms: int | None) -> None:
+    assert reset_delay_ms({"retry-after": header}, T0) == delay_ms
+
+
+def test_a_talk_step_with_nothing_left_to_ask_still_sees_what_is_known() -> None:
+    request = speak_request()
+    request = dataclasses.replace(
+        request,
+        talk=dataclasses.replace(request.talk, pending=[]),
+        data={"nome": "Ana", "email": ""},
+    )
+    system = speak_messages(request)[0]["content"]
+    assert 'Known so far: {"nome": "Ana"}' in system
+    assert "still missing" not in system

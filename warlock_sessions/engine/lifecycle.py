@@ -88,13 +88,14 @@ def start_run(
     condition = trigger.condition if trigger is not None else None
     if condition is not None and not state.holds(condition, run):
         return None
-    refusal = _refusal(state, flow, anchor, repeat, run)
+    live = next((r for r in state.runs if r["flowId"] == flow.id and r["anchor"] == anchor), None)
+    refusal = _refusal(state, flow, anchor, repeat, run, live)
     if refusal is not None:
         state.skip(flow.id, anchor, key, refusal)
         return None
-    state.session["claims"][run["dedupeKey"]] = {"at": state.now_iso}
-    if nonce:
-        prune_always_claims(state, f"{flow.id}:{anchor}:")
+    if live is not None:
+        end_run(state, live, "replaced")
+    _claim(state, flow, run, always=bool(nonce))
     if not keep_data:
         for name in flow.clear_on_start:
             state.session["data"].pop(name, None)
@@ -106,9 +107,19 @@ def start_run(
     return run
 
 
-def _refusal(state: TurnState, flow: Flow, anchor: str, repeat: str | int, run: Run) -> str | None:
-    """Why ``run`` may not start, as an outcome code; a run still waiting on its trigger's
-    ``after`` is replaced instead (the newer trigger wins)."""
+def _claim(state: TurnState, flow: Flow, run: Run, *, always: bool) -> None:
+    """Write the run's claim; an ``always`` flow keeps only its latest claims per anchor."""
+    state.session["claims"][run["dedupeKey"]] = {"at": state.now_iso}
+    if always:
+        prune_always_claims(state, f"{flow.id}:{run['anchor']}:")
+
+
+def _refusal(
+    state: TurnState, flow: Flow, anchor: str, repeat: str | int, run: Run, live: Run | None
+) -> str | None:
+    """Why ``run`` may not start, as an outcome code (``None``: it may). ``live`` is the run of
+    the same flow and anchor, if any; one still waiting on its trigger's ``after`` does not
+    refuse: the newer trigger replaces it."""
     held_at = state.claim_at(run["dedupeKey"])
     if held_at is not None:
         if isinstance(repeat, str):
@@ -117,15 +128,16 @@ def _refusal(state: TurnState, flow: Flow, anchor: str, repeat: str | int, run: 
             return "cooldown"
     if run["hop"] >= MAX_HOP:
         return "hop-limit"
-    live = next((r for r in state.runs if r["flowId"] == flow.id and r["anchor"] == anchor), None)
     if live is not None:
-        if live["status"] == "waiting" and live["stepId"] is None:
-            end_run(state, live, "replaced")
-            return None
-        return "already-running"
+        return None if _awaits_trigger(live) else "already-running"
     if f"{flow.id}:{anchor}" in state.active:
         return "already-running"
     return None
+
+
+def _awaits_trigger(run: Run) -> bool:
+    """Parked before its first step, on its trigger's ``after``."""
+    return run["status"] == "waiting" and run["stepId"] is None
 
 
 def _await_event_trigger(state: TurnState, run: Run, trigger: Trigger | None) -> None:
@@ -205,10 +217,13 @@ def park(
 ) -> None:
     """The run waits for the wake ``key`` at ``at_ms`` (or for ``event`` until then)."""
     run["status"] = "waiting"
-    waiting: Waiting = {"kind": kind, "key": key, "setAt": state.now_iso}
-    if event is not None:
-        waiting["event"] = event
-    waiting["until"] = iso_from_ms(at_ms)
+    until = iso_from_ms(at_ms)
+    # Keys in the order the blob has always written them (TypeScript hosts compare text).
+    waiting: Waiting = (
+        {"kind": kind, "key": key, "until": until, "setAt": state.now_iso}
+        if event is None
+        else {"kind": kind, "key": key, "event": event, "until": until, "setAt": state.now_iso}
+    )
     run["waiting"] = waiting
     state.schedule.append({"key": key, "at": iso_from_ms(at_ms)})
 
@@ -284,13 +299,13 @@ def enter(run: Run, step_id: str) -> None:
     run.pop("staying", None)
 
 
-def stay_at(state: TurnState, run: Run, step: Step) -> None:
+def stay_at(run: Run, step: Step) -> None:
     enter(run, step.id)
     run["staying"] = True
     run["status"] = "asking"
 
 
-def stay_step(state: TurnState, run: Run, flow: Flow) -> Step | None:
+def stay_step(run: Run, flow: Flow) -> Step | None:
     for line in reversed(run["outcomes"]):
         if line["kind"] in ("prompt", "collect"):
             step = flow.step(line.get("stepId"))
@@ -300,10 +315,10 @@ def stay_step(state: TurnState, run: Run, flow: Flow) -> Step | None:
 
 
 def finish_flow(state: TurnState, run: Run, flow: Flow) -> None:
-    stay = stay_step(state, run, flow) if flow.on_end == "stay" else None
+    stay = stay_step(run, flow) if flow.on_end == "stay" else None
     if stay is not None:
         other = next((r for r in state.runs if r is not run and r["status"] == "asking"), None)
-        stay_at(state, run, stay)
+        stay_at(run, stay)
         unanswered = (
             state.kind == "message"
             and state.silenced is None

@@ -186,9 +186,7 @@ def _check_run(run: object, at: str, bad: Callable[[str], InvalidSessionError]) 
         _expect(record, key, _is_text, "text", bad, at)
     if record["status"] not in RUN_STATUSES:
         raise bad(f'{at}.status is "{record["status"]}"')
-    _expect(
-        record, "stepId", lambda value: value is None or _is_text(value), "text or null", bad, at
-    )
+    _expect(record, "stepId", _is_text_or_null, "text or null", bad, at)
     _expect(record, "hop", _is_whole, "a whole number", bad, at)
     _expect(record, "outcomes", _is_list, "a list", bad, at)
     trigger = _expect(record, "trigger", _is_record, "an object", bad, at)

@@ -119,7 +119,7 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
         if not run.get("staying"):
             report_max_asks(state, run, step)
     if run.get("staying"):
-        stay_at(state, run, step)
+        stay_at(run, step)
         return
     run["status"] = "running"
     follow(state, run, flow, step, step.then)

@@ -294,7 +294,7 @@ def _execute_wait(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
     key = state.step_key(run, step)
     ms = parse_duration(step.raw["wait"])
     if ms <= SHORT_WAIT_MS:
-        following = peek(state, flow, step)
+        following = peek(flow, step)
         if following is not None and following.kind in ("say", "talk"):
             state.after_ms += ms
             state.outcome(
@@ -337,7 +337,7 @@ def _execute_if(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bo
     follow(state, run, flow, step, target)
 
 
-def peek(state: TurnState, flow: Flow, step: Step) -> Step | None:
+def peek(flow: Flow, step: Step) -> Step | None:
     target = step.then
     if target is None:
         return flow.after(step)

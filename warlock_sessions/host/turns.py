@@ -12,6 +12,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -26,9 +27,9 @@ from ..errors import SessionConflictError, UnnamedAgentError
 from ..stores import Store, default_store
 from ..stores.loop_connections import loop_connection
 from ..stores.records import TurnRecords
-from .inputs import forget_applied, input_identity, was_applied
+from .events import turn_events
+from .inputs import applied_key, forget_applied, input_identity, was_applied
 from .notify import announce, apush, push
-from .records import turn_records
 from .threads import in_worker_thread
 
 #: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
@@ -134,7 +135,10 @@ class Host:
         self.max_conflict_retries = retries
         self.committer = self.store.committer()
         self.using = self.committer.using
-        self.may_run_on_loop = self.committer.on_loop and not self.agent.may_block(self.model)
+        self.loop_committer = self.committer.on_event_loop()
+        self.may_run_on_loop = self.loop_committer is not None and not self.agent.may_block(
+            self.model
+        )
 
     def handle(
         self,
@@ -220,7 +224,8 @@ class Host:
         version race, or it changed nothing on a remembered copy (no save checked that copy)."""
         turn_input = turn_input_of(input)
         remembered = last_saved is not None
-        committer: Any = self.committer  # on_loop: it has aload and acommit
+        committer = self.loop_committer
+        assert committer is not None  # _runs_on_loop checked it
         loaded = last_saved if remembered else await committer.aload(connection, session_id)
         hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
         if not hosted.changed:
@@ -352,3 +357,36 @@ class Host:
                 push_events(session_id, events)
 
         transaction.on_commit(after_commit, using=self.using)
+
+
+def turn_records(
+    *,
+    session_id: str,
+    agent_name: str,
+    result: TurnResult,
+    version: int,
+    turn_input: Mapping[str, Any],
+    now: datetime,
+) -> TurnRecords:
+    """What the committed turn writes besides the session (``stores.records.TurnRecords``)."""
+    scheduled = {entry["key"] for entry in result.schedule}
+    # One statement may not touch a row twice: a fired silence wake is often the very key the
+    # new silence wake replaces, and a rescheduled key is upserted rather than retired.
+    fired = turn_input.get("wake") if turn_input.get("wake") not in scheduled else None
+    replaced = sorted(
+        {entry["replaces"] for entry in result.schedule if entry.get("replaces")}.union(
+            result.retired
+        ).difference(scheduled, {fired})
+    )
+    return TurnRecords(
+        session_id=session_id,
+        agent=agent_name,
+        now=now,
+        fired=fired,
+        replaced=replaced,
+        applied=applied_key(turn_input),
+        messages=result.messages,
+        schedule=result.schedule,
+        events=turn_events(result, version, turn_input),
+        delivered=warlock_settings.DELIVER is None,
+    )

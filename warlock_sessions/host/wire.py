@@ -85,14 +85,13 @@ def clean_text_param(name: str, value: str) -> str:
     return value
 
 
-#: Each input object's fields: required (non-empty text, but a message's text may be empty),
-#: then optional ones.
+#: Each input object's fields: required ones (non-empty text, but a message's text may be
+#: empty), optional non-empty text, and optional values of any JSON type.
 INPUT_FIELDS = {
-    "message": (("text",), ("id", "at")),
-    "event": (("name", "key"), ("payload",)),
-    "start": (("flow", "key"), ("input",)),
+    "message": (("text",), ("id", "at"), ()),
+    "event": (("name", "key"), (), ("payload",)),
+    "start": (("flow", "key"), (), ("input",)),
 }
-_OPTIONAL_TEXT = ("id", "at")
 
 
 def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
@@ -126,11 +125,11 @@ def _input_value(kind: str, value: Any) -> Any:
         return value
     if not isinstance(value, dict):
         raise InvalidInputError(kind, "expected an object")
-    required, optional = INPUT_FIELDS[kind]
-    for name in (*required, *(key for key in _OPTIONAL_TEXT if key in value)):
+    required, optional_text, optional = INPUT_FIELDS[kind]
+    for name in (*required, *(key for key in optional_text if key in value)):
         if not isinstance(value.get(name), str) or (name != "text" and not value[name]):
             raise InvalidInputError(f"{kind}.{name}", "expected text")
-    extra = sorted(set(value) - set(required) - set(optional))
+    extra = sorted(set(value) - {*required, *optional_text, *optional})
     if extra:
         raise InvalidInputError(f"{kind}.{extra[0]}", "is not a field")
     if kind == "message":

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 class Committer(Protocol):
     #: The database alias the records are written to.
     using: str
-    #: Whether ``aload``/``acommit`` can run the turn on an event loop's own connection.
-    on_loop: bool
 
     def commit(
         self, session: Session, expected: int, records: TurnRecords, *, agent: str
@@ -33,6 +31,20 @@ class Committer(Protocol):
         neither; returns the saved session and the ``seq`` of its first logged event. A lost
         race raises ``SessionConflictError``; an input applied before, ``IntegrityError``."""
         ...
+
+    def on_event_loop(self) -> LoopCommitter | None:
+        """This committer awaited on an event loop's own connection, if it can be."""
+        ...
+
+
+class LoopCommitter(Committer, Protocol):
+    """A committer the host can await on an event loop's connection (``loop_connections``)."""
+
+    async def aload(self, connection: Any, session_id: str) -> Session | None: ...
+
+    async def acommit(
+        self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
+    ) -> tuple[Session, int]: ...
 
 
 class DatabaseCommitter:
@@ -43,12 +55,14 @@ class DatabaseCommitter:
     def __init__(self, store: DjangoStore) -> None:
         self.store = store
         self.using = store.using
-        self.on_loop = store.saves_together
+
+    def on_event_loop(self) -> DatabaseCommitter | None:
+        return self if self.store.combines_writes else None
 
     def commit(
         self, session: Session, expected: int, records: TurnRecords, *, agent: str
     ) -> tuple[Session, int]:
-        if not self.store.saves_together:
+        if not self.store.combines_writes:
             with transaction.atomic(using=self.using):
                 saved = self.store.save(session, expected, agent=agent)
                 return saved, write_records(records, self.using, exclusive=True)
@@ -57,8 +71,8 @@ class DatabaseCommitter:
         # applied before (a unique violation) does not abort that transaction.
         nested = connections[self.using].in_atomic_block
         with transaction.atomic(using=self.using) if nested else nullcontext():
-            saved, (first_seq,) = self.store.save_together(
-                self.store.together(session, expected, parts, params, FIRST_SEQ, agent=agent)
+            saved, (first_seq,) = self.store.run_combined(
+                self.store.combined_save(session, expected, parts, params, FIRST_SEQ, agent=agent)
             )
         return saved, first_seq
 
@@ -70,8 +84,10 @@ class DatabaseCommitter:
     ) -> tuple[Session, int]:
         """``commit`` awaited on ``connection`` (``stores.loop_connections``)."""
         parts, params = statement_parts(records, self.using)
-        together = self.store.together(session, expected, parts, params, FIRST_SEQ, agent=agent)
-        saved, (first_seq,) = await self.store.asave_together(connection, together)
+        combined = self.store.combined_save(
+            session, expected, parts, params, FIRST_SEQ, agent=agent
+        )
+        saved, (first_seq,) = await self.store.arun_combined(connection, combined)
         return saved, first_seq
 
 
@@ -80,8 +96,6 @@ class RecordsBesideCommitter:
     written first in a database transaction that commits only once the save took effect, so a
     save that failed leaves no records. A crash between the save and that commit would leave
     a saved turn without its records: a window the database stores do not have."""
-
-    on_loop = False
 
     def __init__(self, store: Store, using: str | None = None) -> None:
         self.store = store
@@ -94,3 +108,6 @@ class RecordsBesideCommitter:
             first_seq = write_records(records, self.using, exclusive=False)
             saved = self.store.save(session, expected)
         return saved, first_seq
+
+    def on_event_loop(self) -> None:
+        return None  # the store's save is not awaitable

@@ -21,8 +21,8 @@ from .commit import DatabaseCommitter
 
 
 @dataclass(frozen=True)
-class SaveTogether:
-    """A save and further writes as one statement, built by ``DjangoStore.together``."""
+class CombinedSave:
+    """A save and further writes as one statement, built by ``DjangoStore.combined_save``."""
 
     session: Session
     expected: int
@@ -93,7 +93,7 @@ class DjangoStore(Store):
         return None if row is None else (row[0], row[1])
 
     async def aload(self, connection: Any, session_id: str) -> Session | None:
-        """``load`` awaited on ``connection`` (see ``asave_together``)."""
+        """``load`` awaited on ``connection`` (see ``arun_combined``)."""
         with connections[self.using].wrap_database_errors:
             cursor = await connection.execute(self._sql["load"], [check_session_id(session_id)])
             row = await cursor.fetchone()
@@ -145,11 +145,11 @@ class DjangoStore(Store):
         return DatabaseCommitter(self)
 
     @property
-    def saves_together(self) -> bool:
-        """Whether :meth:`save_together` can join other writes to the save (PostgreSQL)."""
+    def combines_writes(self) -> bool:
+        """Whether :meth:`run_combined` can join other writes to the save (PostgreSQL)."""
         return connections[self.using].vendor == "postgresql"
 
-    def together(
+    def combined_save(
         self,
         session: Session,
         expected_version: int,
@@ -158,9 +158,9 @@ class DjangoStore(Store):
         select: str,
         *,
         agent: str | None = None,
-    ) -> SaveTogether:
-        """``save`` and further writes as one PostgreSQL statement, for :meth:`save_together`
-        (or :meth:`asave_together`) to run, so they commit together with no transaction round
+    ) -> CombinedSave:
+        """``save`` and further writes as one PostgreSQL statement, for :meth:`run_combined`
+        (or :meth:`arun_combined`) to run, so they commit together with no transaction round
         trips.
 
         ``parts`` are common table expressions (``name AS (...)``) that may read ``saved`` (the
@@ -172,36 +172,36 @@ class DjangoStore(Store):
         saved = self._sql["insert" if expected == 0 else "update"]
         version = self._sql["version_column"]
         ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
-        return SaveTogether(
+        return CombinedSave(
             session=session,
             expected=expected,
             statement=f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}",
             values=[*save_params, *params],
         )
 
-    def save_together(self, together: SaveTogether) -> tuple[Session, tuple[Any, ...]]:
+    def run_combined(self, combined: CombinedSave) -> tuple[Session, tuple[Any, ...]]:
         """Run the statement; returns the saved session and what its ``select`` evaluated to,
         or raises ``SessionConflictError`` (nothing written)."""
         with self._cursor() as cursor:
-            cursor.execute(together.statement, together.values)
+            cursor.execute(combined.statement, combined.values)
             row = cursor.fetchone()
             if row[0] is None:
-                raise self._conflict(cursor, together.session["id"], together.expected)
-        return together.saved(), tuple(row[1:])
+                raise self._conflict(cursor, combined.session["id"], combined.expected)
+        return combined.saved(), tuple(row[1:])
 
-    async def asave_together(
-        self, connection: Any, together: SaveTogether
+    async def arun_combined(
+        self, connection: Any, combined: CombinedSave
     ) -> tuple[Session, tuple[Any, ...]]:
-        """``save_together`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
+        """``run_combined`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
         store's database in autocommit mode (``stores.loop_connections``). Database errors are
-        Django's, as from ``save_together``."""
-        session_id = together.session["id"]
+        Django's, as from ``run_combined``."""
+        session_id = combined.session["id"]
         with connections[self.using].wrap_database_errors:
-            row = await (await connection.execute(together.statement, together.values)).fetchone()
+            row = await (await connection.execute(combined.statement, combined.values)).fetchone()
             if row[0] is None:
                 cursor = await connection.execute(self._sql["version"], [session_id])
-                raise _conflict_error(session_id, together.expected, await cursor.fetchone())
-        return together.saved(), tuple(row[1:])
+                raise _conflict_error(session_id, combined.expected, await cursor.fetchone())
+        return combined.saved(), tuple(row[1:])
 
     def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:
         if connections[self.using].features.supports_ignore_conflicts:

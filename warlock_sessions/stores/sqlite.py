@@ -12,7 +12,7 @@ from pathlib import Path
 from ..engine.session import Session
 from ..errors import SessionConflictError
 from .base import Store
-from .file import make_directories
+from .filesystem import make_directories
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

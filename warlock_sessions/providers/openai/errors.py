@@ -6,7 +6,7 @@ from __future__ import annotations
 import email.utils
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -51,6 +51,8 @@ def _retry_after_ms(value: str, now: datetime) -> int | None:
         moment = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):  # neither seconds nor a date: no advice
         return None
+    if moment.tzinfo is None:  # "-0000": a date in UTC whose source zone is unknown
+        moment = moment.replace(tzinfo=UTC)
     return round((moment - now).total_seconds() * 1000)
 
 

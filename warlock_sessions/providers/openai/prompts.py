@@ -177,9 +177,9 @@ def _talk_lines(request: SpeakRequest, talk: TalkRequest, scope: dict[str, Any])
             how = f': ask like "{render(ask, scope)}"' if ask else ""
             wanted.append(f"- {name} ({describe_field(definition)}){how}")
         lines.append("Ask the customer for what is still missing:\n" + "\n".join(wanted))
-        known = {k: v for k, v in request.data.items() if v not in (None, "")}
-        if known:
-            lines.append("Known so far: " + json.dumps(known, ensure_ascii=False, default=str))
+    known = {k: v for k, v in request.data.items() if v not in (None, "")}
+    if known:
+        lines.append("Known so far: " + json.dumps(known, ensure_ascii=False, default=str))
     return lines
 
 
