@@ -45,7 +45,14 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         except SettingError as error:
             messages.append(_as_check(error))
     if {"STORE", "STORE_OPTIONS"} <= set(valid):
-        messages.extend(_check_store_options(valid["STORE"], valid["STORE_OPTIONS"]))
+        messages.extend(_options_fit("STORE_OPTIONS", valid["STORE"], valid["STORE_OPTIONS"]))
+        messages.extend(_check_store_database(valid["STORE"], valid["STORE_OPTIONS"]))
+    if {"SNAPSHOT_STORE", "SNAPSHOT_STORE_OPTIONS"} <= set(valid) and valid["SNAPSHOT_STORE"]:
+        messages.extend(
+            _options_fit(
+                "SNAPSHOT_STORE_OPTIONS", valid["SNAPSHOT_STORE"], valid["SNAPSHOT_STORE_OPTIONS"]
+            )
+        )
     messages.extend(_check_realtime())
     if "PERMISSION" in valid:
         messages.extend(_check_policy(valid["PERMISSION"]))
@@ -84,18 +91,20 @@ def _check_policy(policy: type) -> list[CheckMessage]:
     ]
 
 
-def _check_store_options(store_class: type, options: dict[str, Any]) -> list[CheckMessage]:
+def _options_fit(setting: str, store_class: type, options: dict[str, Any]) -> list[CheckMessage]:
+    """The options against the store's constructor (a check never builds a store: that could
+    open connections or create files)."""
     try:
         inspect.signature(store_class).bind(**options)
     except TypeError as error:
         return [
             Error(
-                f"{_setting('STORE_OPTIONS')} does not fit {store_class.__name__}: {error}.",
+                f"{_setting(setting)} does not fit {store_class.__name__}: {error}.",
                 hint=f"{store_class.__name__}{inspect.signature(store_class)}",
                 id="warlock_sessions.E012",
             )
         ]
-    return _check_store_database(store_class, options)
+    return []
 
 
 def _check_store_database(store_class: type, options: dict[str, Any]) -> list[CheckMessage]:

@@ -61,6 +61,11 @@ DEFAULTS: dict[str, Any] = {
     # Websockets one client (a user, or an anonymous visitor's Django session) may hold open in
     # one server process; more are closed with code 4429.
     "MAX_SOCKETS_PER_CLIENT": 20,
+    # Where workflow, supervisor and agent runs keep their snapshots (a SnapshotStore class,
+    # import string, and its keyword arguments), used when a run is given no store. None: runs
+    # skip their snapshot writes and cannot resume.
+    "SNAPSHOT_STORE": None,
+    "SNAPSHOT_STORE_OPTIONS": {},
 }
 
 
@@ -135,6 +140,23 @@ def _store(name: str, value: Any) -> Any:
             "is RedisStore but the redis client is not installed",
             check_id="warlock_sessions.E003",
             hint="pip install 'warlock-sessions[redis]'",
+        )
+    return store_class
+
+
+def _snapshot_store(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    from .snapshots.base import SnapshotStore
+
+    store_class = (
+        import_from_string(value, name, "warlock_sessions.E020")
+        if isinstance(value, str)
+        else value
+    )
+    if not (inspect.isclass(store_class) and issubclass(store_class, SnapshotStore)):
+        raise SettingError(
+            name, f"= {value!r} is not a SnapshotStore class", check_id="warlock_sessions.E021"
         )
     return store_class
 
@@ -220,6 +242,8 @@ def _permission(name: str, value: Any) -> Any:
 VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "STORE": _store,
     "STORE_OPTIONS": _store_options,
+    "SNAPSHOT_STORE": _snapshot_store,
+    "SNAPSHOT_STORE_OPTIONS": _store_options,
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),
@@ -280,6 +304,8 @@ warlock_settings = WarlockSettings()
 def _reload_on_change(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
         warlock_settings.reload()
+        from .snapshots import forget_default_snapshot_store
         from .stores import forget_default_store
 
         forget_default_store()
+        forget_default_snapshot_store()

@@ -87,3 +87,21 @@ class NoModelError(WarlockError, ValueError):
 class UnnamedAgentError(WarlockError, ValueError):
     """A ``Host`` was given an ``Agent`` without a name: the wakes it schedules could not be
     fired with it (the worker finds agents by the name each wake records)."""
+
+
+class SnapshotError(WarlockError):
+    """Base class of the snapshot and checkpoint stores' errors."""
+
+
+class SnapshotConflictError(SnapshotError):
+    """A conditional snapshot save lost: another writer saved the run since it was loaded."""
+
+    def __init__(self, key: str, expected_version: int, actual_version: int | None) -> None:
+        self.key = key
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+        stored = "none is stored" if actual_version is None else f"{actual_version} is stored"
+        super().__init__(
+            f"snapshot {key!r} was written by someone else meanwhile: expected version "
+            f"{expected_version}, {stored}"
+        )

@@ -236,3 +236,23 @@ def forget_records(session_id: str, using: str | None = None) -> None:
     for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
         manager = model._default_manager if using is None else model._default_manager.using(using)
         manager.filter(session_id=session_id).delete()
+
+
+class Snapshot(models.Model):
+    """One live snapshot of a workflow, supervisor or agent run, keyed by its ``runId``
+    (``snapshots.DjangoSnapshotStore``). ``version`` grows with every save, so a resumed run
+    can save conditionally and two processes resuming one run cannot both write."""
+
+    key = models.CharField(_("key"), max_length=255, primary_key=True)
+    payload = models.JSONField(_("snapshot"))
+    version = models.PositiveIntegerField(_("version"), default=1)
+    saved_at = models.DateTimeField(_("saved"), db_index=True)
+
+    class Meta:
+        db_table = "warlock_snapshots"
+        verbose_name = _("snapshot")
+        verbose_name_plural = _("snapshots")
+        ordering = ["-saved_at"]
+
+    def __str__(self) -> str:
+        return self.key

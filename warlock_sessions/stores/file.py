@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from ..engine.session import Session, decode_session
 from ..errors import InvalidSessionError
@@ -16,10 +14,7 @@ from .base import (
     Store,
     check_stored_version,
 )
-from .filesystem import check_mode, make_directories
-
-#: Longest encoded file name (plus ``.json``) kept below every common filesystem's 255 bytes.
-MAX_FILE_NAME_BYTES = 250
+from .filesystem import check_mode, file_name, make_directories, read_file, replace_file
 
 
 class FileStore(Store):
@@ -44,13 +39,7 @@ class FileStore(Store):
         self.file_mode = check_mode(file_mode, "file_mode", owner_needs=0o600)
 
     def _name(self, session_id: str) -> str:
-        name = quote(session_id, safe="!*'()") + ".json"
-        if len(name.encode()) > MAX_FILE_NAME_BYTES:
-            raise ValueError(
-                f"session id {session_id[:40]!r}… encodes to a file name over "
-                f"{MAX_FILE_NAME_BYTES} bytes"
-            )
-        return name
+        return file_name(session_id, "session id")
 
     @contextmanager
     def _locked(self, name: str) -> Iterator[None]:
@@ -68,13 +57,9 @@ class FileStore(Store):
 
     def _read_file(self, session_id: str, name: str) -> bytes | None:
         try:
-            fd = os.open(self.directory / name, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            return None
+            return read_file(self.directory / name)
         except OSError as error:
             raise InvalidSessionError(session_id, f"its file cannot be opened ({error})") from None
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read()
 
     def _read(self, session_id: str) -> tuple[bytes, None] | None:
         content = self._read_file(session_id, self._name(session_id))
@@ -88,27 +73,7 @@ class FileStore(Store):
             stored = self._read_file(session_id, name)
             version = None if stored is None else decode_session(stored, session_id)["version"]
             check_stored_version(session_id, expected, version)
-            self._replace(name, text.encode())
-
-    def _replace(self, name: str, content: bytes) -> None:
-        temp = self.directory / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, self.file_mode)
-        try:
-            try:
-                os.write(fd, content)
-                os.fchmod(fd, self.file_mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, self.directory / name)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        directory_fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
+            replace_file(self.directory, name, text.encode(), self.file_mode)
 
     def _remove(self, session_id: str) -> bool:
         name = self._name(session_id)

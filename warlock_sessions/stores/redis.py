@@ -29,12 +29,12 @@ return -1
 _WRITTEN, _GONE = -1, -2
 
 
-def _redis_module() -> Any:
+def redis_module() -> Any:
     try:
         import redis
     except ImportError as error:  # the optional extra is missing
         raise ImportError(
-            "RedisStore needs the redis client: pip install 'warlock-sessions[redis]'"
+            "the Redis stores need the redis client: pip install 'warlock-sessions[redis]'"
         ) from error
     return redis
 
@@ -59,7 +59,7 @@ class RedisStore(Store):
             raise ValueError("RedisStore needs exactly one of client= or url=")
         if ttl is not None and ttl <= 0:
             raise ValueError(f"ttl must be a positive number of seconds, not {ttl!r}")
-        self.client = client if client is not None else _redis_module().Redis.from_url(url)
+        self.client = client if client is not None else redis_module().Redis.from_url(url)
         self.prefix = prefix
         self.ttl_ms = round(ttl * 1000) if ttl else 0
         self._save_script = self.client.register_script(_SAVE_SCRIPT)

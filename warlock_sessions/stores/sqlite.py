@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import threading
 from datetime import UTC, datetime
@@ -12,9 +11,7 @@ from pathlib import Path
 from ..engine.session import Session
 from ..errors import SessionConflictError
 from .base import Store
-from .filesystem import make_directories
-
-_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from .filesystem import check_sql_name, create_private_file
 
 
 class SqliteStore(Store):
@@ -29,15 +26,9 @@ class SqliteStore(Store):
     def __init__(
         self, path: str | os.PathLike[str], *, table: str = "warlock_sessions", timeout: float = 5.0
     ) -> None:
-        if not _TABLE_NAME.match(table):
-            raise ValueError(f"invalid table name {table!r}. Allowed: [A-Za-z_][A-Za-z0-9_]*.")
+        self.table = check_sql_name(table)
         self.path = str(path)
-        self.table = table
-        if self.path != ":memory:":
-            _create_private_file(Path(self.path))
-        self._connection = sqlite3.connect(
-            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-        )
+        self._connection = connect_private(self.path, timeout)
         self._lock = threading.Lock()
         self._connection.execute(
             f"CREATE TABLE IF NOT EXISTS {table} (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
@@ -81,8 +72,18 @@ class SqliteStore(Store):
         return self._execute("DELETE FROM {table} WHERE id = ?", (session_id,)).rowcount == 1
 
 
-def _create_private_file(path: Path) -> None:
-    """Create missing parent directories 0700 and the file itself 0600 (existing ones untouched)."""
-    make_directories(path.parent, 0o700)
-    if not path.exists():
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+def connect_private(path: str, timeout: float) -> sqlite3.Connection:
+    """A connection (autocommit, shareable across threads) to the SQLite file at ``path``,
+    created 0600 in directories created 0700 before SQLite opens it; journal sidecars already
+    there are made 0600 too (new ones take the file's mode). ``":memory:"`` creates nothing."""
+    if path != ":memory:":
+        create_private_file(Path(path))
+        for suffix in ("-journal", "-wal", "-shm"):
+            sidecar = Path(path + suffix)
+            if sidecar.exists() and not sidecar.is_symlink():
+                os.chmod(sidecar, 0o600)
+    connection = sqlite3.connect(
+        path, timeout=timeout, isolation_level=None, check_same_thread=False
+    )
+    connection.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
+    return connection

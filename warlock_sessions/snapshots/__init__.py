@@ -1,0 +1,93 @@
+"""Snapshot stores: where workflow, supervisor and agent runs keep their state between steps,
+so a run resumes after a crash (docs/snapshots.md). One conformance suite runs against all.
+
+======================== ================================================ ===================
+class                    keeps snapshots in                               needs
+======================== ================================================ ===================
+``DjangoSnapshotStore``  the ``warlock_sessions.Snapshot`` model          a configured Django
+``MemorySnapshotStore``  this process                                     nothing
+``PostgresSnapshotStore`` a table, on your psycopg connection or pool     the ``postgres`` extra
+``RedisSnapshotStore``   one Redis string per snapshot                    the ``redis`` extra
+``FileSnapshotStore``    one JSON file per snapshot in a directory        nothing (POSIX)
+``SqliteSnapshotStore``  a SQLite file                                    nothing
+======================== ================================================ ===================
+
+Backends are imported on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    ConditionalSaveUnsupportedError,
+    InvalidSnapshotError,
+    SnapshotCorruptError,
+    SnapshotStore,
+)
+
+if TYPE_CHECKING:
+    from .db import DjangoSnapshotStore
+    from .file import FileSnapshotStore
+    from .memory import MemorySnapshotStore
+    from .postgres import PostgresSnapshotStore
+    from .redis import RedisSnapshotStore
+    from .sqlite import SqliteSnapshotStore
+
+_BACKENDS = {
+    "DjangoSnapshotStore": ".db",
+    "MemorySnapshotStore": ".memory",
+    "PostgresSnapshotStore": ".postgres",
+    "RedisSnapshotStore": ".redis",
+    "FileSnapshotStore": ".file",
+    "SqliteSnapshotStore": ".sqlite",
+}
+
+__all__ = [
+    "ConditionalSaveUnsupportedError",
+    "DjangoSnapshotStore",
+    "FileSnapshotStore",
+    "InvalidSnapshotError",
+    "MemorySnapshotStore",
+    "PostgresSnapshotStore",
+    "RedisSnapshotStore",
+    "SnapshotCorruptError",
+    "SnapshotStore",
+    "SqliteSnapshotStore",
+    "default_snapshot_store",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BACKENDS:
+        return getattr(import_module(_BACKENDS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_default: SnapshotStore | None = None
+_built = False
+_default_lock = threading.Lock()
+
+
+def default_snapshot_store() -> SnapshotStore | None:
+    """The store of ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]`` (built once with
+    ``["SNAPSHOT_STORE_OPTIONS"]``), or ``None`` when none is configured: runs then skip their
+    snapshot writes and cannot resume."""
+    global _default, _built
+    with _default_lock:
+        if not _built:
+            from ..conf import warlock_settings
+
+            store_class = warlock_settings.SNAPSHOT_STORE
+            options = warlock_settings.SNAPSHOT_STORE_OPTIONS
+            _default = None if store_class is None else store_class(**options)
+            _built = True
+        return _default
+
+
+def forget_default_snapshot_store() -> None:
+    global _default, _built
+    with _default_lock:
+        _default, _built = None, False

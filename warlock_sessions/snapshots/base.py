@@ -1,0 +1,158 @@
+"""The SnapshotStore contract every backend implements (docs/snapshots.md).
+
+A snapshot is a JSON object keyed by its ``runId``: the state of one workflow, supervisor or
+agent run, saved after every step so the run can resume after a crash. One live snapshot per
+key: ``save`` overwrites. ``load``, ``save``, ``delete`` and ``list`` apply the contract's checks
+once, here; a backend implements ``_read``, ``_write``, ``_remove`` and ``_keys`` over checked
+values and JSON text, so every store copies on save and on load.
+
+A store that can also save **conditionally** (``versioned = True``: the Django and memory
+stores) keeps an integer version per key: ``save(snapshot, expected_version=v)`` writes only
+when the stored version is ``v`` (0: none is stored) and otherwise raises
+``SnapshotConflictError``, so two processes resuming one run cannot both write.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ..engine.session import json_problem
+from ..errors import SnapshotConflictError, SnapshotError
+
+#: Longest key every backend accepts (the Django column's length).
+MAX_KEY_LENGTH = 255
+
+
+class InvalidSnapshotError(SnapshotError, ValueError):
+    """A snapshot no store can keep: not a JSON object, no usable ``runId``, or a value JSON
+    (or PostgreSQL's ``jsonb``) cannot hold."""
+
+
+class ConditionalSaveUnsupportedError(SnapshotError, TypeError):
+    """``save(..., expected_version=...)`` on a store that keeps no versions."""
+
+
+def check_key(key: object, what: str = "runId") -> str:
+    if not isinstance(key, str) or not key:
+        raise InvalidSnapshotError(f"a snapshot's {what} must be non-empty text, not {key!r:.60}")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidSnapshotError(
+            f"a snapshot's {what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
+        )
+    problem = json_problem(key)
+    if problem is not None:
+        raise InvalidSnapshotError(f"a snapshot's {what} {problem[1]}")
+    return key
+
+
+def encode_snapshot(snapshot: object) -> tuple[str, str]:
+    """The snapshot's key and its JSON text, or ``InvalidSnapshotError`` naming what is off."""
+    if not isinstance(snapshot, dict):
+        raise InvalidSnapshotError(f"a snapshot is a JSON object, not {type(snapshot).__name__}")
+    key = check_key(snapshot.get("runId"))
+    problem = json_problem(snapshot)
+    if problem is not None:
+        path, why = problem
+        raise InvalidSnapshotError(f"snapshot {key!r}: {path.lstrip('.') or 'the value'} {why}")
+    return key, json.dumps(snapshot, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
+    """The stored snapshot as a fresh object (a backend that decodes JSON itself, like a
+    ``JSONField``, hands over a fresh object already)."""
+    try:
+        value = json.loads(stored) if isinstance(stored, str | bytes) else stored
+    except ValueError as error:
+        raise SnapshotCorruptError(key, f"is not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise SnapshotCorruptError(key, f"is a {type(value).__name__}, not an object")
+    return value
+
+
+class SnapshotCorruptError(SnapshotError):
+    """A stored snapshot cannot be read back (a damaged file, a row written by hand)."""
+
+    def __init__(self, key: str, why: str) -> None:
+        self.key = key
+        super().__init__(f"the stored snapshot {key!r} {why}")
+
+
+class SnapshotStore(ABC):
+    """Where run snapshots live. Subclasses implement the four hooks; see the module doc."""
+
+    #: Whether ``save`` takes ``expected_version`` and ``load_versioned`` works.
+    versioned = False
+
+    def load(self, run_id: str) -> dict[str, Any] | None:
+        """A fresh copy of the stored snapshot, or ``None``."""
+        key = check_key(run_id)
+        stored = self._read(key)
+        return None if stored is None else decode_snapshot(stored[0], key)
+
+    def load_versioned(self, run_id: str) -> tuple[dict[str, Any], int] | None:
+        """The snapshot and its version, for a later conditional ``save``."""
+        self._require_versions()
+        key = check_key(run_id)
+        stored = self._read(key)
+        if stored is None:
+            return None
+        return decode_snapshot(stored[0], key), stored[1]
+
+    def save(self, snapshot: dict[str, Any], *, expected_version: int | None = None) -> None:
+        """Store a copy of ``snapshot`` under its ``runId``. Without ``expected_version`` the
+        save overwrites; with it, the stored version must be exactly that (0: none stored),
+        and the snapshot is then stored as ``expected_version + 1``."""
+        key, text = encode_snapshot(snapshot)
+        if expected_version is not None:
+            self._require_versions()
+            if type(expected_version) is not int or expected_version < 0:
+                raise ValueError(
+                    f"expected_version must be a whole number >= 0, not {expected_version!r}"
+                )
+        self._write(key, text, expected_version)
+
+    def delete(self, run_id: str) -> None:
+        """Remove the snapshot; removing one that is not there is fine."""
+        self._remove(check_key(run_id))
+
+    def list(self, prefix: str | None = None) -> builtins.list[str]:
+        """Every stored key starting with ``prefix`` (exact and case-sensitive), sorted."""
+        if prefix is not None and not isinstance(prefix, str):
+            raise TypeError(f"a prefix is text, not {type(prefix).__name__}")
+        return sorted(key for key in self._keys(prefix or "") if key.startswith(prefix or ""))
+
+    def schema(self) -> str:
+        """The DDL to run before using the store (``""`` when it needs none)."""
+        return ""
+
+    def _require_versions(self) -> None:
+        if not self.versioned:
+            raise ConditionalSaveUnsupportedError(
+                f"{type(self).__name__} keeps no versions: conditional saves need the Django "
+                "or memory snapshot store"
+            )
+
+    @staticmethod
+    def conflict(key: str, expected: int, actual: int | None) -> SnapshotConflictError:
+        return SnapshotConflictError(key, expected, actual)
+
+    @abstractmethod
+    def _read(self, key: str) -> tuple[str | bytes | object, int] | None:
+        """The stored JSON text (or an object freshly decoded from it) and version (0 where
+        none is kept), or ``None``."""
+
+    @abstractmethod
+    def _write(self, key: str, text: str, expected: int | None) -> None:
+        """Store ``text``; with ``expected``, only if the stored version is exactly that
+        (else raise ``conflict(...)``, writing nothing)."""
+
+    @abstractmethod
+    def _remove(self, key: str) -> None: ...
+
+    @abstractmethod
+    def _keys(self, prefix: str) -> builtins.list[str]:
+        """Keys that may start with ``prefix`` (the base filters exactly, so a backend may
+        return more, e.g. when its own matching is case-insensitive)."""

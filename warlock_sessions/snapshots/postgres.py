@@ -1,0 +1,76 @@
+"""PostgresSnapshotStore: snapshots in PostgreSQL through a caller's psycopg connection or pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..stores.filesystem import check_sql_name
+from .base import SnapshotStore
+
+
+def like_prefix(prefix: str) -> str:
+    """``prefix`` as a ``LIKE … ESCAPE '\\'`` pattern matching exactly the keys it begins."""
+    escaped = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+    return escaped + "%"
+
+
+class PostgresSnapshotStore(SnapshotStore):
+    """One row per snapshot in ``table`` (``jsonb`` payload), on ``connection``: a
+    ``psycopg.Connection`` or a ``psycopg_pool.ConnectionPool`` the caller owns. The table is
+    never created for you: run :meth:`schema`'s DDL (a migration of yours, or ``psql``).
+    An unsafe table name is refused when the store is built."""
+
+    def __init__(self, connection: Any, *, table: str = "warlock_supervisor_snapshots") -> None:
+        self.connection = connection
+        self.table = check_sql_name(table)
+
+    def schema(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.table} (\n"
+            "  run_id    TEXT PRIMARY KEY,\n"
+            "  payload   JSONB NOT NULL,\n"
+            "  saved_at  TIMESTAMPTZ NOT NULL DEFAULT now()\n"
+            ");\n"
+            f"CREATE INDEX IF NOT EXISTS idx_{self.table}_saved_at ON {self.table} (saved_at);"
+        )
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor in a transaction of its own: a pool lends a connection and commits on
+        return; a plain connection commits the statement unless the caller has a transaction
+        open (then it joins it, as a savepoint)."""
+        if callable(getattr(self.connection, "getconn", None)):  # a pool
+            with self.connection.connection() as connection, connection.cursor() as cursor:
+                yield cursor
+        else:
+            with self.connection.transaction(), self.connection.cursor() as cursor:
+                yield cursor
+
+    def _read(self, key: str) -> tuple[object, int] | None:
+        with self._cursor() as cursor:
+            cursor.execute(f"SELECT payload FROM {self.table} WHERE run_id = %s", (key,))
+            row = cursor.fetchone()
+        return None if row is None else (row[0], 0)
+
+    def _write(self, key: str, text: str, expected: int | None) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self.table} (run_id, payload, saved_at) VALUES (%s, %s::jsonb, "
+                "now()) ON CONFLICT (run_id) DO UPDATE SET payload = EXCLUDED.payload, "
+                "saved_at = EXCLUDED.saved_at",
+                (key, text),
+            )
+
+    def _remove(self, key: str) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(f"DELETE FROM {self.table} WHERE run_id = %s", (key,))
+
+    def _keys(self, prefix: str) -> list[str]:
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"SELECT run_id FROM {self.table} WHERE run_id LIKE %s ESCAPE '\\'",
+                (like_prefix(prefix),),
+            )
+            return [row[0] for row in cursor.fetchall()]

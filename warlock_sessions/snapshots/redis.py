@@ -1,0 +1,54 @@
+"""RedisSnapshotStore: one Redis string per snapshot (the ``redis`` extra)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..stores.redis import redis_module
+from .base import SnapshotStore
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` matched literally in a Redis ``MATCH`` pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
+
+class RedisSnapshotStore(SnapshotStore):
+    """Each snapshot is the JSON string at ``prefix + key`` (default
+    ``warlock:supervisor:snapshot:``), set with ``EX ttl`` when ``ttl`` (seconds) is given.
+    ``list`` walks ``SCAN MATCH``, never ``KEYS``, so it never blocks the server."""
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        url: str = "redis://127.0.0.1:6379/0",
+        prefix: str = "warlock:supervisor:snapshot:",
+        ttl: int | None = None,
+    ) -> None:
+        if ttl is not None and (type(ttl) is not int or ttl <= 0):
+            raise ValueError(f"ttl is a whole number of seconds > 0, not {ttl!r}")
+        self.client = client if client is not None else redis_module().Redis.from_url(url)
+        self.prefix = prefix
+        self.ttl = ttl
+
+    def _read(self, key: str) -> tuple[bytes, int] | None:
+        value = self.client.get(self.prefix + key)
+        return None if value is None else (value, 0)
+
+    def _write(self, key: str, text: str, expected: int | None) -> None:
+        self.client.set(self.prefix + key, text, ex=self.ttl)
+
+    def _remove(self, key: str) -> None:
+        self.client.delete(self.prefix + key)
+
+    def _keys(self, prefix: str) -> list[str]:
+        start = len(self.prefix)
+        pattern = glob_escape(self.prefix + prefix) + "*"
+        return [
+            (name.decode() if isinstance(name, bytes) else name)[start:]
+            for name in self.client.scan_iter(match=pattern, count=500)
+        ]
