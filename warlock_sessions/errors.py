@@ -105,3 +105,62 @@ class SnapshotConflictError(SnapshotError):
             f"snapshot {key!r} was written by someone else meanwhile: expected version "
             f"{expected_version}, {stored}"
         )
+
+
+class DriftError(WarlockError):
+    """A stored run was saved by another definition than the one asked to resume it.
+
+    Raised before anything runs, writing nothing; ``resume(..., force=True)`` skips the check.
+    ``code`` is stable for callers to switch on; ``category`` is ``"drift"``.
+    """
+
+    kind = "definition"
+    code = "DRIFT"
+    category = "drift"
+
+    def __init__(self, run_id: str, saved_signature: str, current_signature: str) -> None:
+        self.run_id = run_id
+        self.saved_signature = saved_signature
+        self.current_signature = current_signature
+        super().__init__(
+            f'{self.kind} run "{run_id}" was saved with signature {saved_signature}, but the '
+            f"{self.kind} now has signature {current_signature}; resume with force=True only "
+            "if the change is safe for runs in flight"
+        )
+
+
+class WorkflowDriftError(DriftError):
+    """The workflow's steps changed since the run was saved. ``completed_steps`` are the steps
+    the run finished (in declaration order) and ``pending_step`` the one it would run next."""
+
+    kind = "workflow"
+    code = "WORKFLOW_DRIFT"
+
+    def __init__(
+        self,
+        run_id: str,
+        saved_signature: str,
+        current_signature: str,
+        *,
+        completed_steps: list[str],
+        pending_step: str | None,
+    ) -> None:
+        self.completed_steps = completed_steps
+        self.pending_step = pending_step
+        super().__init__(run_id, saved_signature, current_signature)
+
+
+class SupervisorDriftError(DriftError):
+    """The supervisor's intents or routing changed since the run was saved."""
+
+    kind = "supervisor"
+    code = "SUPERVISOR_DRIFT"
+
+
+class WorkflowError(WarlockError):
+    """A workflow cannot run or resume: no snapshot store, no snapshot for the run, a step
+    routing to a step that does not exist."""
+
+
+class SupervisorFailedError(WarlockError):
+    """A supervisor cannot run or resume: no snapshot store, no snapshot, an unknown intent."""

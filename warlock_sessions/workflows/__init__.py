@@ -1,0 +1,21 @@
+"""Durable runs: workflows (steps with retries, failure routes and parallel groups) and
+supervisors (a router choosing intents until it ends), each snapshotted after every step so it
+resumes after a crash, and refusing to resume a changed definition (docs/workflows.md)."""
+
+from .protocol import RunnableAgent
+from .signature import agent_signature, fnv1a32, supervisor_signature, workflow_signature
+from .workflow import END, Retry, Step, StepContext, Workflow, WorkflowResult
+
+__all__ = [
+    "END",
+    "Retry",
+    "RunnableAgent",
+    "Step",
+    "StepContext",
+    "Workflow",
+    "WorkflowResult",
+    "agent_signature",
+    "fnv1a32",
+    "supervisor_signature",
+    "workflow_signature",
+]

@@ -1,0 +1,84 @@
+"""What workflows and supervisors share: run ids, the snapshot store a run uses, and saving
+its snapshot after each step (conditionally on a versioned store)."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import SnapshotConflictError
+from ..snapshots import SnapshotStore, default_snapshot_store
+
+logger = logging.getLogger("warlock_sessions.workflows")
+
+EventHandler = Callable[[str, dict[str, Any]], None]
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def base36(number: int) -> str:
+    digits = ""
+    while True:
+        number, digit = divmod(number, 36)
+        digits = _BASE36[digit] + digits
+        if not number:
+            return digits
+
+
+def new_run_id(name: str) -> str:
+    """``<name>_<time in base 36>_<8 random base-36 digits>``: unique, roughly ordered by start,
+    never parsed."""
+    token = "".join(secrets.choice(_BASE36) for _ in range(8))
+    return f"{name}_{base36(int(time.time() * 1000))}_{token}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def resolve_store(store: SnapshotStore | None) -> SnapshotStore | None:
+    """The store given, else ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]``, else ``None``."""
+    return store if store is not None else default_snapshot_store()
+
+
+class SnapshotWriter:
+    """Saves one run's snapshots. On a versioned store every save is conditional on the
+    version this run last saw, so a second process resuming the same run loses with
+    ``SnapshotConflictError`` (which stops the run). Any other failure to save is not fatal:
+    the run goes on, and a ``<kind>.error`` event and a log line say what was lost."""
+
+    def __init__(
+        self,
+        store: SnapshotStore | None,
+        kind: str,
+        on_event: EventHandler | None,
+        version: int | None = None,
+    ) -> None:
+        self.store = store
+        self.kind = kind
+        self.on_event = on_event
+        self.version = version if version is not None else 0
+
+    def save(self, snapshot: dict[str, Any]) -> None:
+        if self.store is None:
+            return
+        snapshot["savedAt"] = now_iso()
+        try:
+            if self.store.versioned:
+                self.store.save(snapshot, expected_version=self.version)
+                self.version += 1
+            else:
+                self.store.save(snapshot)
+        except SnapshotConflictError:
+            raise
+        except Exception as error:  # a lost snapshot must not fail the run
+            logger.warning("could not save the snapshot of %s", snapshot["runId"], exc_info=True)
+            emit(self.on_event, f"{self.kind}.error", {"runId": snapshot["runId"], "error": error})
+
+
+def emit(on_event: EventHandler | None, name: str, payload: dict[str, Any]) -> None:
+    if on_event is not None:
+        on_event(name, payload)

@@ -1,0 +1,395 @@
+"""Durable workflows: named steps run in order (or in parallel groups), with retries and
+failure routes, a snapshot after every settled step, and ``resume`` after a crash that refuses
+a changed definition (docs/workflows.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import WorkflowDriftError, WorkflowError
+from ..snapshots import SnapshotStore
+from .protocol import RunnableAgent
+from .runs import EventHandler, SnapshotWriter, emit, new_run_id, now_iso, resolve_store
+from .signature import workflow_signature
+
+END = "end"
+DEFAULT_MAX_STEPS = 100  # steps entered per run: a routing loop must end
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How often a step is tried (``attempts`` in all), waiting ``backoff`` seconds before the
+    second try and twice as long before each next one; ``retry_on(error, attempt)`` may
+    refuse a retry."""
+
+    attempts: int = 1
+    backoff: float = 0.0
+    retry_on: Callable[[BaseException, int], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.attempts) is not int or self.attempts < 1:
+            raise ValueError(f"attempts is a whole number >= 1, not {self.attempts!r}")
+        if self.backoff < 0:
+            raise ValueError(f"backoff is seconds >= 0, not {self.backoff!r}")
+
+
+@dataclass
+class StepContext:
+    """What a step sees. ``state`` is the run's state, the step's own copy: what the step
+    leaves in it is kept when the step succeeds (and dropped when it fails)."""
+
+    input: Any
+    context: Any
+    state: dict[str, Any]
+    steps: Mapping[str, Mapping[str, Any]]
+    run_id: str
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: ``run(ctx)`` or an ``agent`` (given ``input(ctx)``, else the workflow's
+    input), or a ``parallel`` group of steps. A non-``None`` result is stored as
+    ``state[name]``. ``next(ctx)`` picks the following step (a name, ``"end"``, or ``None``
+    for the next declared one); ``on_failure(error, ctx)`` may route a failed step instead of
+    halting the run. ``skip(ctx)`` true skips it."""
+
+    name: str
+    run: Callable[[StepContext], Any] | None = None
+    agent: RunnableAgent | None = None
+    input: Callable[[StepContext], Any] | None = None
+    parallel: Sequence[Step] | None = None
+    retry: Retry = field(default_factory=Retry)
+    next: Callable[[StepContext], str | None] | None = None
+    on_failure: Callable[[BaseException, StepContext], str | None] | None = None
+    skip: Callable[[StepContext], bool] | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or self.name == END:
+            raise ValueError(f"a step's name is non-empty text other than 'end', not {self.name!r}")
+        if sum(part is not None for part in (self.run, self.agent, self.parallel)) > 1:
+            raise ValueError(f"step {self.name!r} has more than one of run, agent, parallel")
+
+
+@dataclass
+class WorkflowResult:
+    run_id: str
+    status: str  # "completed" or "failed"
+    state: dict[str, Any]
+    steps: dict[str, dict[str, Any]]
+    error: BaseException | None = None
+
+
+class _StepFailed(Exception):
+    def __init__(self, record: dict[str, Any], error: BaseException) -> None:
+        self.record = record
+        self.error = error
+
+
+class Workflow:
+    """``Workflow(name, steps, version=None)``; ``execute(input)`` runs it, ``resume(run_id)``
+    finishes a run after a crash. ``store`` (else ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]``)
+    keeps a snapshot after every settled step; without one, nothing is saved and a run cannot
+    resume. ``on_event(name, payload)`` hears ``workflow.error`` (a snapshot could not be
+    saved; the run goes on) and ``workflow.step.failed``."""
+
+    def __init__(
+        self,
+        name: str,
+        steps: Sequence[Step],
+        *,
+        version: str | None = None,
+        store: SnapshotStore | None = None,
+        on_event: EventHandler | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a workflow's name is non-empty text, not {name!r}")
+        names = [step.name for step in steps]
+        names += [child.name for step in steps for child in step.parallel or ()]
+        if len(set(names)) != len(names):
+            raise ValueError(f"workflow {name!r} uses a step name twice: {sorted(names)}")
+        self.name = name
+        self.steps = list(steps)
+        self.version = version
+        self.store = store
+        self.on_event = on_event
+        self.max_steps = max_steps
+        self.signature = workflow_signature(name, version, self.steps)
+        self._by_name = {step.name: step for step in self.steps}
+
+    # -- running ------------------------------------------------------------------------------
+
+    def execute(
+        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+    ) -> WorkflowResult:
+        run = _Run(self, run_id or new_run_id(self.name), input, context, now_iso())
+        first = self.steps[0].name if self.steps else None
+        return run.go(first, SnapshotWriter(resolve_store(self.store), "workflow", self.on_event))
+
+    def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> WorkflowResult:
+        """Finish the run saved as ``run_id`` from its next step. A run saved by another
+        definition raises ``WorkflowDriftError`` before anything runs, unless ``force``."""
+        store = resolve_store(self.store)
+        if store is None:
+            raise WorkflowError(
+                f'workflow "{self.name}" has no snapshot store: pass store= or set '
+                'WARLOCK_SESSIONS["SNAPSHOT_STORE"] to resume a run'
+            )
+        loaded = store.load_versioned(run_id) if store.versioned else None
+        snapshot = loaded[0] if loaded else store.load(run_id)
+        if snapshot is None:
+            raise WorkflowError(f'workflow "{self.name}" has no snapshot of run "{run_id}"')
+        done = self._settled(snapshot)
+        if snapshot.get("signature") != self.signature and not force:
+            raise WorkflowDriftError(
+                run_id,
+                str(snapshot.get("signature")),
+                self.signature,
+                completed_steps=done,
+                pending_step=snapshot.get("next"),
+            )
+        run = _Run(self, run_id, snapshot.get("input"), context, snapshot.get("startedAt"))
+        run.state, run.steps = dict(snapshot.get("state") or {}), dict(snapshot.get("steps") or {})
+        if snapshot.get("status") == "completed":
+            return run.result("completed", None)  # settled: nothing runs again
+        writer = SnapshotWriter(store, "workflow", self.on_event, loaded[1] if loaded else None)
+        return run.go(self._resume_at(snapshot, done), writer)
+
+    async def aexecute(
+        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+    ) -> WorkflowResult:
+        return await asyncio.to_thread(self.execute, input, run_id=run_id, context=context)
+
+    async def aresume(
+        self, run_id: str, *, force: bool = False, context: Any = None
+    ) -> WorkflowResult:
+        return await asyncio.to_thread(self.resume, run_id, force=force, context=context)
+
+    def _settled(self, snapshot: Mapping[str, Any]) -> list[str]:
+        """The steps the run finished, in declaration order."""
+        records = snapshot.get("steps") or {}
+        return [
+            step.name
+            for step in self.steps
+            if (records.get(step.name) or {}).get("status") in ("completed", "skipped")
+        ]
+
+    def _resume_at(self, snapshot: Mapping[str, Any], done: list[str]) -> str | None:
+        following = snapshot.get("next")
+        if isinstance(following, str) and following in self._by_name:
+            return following
+        return next((step.name for step in self.steps if step.name not in done), None)
+
+    def after(self, step: Step) -> str | None:
+        """The next declared step, ``None`` after the last."""
+        index = self.steps.index(step)
+        return self.steps[index + 1].name if index + 1 < len(self.steps) else None
+
+    def target(self, step: Step, target: str | None, how: str) -> str | None:
+        """A routed target as a step name (``None``: the run ends)."""
+        if target is None or target == END:
+            return None
+        if target not in self._by_name:
+            raise WorkflowError(
+                f'workflow "{self.name}": step "{step.name}" {how} unknown step "{target}"'
+            )
+        return target
+
+
+class _Run:
+    """One run of a workflow in progress: its state, its step records, its snapshots."""
+
+    def __init__(
+        self, workflow: Workflow, run_id: str, input: Any, context: Any, started_at: Any
+    ) -> None:
+        self.workflow = workflow
+        self.run_id = run_id
+        self.input = input
+        self.context = context
+        self.started_at = started_at or now_iso()
+        self.state: dict[str, Any] = {}
+        self.steps: dict[str, dict[str, Any]] = {}
+
+    def go(self, current: str | None, writer: SnapshotWriter) -> WorkflowResult:
+        entered = 0
+        while current is not None:
+            entered += 1
+            step = self.workflow._by_name[current]
+            if entered > self.workflow.max_steps:
+                error = WorkflowError(
+                    f'workflow "{self.workflow.name}" entered more than '
+                    f"{self.workflow.max_steps} steps (a routing loop?)"
+                )
+                return self.finish(writer, "failed", current, error)
+            try:
+                following = self.settle(step)
+            except _StepFailed as failed:
+                emit(self.workflow.on_event, "workflow.step.failed", {"step": step.name})
+                routed = step.on_failure(failed.error, self.ctx()) if step.on_failure else None
+                if routed is None:
+                    writer.save(self.snapshot(step.name, "running"))
+                    return self.finish(writer, "failed", step.name, failed.error)
+                following = self.workflow.target(step, routed, "onFailure routed to")
+            except WorkflowError as error:
+                return self.finish(writer, "failed", current, error)
+            writer.save(self.snapshot(following, "running"))
+            current = following
+        return self.finish(writer, "completed", None, None)
+
+    def settle(self, step: Step) -> str | None:
+        """Run ``step`` (and record it); return the step after it."""
+        if step.parallel is not None:
+            self.steps[step.name] = self.run_parallel(step)
+        else:
+            record, state = run_step(step, self.ctx())
+            self.steps[step.name] = record
+            if record["status"] == "failed":
+                raise _StepFailed(record, record.pop("exception"))
+            self.state = state
+        chosen = step.next(self.ctx()) if step.next else None
+        if chosen is None:
+            return self.workflow.after(step)
+        return self.workflow.target(step, chosen, "goes to")
+
+    def run_parallel(self, step: Step) -> dict[str, Any]:
+        """The group's children run at once, each on its own copy of the state; what each
+        changed is merged in declaration order. One record for the group; the children's
+        records sit beside it. A failed child fails the group (after every child settled)."""
+        started = now_iso()
+        children = list(step.parallel or ())
+        before = copy.deepcopy(self.state)
+        contexts = [self.ctx() for _ in children]
+        with ThreadPoolExecutor(max_workers=max(1, len(children))) as pool:
+            outcomes = list(pool.map(run_step, children, contexts))
+        error: BaseException | None = None
+        for child, (record, state) in zip(children, outcomes, strict=True):
+            failure = record.pop("exception", None)
+            self.steps[child.name] = record
+            if failure is not None:
+                error = error or failure
+            else:
+                merge_changes(self.state, state, before)
+        if error is not None:
+            raise _StepFailed(step_record("failed", started, 1, error=describe(error)), error)
+        return step_record("completed", started, 1)
+
+    def ctx(self) -> StepContext:
+        return StepContext(
+            input=self.input,
+            context=self.context,
+            state=copy.deepcopy(self.state),
+            steps=self.steps,
+            run_id=self.run_id,
+        )
+
+    def snapshot(self, following: str | None, status: str) -> dict[str, Any]:
+        workflow = self.workflow
+        snapshot: dict[str, Any] = {
+            "runId": self.run_id,
+            "workflowName": workflow.name,
+            "signature": workflow.signature,
+        }
+        if workflow.version is not None:
+            snapshot["version"] = workflow.version
+        snapshot.update(
+            input=self.input,
+            state=self.state,
+            steps=self.steps,
+            next=following,
+            status=status,
+            startedAt=self.started_at,
+        )
+        return snapshot
+
+    def finish(
+        self,
+        writer: SnapshotWriter,
+        status: str,
+        following: str | None,
+        error: BaseException | None,
+    ) -> WorkflowResult:
+        writer.save(self.snapshot(following, status))
+        return self.result(status, error)
+
+    def result(self, status: str, error: BaseException | None) -> WorkflowResult:
+        return WorkflowResult(self.run_id, status, self.state, self.steps, error)
+
+
+def run_step(step: Step, ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run one (not parallel) step with its retries: its record and the state it left. A
+    failed record carries the last error under ``"exception"`` for the caller to take."""
+    started = now_iso()
+    if step.skip is not None and step.skip(ctx):
+        return step_record("skipped", started, 0), ctx.state
+    original = ctx.state
+    for attempt in range(1, step.retry.attempts + 1):
+        ctx.state, ctx.attempt = copy.deepcopy(original), attempt
+        try:
+            output = _call(step, ctx)
+        except Exception as error:
+            retry_on = step.retry.retry_on
+            last = attempt == step.retry.attempts
+            if last or (retry_on is not None and not retry_on(error, attempt)):
+                failed = step_record("failed", started, attempt, error=describe(error))
+                return {**failed, "exception": error}, original
+            if step.retry.backoff:
+                time.sleep(step.retry.backoff * 2 ** (attempt - 1))
+            continue
+        if output is not None:
+            ctx.state[step.name] = output
+        return step_record("completed", started, attempt), ctx.state
+    raise AssertionError("unreachable: attempts >= 1")
+
+
+def _call(step: Step, ctx: StepContext) -> Any:
+    if step.agent is not None:
+        given = step.input(ctx) if step.input is not None else ctx.input
+        result = step.agent.execute(given)
+    elif step.run is not None:
+        result = step.run(ctx)
+    else:
+        return None
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def step_record(status: str, started: str, attempts: int, **more: Any) -> dict[str, Any]:
+    """A step's entry in the snapshot's ``steps``."""
+    return {
+        "status": status,
+        "startedAt": started,
+        "endedAt": now_iso(),
+        "attempts": attempts,
+        **more,
+    }
+
+
+def merge_changes(
+    state: dict[str, Any], changed: Mapping[str, Any], before: Mapping[str, Any]
+) -> None:
+    """Apply to ``state`` what ``changed`` altered relative to ``before``: new or changed keys
+    set, removed keys removed; keys the step left alone keep what an earlier child wrote."""
+    for key, value in changed.items():
+        if key not in before or before[key] != value:
+            state[key] = value
+    for key in before:
+        if key not in changed:
+            state.pop(key, None)
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
