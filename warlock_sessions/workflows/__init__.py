@@ -4,14 +4,26 @@ resumes after a crash, and refusing to resume a changed definition (docs/workflo
 
 from .protocol import RunnableAgent
 from .signature import agent_signature, fnv1a32, supervisor_signature, workflow_signature
+from .supervisor import (
+    SUPERVISOR_END,
+    Intent,
+    Supervisor,
+    SupervisorContext,
+    SupervisorResult,
+)
 from .workflow import END, Retry, Step, StepContext, Workflow, WorkflowResult
 
 __all__ = [
     "END",
+    "SUPERVISOR_END",
+    "Intent",
     "Retry",
     "RunnableAgent",
     "Step",
     "StepContext",
+    "Supervisor",
+    "SupervisorContext",
+    "SupervisorResult",
     "Workflow",
     "WorkflowResult",
     "agent_signature",

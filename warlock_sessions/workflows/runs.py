@@ -44,6 +44,23 @@ def resolve_store(store: SnapshotStore | None) -> SnapshotStore | None:
     return store if store is not None else default_snapshot_store()
 
 
+def load_run(
+    store: SnapshotStore | None, run_id: str, who: str, error: type[Exception]
+) -> tuple[SnapshotStore, dict[str, Any], int | None]:
+    """The store, the snapshot of ``run_id`` and its version (on a versioned store), or
+    ``error`` saying which is missing. ``who`` names the workflow or supervisor."""
+    if store is None:
+        raise error(
+            f"{who} has no snapshot store: pass store= or set "
+            'WARLOCK_SESSIONS["SNAPSHOT_STORE"] to resume a run'
+        )
+    loaded = store.load_versioned(run_id) if store.versioned else None
+    snapshot = loaded[0] if loaded else store.load(run_id)
+    if snapshot is None:
+        raise error(f'{who} has no snapshot of run "{run_id}"')
+    return store, snapshot, loaded[1] if loaded else None
+
+
 class SnapshotWriter:
     """Saves one run's snapshots. On a versioned store every save is conditional on the
     version this run last saw, so a second process resuming the same run loses with

@@ -16,7 +16,15 @@ from typing import Any
 from ..errors import WorkflowDriftError, WorkflowError
 from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
-from .runs import EventHandler, SnapshotWriter, emit, new_run_id, now_iso, resolve_store
+from .runs import (
+    EventHandler,
+    SnapshotWriter,
+    emit,
+    load_run,
+    new_run_id,
+    now_iso,
+    resolve_store,
+)
 from .signature import workflow_signature
 
 END = "end"
@@ -138,16 +146,9 @@ class Workflow:
     def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> WorkflowResult:
         """Finish the run saved as ``run_id`` from its next step. A run saved by another
         definition raises ``WorkflowDriftError`` before anything runs, unless ``force``."""
-        store = resolve_store(self.store)
-        if store is None:
-            raise WorkflowError(
-                f'workflow "{self.name}" has no snapshot store: pass store= or set '
-                'WARLOCK_SESSIONS["SNAPSHOT_STORE"] to resume a run'
-            )
-        loaded = store.load_versioned(run_id) if store.versioned else None
-        snapshot = loaded[0] if loaded else store.load(run_id)
-        if snapshot is None:
-            raise WorkflowError(f'workflow "{self.name}" has no snapshot of run "{run_id}"')
+        store, snapshot, version = load_run(
+            resolve_store(self.store), run_id, f'workflow "{self.name}"', WorkflowError
+        )
         done = self._settled(snapshot)
         if snapshot.get("signature") != self.signature and not force:
             raise WorkflowDriftError(
@@ -161,7 +162,7 @@ class Workflow:
         run.state, run.steps = dict(snapshot.get("state") or {}), dict(snapshot.get("steps") or {})
         if snapshot.get("status") == "completed":
             return run.result("completed", None)  # settled: nothing runs again
-        writer = SnapshotWriter(store, "workflow", self.on_event, loaded[1] if loaded else None)
+        writer = SnapshotWriter(store, "workflow", self.on_event, version)
         return run.go(self._resume_at(snapshot, done), writer)
 
     async def aexecute(

@@ -1,0 +1,239 @@
+"""Supervisors: a router picks the next intent (an agent, a workflow or a callback) until it
+says END or ``max_iterations`` is reached; a snapshot after every iteration lets a crashed run
+resume at the next one (docs/workflows.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SupervisorDriftError, SupervisorFailedError
+from ..snapshots import SnapshotStore
+from .protocol import RunnableAgent
+from .runs import EventHandler, SnapshotWriter, load_run, new_run_id, now_iso, resolve_store
+from .signature import supervisor_signature
+from .workflow import Workflow
+
+SUPERVISOR_END = "END"
+
+
+@dataclass
+class SupervisorContext:
+    """What the router and each intent see; ``state`` is the run's, the intent's own copy."""
+
+    input: Any
+    context: Any
+    state: dict[str, Any]
+    iteration: int
+    run_id: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+Handler = Callable[[SupervisorContext], Any] | RunnableAgent | Workflow
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the supervisor can do: ``handler`` is a callback ``(ctx) -> result``, an agent
+    (``execute(input, history=...)``) or a workflow. A non-``None`` result is stored as
+    ``state[key]`` (a workflow's: its final state)."""
+
+    handler: Handler
+    description: str = ""
+
+
+@dataclass
+class SupervisorResult:
+    run_id: str
+    status: str  # "completed", "failed" or "max-iterations"
+    state: dict[str, Any]
+    iterations: list[dict[str, Any]]
+    error: BaseException | None = None
+
+
+class Supervisor:
+    """``Supervisor(name, router, intents, max_iterations=10)``. ``router`` is a callback
+    ``(ctx) -> intent key or "END"`` or an agent whose ``execute`` returns one."""
+
+    def __init__(
+        self,
+        name: str,
+        router: Callable[[SupervisorContext], str | None] | RunnableAgent,
+        intents: Mapping[str, Intent | Handler],
+        *,
+        max_iterations: int = 10,
+        initial: str | None = None,
+        store: SnapshotStore | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a supervisor's name is non-empty text, not {name!r}")
+        if type(max_iterations) is not int or max_iterations < 1:
+            raise ValueError(f"max_iterations is a whole number >= 1, not {max_iterations!r}")
+        self.intents = {
+            key: intent if isinstance(intent, Intent) else Intent(intent)
+            for key, intent in intents.items()
+        }
+        if initial is not None and initial not in self.intents:
+            raise ValueError(f"the initial intent {initial!r} is not one of the intents")
+        self.name = name
+        self.router = router
+        self.max_iterations = max_iterations
+        self.initial = initial
+        self.store = store
+        self.on_event = on_event
+        routed_by_agent = isinstance(router, RunnableAgent)
+        self.signature = supervisor_signature(
+            name,
+            {key: {"d": i.description, "u": _unit(i.handler)} for key, i in self.intents.items()},
+            router=router.name if routed_by_agent else None,  # type: ignore[union-attr]
+            route_callback=not routed_by_agent,
+            evaluate=False,
+            initial=initial,
+            max_iterations=max_iterations,
+        )
+
+    def execute(
+        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+    ) -> SupervisorResult:
+        run = _SupervisorRun(self, run_id or new_run_id(self.name), input, context, now_iso())
+        return run.go(0, SnapshotWriter(resolve_store(self.store), "supervisor", self.on_event))
+
+    def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> SupervisorResult:
+        """Go on with the run saved as ``run_id`` at the iteration after its last one (with
+        that iteration's state; nothing done before runs again)."""
+        store, snapshot, version = load_run(
+            resolve_store(self.store), run_id, f'supervisor "{self.name}"', SupervisorFailedError
+        )
+        if snapshot.get("signature") != self.signature and not force:
+            raise SupervisorDriftError(run_id, str(snapshot.get("signature")), self.signature)
+        run = _SupervisorRun(
+            self, run_id, snapshot.get("input"), context, snapshot.get("startedAt")
+        )
+        run.iterations = list(snapshot.get("snapshots") or [])
+        run.state = dict(run.iterations[-1]["state"]) if run.iterations else {}
+        if snapshot.get("status") != "running":
+            return run.result(str(snapshot.get("status")), None)
+        writer = SnapshotWriter(store, "supervisor", self.on_event, version)
+        return run.go(int(snapshot.get("iteration", -1)) + 1, writer)
+
+    async def aexecute(
+        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+    ) -> SupervisorResult:
+        return await asyncio.to_thread(self.execute, input, run_id=run_id, context=context)
+
+    async def aresume(
+        self, run_id: str, *, force: bool = False, context: Any = None
+    ) -> SupervisorResult:
+        return await asyncio.to_thread(self.resume, run_id, force=force, context=context)
+
+
+def _unit(handler: Handler) -> dict[str, Any]:
+    if isinstance(handler, Workflow):
+        return {"t": "workflow", "n": handler.name, "s": handler.signature}
+    if isinstance(handler, RunnableAgent):
+        return {"t": "agent", "n": handler.name}
+    return {"t": "callback"}
+
+
+class _SupervisorRun:
+    def __init__(
+        self, supervisor: Supervisor, run_id: str, input: Any, context: Any, started_at: Any
+    ) -> None:
+        self.supervisor = supervisor
+        self.run_id = run_id
+        self.input = input
+        self.context = context
+        self.started_at = started_at or now_iso()
+        self.state: dict[str, Any] = {}
+        self.iterations: list[dict[str, Any]] = []
+
+    def go(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
+        supervisor = self.supervisor
+        while iteration < supervisor.max_iterations:
+            try:
+                key = self.route(iteration)
+                if key == SUPERVISOR_END:
+                    return self.finish(writer, "completed", iteration - 1, None)
+                self.state = self.dispatch(key, iteration)
+            except Exception as error:  # the run's failure, recorded in its snapshot
+                return self.finish(writer, "failed", iteration - 1, error)
+            self.iterations.append(
+                {"iteration": iteration, "intent": key, "state": copy.deepcopy(self.state)}
+            )
+            writer.save(self.snapshot(iteration, "running"))
+            iteration += 1
+        return self.finish(writer, "max-iterations", iteration - 1, None)
+
+    def route(self, iteration: int) -> str:
+        supervisor = self.supervisor
+        if iteration == 0 and supervisor.initial is not None and not self.iterations:
+            return supervisor.initial
+        router = supervisor.router
+        ctx = self.ctx(iteration)
+        if isinstance(router, RunnableAgent):
+            chosen = router.execute(
+                {"input": self.input, "state": ctx.state, "intents": self.described()},
+                history=ctx.history,
+            )
+        else:
+            chosen = router(ctx)
+        key = SUPERVISOR_END if chosen is None else str(chosen)
+        if key != SUPERVISOR_END and key not in supervisor.intents:
+            raise SupervisorFailedError(
+                f'supervisor "{supervisor.name}" was routed to unknown intent "{key}"'
+            )
+        return key
+
+    def dispatch(self, key: str, iteration: int) -> dict[str, Any]:
+        ctx = self.ctx(iteration)
+        handler = self.supervisor.intents[key].handler
+        if isinstance(handler, Workflow):
+            result = handler.execute(self.input, context=self.context)
+            if result.error is not None:
+                raise result.error
+            output: Any = result.state
+        elif isinstance(handler, RunnableAgent):
+            output = handler.execute(self.input, history=ctx.history)
+        else:
+            output = handler(ctx)
+        if output is not None:
+            ctx.state[key] = output
+        return ctx.state
+
+    def described(self) -> dict[str, str]:
+        return {key: intent.description for key, intent in self.supervisor.intents.items()}
+
+    def ctx(self, iteration: int) -> SupervisorContext:
+        return SupervisorContext(
+            input=self.input,
+            context=self.context,
+            state=copy.deepcopy(self.state),
+            iteration=iteration,
+            run_id=self.run_id,
+            history=[{"iteration": i["iteration"], "intent": i["intent"]} for i in self.iterations],
+        )
+
+    def snapshot(self, iteration: int, status: str) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "supervisorName": self.supervisor.name,
+            "signature": self.supervisor.signature,
+            "input": self.input,
+            "iteration": iteration,
+            "snapshots": self.iterations,
+            "status": status,
+            "startedAt": self.started_at,
+        }
+
+    def finish(
+        self, writer: SnapshotWriter, status: str, iteration: int, error: BaseException | None
+    ) -> SupervisorResult:
+        writer.save(self.snapshot(iteration, status))
+        return self.result(status, error)
+
+    def result(self, status: str, error: BaseException | None) -> SupervisorResult:
+        return SupervisorResult(self.run_id, status, self.state, self.iterations, error)
