@@ -27,15 +27,33 @@ PUBLIC = {
     "warlock_sessions.host": {
         "Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
     },
+    "warlock_sessions.snapshots": {
+        "ConditionalSaveUnsupportedError", "DjangoSnapshotStore", "FileSnapshotStore",
+        "InvalidSnapshotError", "MemorySnapshotStore", "PostgresSnapshotStore",
+        "RedisSnapshotStore", "SnapshotCorruptError", "SnapshotStore", "SqliteSnapshotStore",
+        "default_snapshot_store",
+    },
+    "warlock_sessions.checkpoints": {
+        "CheckpointStore", "DjangoCheckpointStore", "DuplicateCheckpointError",
+        "MemoryCheckpointStore", "PostgresCheckpointStore", "RedisCheckpointStore",
+    },
+    "warlock_sessions.workflows": {
+        "END", "SUPERVISOR_END", "Intent", "Retry", "RunnableAgent", "Step", "StepContext",
+        "Supervisor", "SupervisorContext", "SupervisorResult", "Workflow", "WorkflowResult",
+        "agent_signature", "fnv1a32", "supervisor_signature", "workflow_signature",
+    },
     "warlock_sessions.testing": {
         "FakeClock", "FakeModel", "FakeModelExhausted", "MemoryScheduler", "T0", "T0_MS",
         "outcome_line", "realistic_session", "run_blob", "session_blob",
     },
 }  # fmt: skip
 
-#: The contract's errors that something raises today; the others (snapshot conflicts, drift,
-#: locks, tool pairs, session existence) arrive with the features that raise them.
-CONTRACT_ERRORS = ["SessionConflictError", "InvalidSessionError", "FlowConfigurationError"]
+#: The contract's errors that something raises today; the others (agent drift, locks, tool
+#: pairs, session existence) arrive with the conversation sessions that raise them.
+CONTRACT_ERRORS = [
+    "SessionConflictError", "InvalidSessionError", "FlowConfigurationError",
+    "SnapshotConflictError", "WorkflowDriftError", "SupervisorDriftError",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("module_name", sorted(PUBLIC))

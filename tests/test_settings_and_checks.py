@@ -175,6 +175,14 @@ def test_a_policy_that_narrows_can_see_but_not_visible_is_warned_about() -> None
         ("MODELS", {"m": "gpt"}, "warlock_sessions.E019"),
         ("DEFAULT_AGENT", 3, "warlock_sessions.E019"),
         ("STORE_OPTIONS", "default", "warlock_sessions.E004"),
+        ("SNAPSHOT_STORE", "myapp.nowhere.Store", "warlock_sessions.E020"),
+        ("SNAPSHOT_STORE", "warlock_sessions.stores.MemoryStore", "warlock_sessions.E021"),
+        (
+            "CHECKPOINT_STORE",
+            "warlock_sessions.snapshots.MemorySnapshotStore",
+            "warlock_sessions.E021",
+        ),
+        ("SNAPSHOT_STORE_OPTIONS", [], "warlock_sessions.E004"),
     ],
 )
 def test_one_rule_per_setting_when_read_and_when_checked(
@@ -188,3 +196,30 @@ def test_one_rule_per_setting_when_read_and_when_checked(
     assert raised.value.check_id == check_id
     assert isinstance(raised.value, ImproperlyConfigured)
     assert f"WARLOCK_SESSIONS['{name}']" in str(raised.value)
+
+
+def test_a_store_s_options_must_fit_it() -> None:
+    with override_settings(
+        WARLOCK_SESSIONS={
+            "SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore",
+            "SNAPSHOT_STORE_OPTIONS": {"usign": "default"},
+            "CHECKPOINT_STORE": "warlock_sessions.checkpoints.MemoryCheckpointStore",
+            "CHECKPOINT_STORE_OPTIONS": {"size": 3},
+        }
+    ):
+        assert warlock_check_ids() == ["warlock_sessions.E012", "warlock_sessions.E012"]
+
+
+def test_the_configured_snapshot_store_is_built_once_and_runs_use_it() -> None:
+    from warlock_sessions.snapshots import MemorySnapshotStore, default_snapshot_store
+    from warlock_sessions.workflows import Step, Workflow
+
+    assert default_snapshot_store() is None
+    with override_settings(
+        WARLOCK_SESSIONS={"SNAPSHOT_STORE": "warlock_sessions.snapshots.MemorySnapshotStore"}
+    ):
+        store = default_snapshot_store()
+        assert isinstance(store, MemorySnapshotStore) and default_snapshot_store() is store
+        Workflow("wf", [Step("a", run=lambda ctx: 1)]).execute(run_id="r")
+        assert store.load("r") is not None
+    assert default_snapshot_store() is None

@@ -47,12 +47,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     if {"STORE", "STORE_OPTIONS"} <= set(valid):
         messages.extend(_options_fit("STORE_OPTIONS", valid["STORE"], valid["STORE_OPTIONS"]))
         messages.extend(_check_store_database(valid["STORE"], valid["STORE_OPTIONS"]))
-    if {"SNAPSHOT_STORE", "SNAPSHOT_STORE_OPTIONS"} <= set(valid) and valid["SNAPSHOT_STORE"]:
-        messages.extend(
-            _options_fit(
-                "SNAPSHOT_STORE_OPTIONS", valid["SNAPSHOT_STORE"], valid["SNAPSHOT_STORE_OPTIONS"]
-            )
-        )
+    for store in ("SNAPSHOT_STORE", "CHECKPOINT_STORE"):
+        options = f"{store}_OPTIONS"
+        if {store, options} <= set(valid) and valid[store] is not None:
+            messages.extend(_options_fit(options, valid[store], valid[options]))
     messages.extend(_check_realtime())
     if "PERMISSION" in valid:
         messages.extend(_check_policy(valid["PERMISSION"]))

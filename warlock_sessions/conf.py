@@ -66,6 +66,10 @@ DEFAULTS: dict[str, Any] = {
     # skip their snapshot writes and cannot resume.
     "SNAPSHOT_STORE": None,
     "SNAPSHOT_STORE_OPTIONS": {},
+    # Where orchestrators keep their per-session checkpoints (a CheckpointStore class), the
+    # same way.
+    "CHECKPOINT_STORE": None,
+    "CHECKPOINT_STORE_OPTIONS": {},
 }
 
 
@@ -144,21 +148,35 @@ def _store(name: str, value: Any) -> Any:
     return store_class
 
 
-def _snapshot_store(name: str, value: Any) -> Any:
-    if value is None:
-        return None
+def _optional_class(base: Callable[[], type], what: str) -> Callable[[str, Any], Any]:
+    """A validator of an optional import string naming a subclass of ``base()`` (imported
+    only when the setting is read, so settings stay below the layers they name)."""
+
+    def validate(name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        found = value
+        if isinstance(value, str):
+            found = import_from_string(value, name, "warlock_sessions.E020")
+        if not (inspect.isclass(found) and issubclass(found, base())):
+            raise SettingError(
+                name, f"= {value!r} is not a {what} class", check_id="warlock_sessions.E021"
+            )
+        return found
+
+    return validate
+
+
+def _snapshot_store_base() -> type:
     from .snapshots.base import SnapshotStore
 
-    store_class = (
-        import_from_string(value, name, "warlock_sessions.E020")
-        if isinstance(value, str)
-        else value
-    )
-    if not (inspect.isclass(store_class) and issubclass(store_class, SnapshotStore)):
-        raise SettingError(
-            name, f"= {value!r} is not a SnapshotStore class", check_id="warlock_sessions.E021"
-        )
-    return store_class
+    return SnapshotStore
+
+
+def _checkpoint_store_base() -> type:
+    from .checkpoints.base import CheckpointStore
+
+    return CheckpointStore
 
 
 def _store_options(name: str, value: Any) -> Any:
@@ -242,8 +260,10 @@ def _permission(name: str, value: Any) -> Any:
 VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "STORE": _store,
     "STORE_OPTIONS": _store_options,
-    "SNAPSHOT_STORE": _snapshot_store,
+    "SNAPSHOT_STORE": _optional_class(_snapshot_store_base, "SnapshotStore"),
     "SNAPSHOT_STORE_OPTIONS": _store_options,
+    "CHECKPOINT_STORE": _optional_class(_checkpoint_store_base, "CheckpointStore"),
+    "CHECKPOINT_STORE_OPTIONS": _store_options,
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),

@@ -256,3 +256,41 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Checkpoint(models.Model):
+    """One turn of an orchestrator's session (``checkpoints.DjangoCheckpointStore``): rows are
+    appended, never updated; the latest turn is the session's state."""
+
+    orchestrator_name = models.CharField(_("orchestrator"), max_length=255)
+    session_id = models.CharField(_("session id"), max_length=255)
+    turn_index = models.PositiveIntegerField(_("turn"))
+    state = models.JSONField(_("state"))
+    last_route = models.JSONField(_("last route"), null=True, blank=True)  # text or a list
+    signature = models.CharField(_("signature"), max_length=64)
+    # None is "unversioned", which the empty string is not.
+    version = models.CharField(_("version"), max_length=100, null=True, blank=True)  # noqa: DJ001
+    summarized_through = models.IntegerField(_("summarized through"), null=True, blank=True)
+    lock_acquired_at = models.DateTimeField(_("lock acquired"), null=True, blank=True)
+    lock_expires_at = models.DateTimeField(_("lock expires"), null=True, blank=True)
+    saved_at = models.DateTimeField(_("saved"), db_index=True)
+
+    class Meta:
+        db_table = "warlock_checkpoints"
+        verbose_name = _("checkpoint")
+        verbose_name_plural = _("checkpoints")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["orchestrator_name", "session_id", "turn_index"],
+                name="warlock_checkpoint_turn_unique",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["orchestrator_name", "session_id", "-turn_index"],
+                name="warlock_checkpoint_latest",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.orchestrator_name}/{self.session_id}#{self.turn_index}"

@@ -10,6 +10,19 @@ from ..stores.filesystem import check_sql_name
 from .base import SnapshotStore
 
 
+@contextmanager
+def cursor_on(connection: Any) -> Iterator[Any]:
+    """A cursor in a transaction of its own on a caller's ``connection``: a pool lends a
+    connection and commits on return; a plain connection commits the statement unless the
+    caller has a transaction open (then it joins it, as a savepoint)."""
+    if callable(getattr(connection, "getconn", None)):  # a pool
+        with connection.connection() as lent, lent.cursor() as cursor:
+            yield cursor
+    else:
+        with connection.transaction(), connection.cursor() as cursor:
+            yield cursor
+
+
 def like_prefix(prefix: str) -> str:
     """``prefix`` as a ``LIKE … ESCAPE '\\'`` pattern matching exactly the keys it begins."""
     escaped = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
@@ -36,17 +49,8 @@ class PostgresSnapshotStore(SnapshotStore):
             f"CREATE INDEX IF NOT EXISTS idx_{self.table}_saved_at ON {self.table} (saved_at);"
         )
 
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        """A cursor in a transaction of its own: a pool lends a connection and commits on
-        return; a plain connection commits the statement unless the caller has a transaction
-        open (then it joins it, as a savepoint)."""
-        if callable(getattr(self.connection, "getconn", None)):  # a pool
-            with self.connection.connection() as connection, connection.cursor() as cursor:
-                yield cursor
-        else:
-            with self.connection.transaction(), self.connection.cursor() as cursor:
-                yield cursor
+    def _cursor(self) -> Any:
+        return cursor_on(self.connection)
 
     def _read(self, key: str) -> tuple[object, int] | None:
         with self._cursor() as cursor:

@@ -1,0 +1,115 @@
+"""The CheckpointStore contract (docs/snapshots.md#checkpoints): an orchestrator's per-session
+state, one appended row per turn, keyed by orchestrator name, session id and turn index.
+
+Rows are append-only on every backend: saving a turn that is already stored raises
+``DuplicateCheckpointError`` (upstream's memory and Redis stores silently pushed a second
+row). ``prune(name, session_id, keep_before)`` deletes the turns before ``keep_before`` on
+every backend alike (upstream's PostgreSQL and Redis stores read it as a count to keep).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from abc import ABC, abstractmethod
+from datetime import UTC, datetime
+from typing import Any
+
+from ..engine.session import json_problem
+from ..errors import SnapshotError
+from ..snapshots.base import InvalidSnapshotError, check_key
+
+#: The columns of a checkpoint row, in the order the PostgreSQL table has them.
+COLUMNS = (
+    "orchestrator_name",
+    "session_id",
+    "turn_index",
+    "state",
+    "last_route",
+    "signature",
+    "version",
+    "summarized_through",
+    "lock_acquired_at",
+    "lock_expires_at",
+    "saved_at",
+)
+
+
+class DuplicateCheckpointError(SnapshotError):
+    """A checkpoint row for that orchestrator, session and turn is stored already."""
+
+    def __init__(self, name: str, session_id: str, turn_index: int) -> None:
+        self.orchestrator_name = name
+        self.session_id = session_id
+        self.turn_index = turn_index
+        super().__init__(
+            f"orchestrator {name!r} has a checkpoint of session {session_id!r} turn "
+            f"{turn_index} already: checkpoints are append-only"
+        )
+
+
+def check_row(row: object) -> dict[str, Any]:
+    """The row with every column (missing optional ones ``None``, ``saved_at`` now), or
+    ``InvalidSnapshotError`` naming what is off."""
+    if not isinstance(row, dict):
+        raise InvalidSnapshotError(f"a checkpoint row is a dict, not {type(row).__name__}")
+    unknown = sorted(set(row) - set(COLUMNS))
+    if unknown:
+        raise InvalidSnapshotError(f"a checkpoint row has no column {unknown[0]!r}")
+    checked = {column: row.get(column) for column in COLUMNS}
+    check_key(checked["orchestrator_name"], "orchestrator_name")
+    check_key(checked["session_id"], "session_id")
+    turn = checked["turn_index"]
+    if type(turn) is not int or turn < 0:
+        raise InvalidSnapshotError(f"turn_index is a whole number >= 0, not {turn!r}")
+    if not isinstance(checked["signature"], str):
+        raise InvalidSnapshotError("a checkpoint row needs its signature (text)")
+    route = checked["last_route"]
+    if not (route is None or isinstance(route, str) or _texts(route)):
+        raise InvalidSnapshotError("last_route is text, a list of text, or None")
+    problem = json_problem(checked["state"])
+    if problem is not None:
+        raise InvalidSnapshotError(f"state{problem[0]} {problem[1]}")
+    checked["saved_at"] = checked["saved_at"] or datetime.now(UTC).isoformat()
+    return checked
+
+
+def _texts(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def encode_route(route: str | list[str] | None) -> str | None:
+    """A list route as JSON text (it starts with ``[``), text as itself."""
+    return json.dumps(route) if isinstance(route, list) else route
+
+
+def decode_route(stored: str | None) -> str | list[str] | None:
+    if stored is not None and stored.startswith("["):
+        decoded: list[str] = json.loads(stored)
+        return decoded
+    return stored
+
+
+class CheckpointStore(ABC):
+    @abstractmethod
+    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+        """The row with the highest ``turn_index``, or ``None``."""
+
+    @abstractmethod
+    def save(self, row: dict[str, Any]) -> None:
+        """Append a row; a stored turn raises ``DuplicateCheckpointError``."""
+
+    @abstractmethod
+    def delete(self, name: str, session_id: str) -> None:
+        """Delete every row of the session (none is fine)."""
+
+    @abstractmethod
+    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+        """The sessions with rows, sorted; only those starting with ``prefix`` (exactly)."""
+
+    @abstractmethod
+    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+        """Delete the session's turns before ``keep_before``."""
+
+    def schema(self) -> str:
+        return ""

@@ -1,0 +1,67 @@
+"""DjangoCheckpointStore: checkpoint rows in the ``warlock_sessions.Checkpoint`` model."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from django.db import IntegrityError, router, transaction
+from django.utils.dateparse import parse_datetime
+
+from ..models import Checkpoint
+from .base import (
+    COLUMNS,
+    CheckpointStore,
+    DuplicateCheckpointError,
+    check_row,
+)
+
+_MOMENTS = ("lock_acquired_at", "lock_expires_at", "saved_at")
+
+
+class DjangoCheckpointStore(CheckpointStore):
+    """The unique ``(orchestrator_name, session_id, turn_index)`` constraint is the
+    append-only guard: a second save of a turn is refused by the database itself."""
+
+    def __init__(self, using: str | None = None) -> None:
+        self.using: str = using or router.db_for_write(Checkpoint) or "default"
+
+    def _rows(self, name: str, session_id: str | None = None) -> Any:
+        rows = Checkpoint.objects.using(self.using).filter(orchestrator_name=name)
+        return rows if session_id is None else rows.filter(session_id=session_id)
+
+    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+        row = self._rows(name, session_id).order_by("-turn_index").values(*COLUMNS).first()
+        if row is None:
+            return None
+        for column in _MOMENTS:
+            if row[column] is not None:
+                row[column] = row[column].isoformat()
+        return dict(row)
+
+    def save(self, row: dict[str, Any]) -> None:
+        checked = check_row(row)
+        values = dict(checked)
+        for column in _MOMENTS:
+            if isinstance(values[column], str):
+                values[column] = parse_datetime(values[column])
+        try:
+            with transaction.atomic(using=self.using):
+                Checkpoint.objects.using(self.using).create(**values)
+        except IntegrityError:
+            raise DuplicateCheckpointError(
+                checked["orchestrator_name"], checked["session_id"], checked["turn_index"]
+            ) from None
+
+    def delete(self, name: str, session_id: str) -> None:
+        self._rows(name, session_id).delete()
+
+    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+        rows = self._rows(name)
+        if prefix:
+            rows = rows.filter(session_id__startswith=prefix)
+        found = rows.values_list("session_id", flat=True).distinct()
+        return sorted(sid for sid in found if sid.startswith(prefix or ""))
+
+    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+        self._rows(name, session_id).filter(turn_index__lt=keep_before).delete()

@@ -1,0 +1,108 @@
+"""RedisCheckpointStore: each session's rows as one JSON document, indexed per orchestrator."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from typing import Any
+
+from ..snapshots.base import InvalidSnapshotError
+from ..stores.redis import redis_module
+from .base import CheckpointStore, DuplicateCheckpointError, check_row
+
+# Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one
+# step, so two writers of one session cannot both add a turn (or lose each other's). The new
+# row's JSON is spliced in as text: cjson would turn an empty list in a stored state into {}.
+_APPEND = """
+local doc = redis.call('GET', KEYS[1])
+local turn = tonumber(ARGV[4])
+local written
+if doc then
+  for _, stored in ipairs(cjson.decode(doc)['rows']) do
+    if stored['turn_index'] == turn then return 0 end
+  end
+  written = string.sub(doc, 1, -3) .. ', ' .. ARGV[1] .. ']}'
+else
+  written = '{"rows": [' .. ARGV[1] .. ']}'
+end
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then
+  redis.call('SET', KEYS[1], written, 'EX', ttl)
+else
+  redis.call('SET', KEYS[1], written)
+end
+redis.call('SADD', KEYS[2], ARGV[3])
+if ttl > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+
+class RedisCheckpointStore(CheckpointStore):
+    """Rows at ``{prefix}:session:{name}:{sid}`` as ``{"rows": [...]}``; the sessions of an
+    orchestrator in the set ``{prefix}:index:{name}`` (``SADD``/``SREM``: concurrent saves of
+    different sessions never lose each other). With ``ttl`` every write sets ``EX ttl``. An
+    orchestrator name may not hold ``:`` (``a:b`` + ``c`` would read as ``a`` + ``b:c``)."""
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        url: str = "redis://127.0.0.1:6379/0",
+        prefix: str = "warlock:orchestrator",
+        ttl: int | None = None,
+    ) -> None:
+        if ttl is not None and (type(ttl) is not int or ttl <= 0):
+            raise ValueError(f"ttl is a whole number of seconds > 0, not {ttl!r}")
+        self.client = client if client is not None else redis_module().Redis.from_url(url)
+        self.prefix = prefix
+        self.ttl = ttl
+        self._append = self.client.register_script(_APPEND)
+
+    def _document(self, name: str, session_id: str) -> str:
+        if ":" in name:
+            raise InvalidSnapshotError(f"an orchestrator name may not hold ':', got {name!r}")
+        return f"{self.prefix}:session:{name}:{session_id}"
+
+    def _index(self, name: str) -> str:
+        return f"{self.prefix}:index:{name}"
+
+    def _rows(self, name: str, session_id: str) -> builtins.list[dict[str, Any]]:
+        stored = self.client.get(self._document(name, session_id))
+        rows: builtins.list[dict[str, Any]] = json.loads(stored)["rows"] if stored else []
+        return rows
+
+    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+        rows = self._rows(name, session_id)
+        return max(rows, key=lambda row: row["turn_index"]) if rows else None
+
+    def save(self, row: dict[str, Any]) -> None:
+        checked = check_row(row)
+        name, session_id = checked["orchestrator_name"], checked["session_id"]
+        appended = self._append(
+            keys=[self._document(name, session_id), self._index(name)],
+            args=[
+                json.dumps(checked, ensure_ascii=False),
+                self.ttl or 0,
+                session_id,
+                checked["turn_index"],
+            ],
+        )
+        if not appended:
+            raise DuplicateCheckpointError(name, session_id, checked["turn_index"])
+
+    def delete(self, name: str, session_id: str) -> None:
+        self.client.delete(self._document(name, session_id))
+        self.client.srem(self._index(name), session_id)
+
+    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+        members = self.client.smembers(self._index(name))
+        found = (m.decode() if isinstance(m, bytes) else m for m in members)
+        return sorted(sid for sid in found if sid.startswith(prefix or ""))
+
+    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+        rows = [row for row in self._rows(name, session_id) if row["turn_index"] >= keep_before]
+        if rows:
+            document = json.dumps({"rows": rows}, ensure_ascii=False)
+            self.client.set(self._document(name, session_id), document, ex=self.ttl)
+        else:
+            self.delete(name, session_id)
