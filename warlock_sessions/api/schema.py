@@ -161,3 +161,23 @@ EVENTS = extend_schema(
     if OPENAPI
     else None,
 )
+
+
+class SnapshotEnvelopeSerializer(Shape):
+    key = serializers.CharField()
+    snapshot = serializers.JSONField(help_text="the run's snapshot as stored")
+
+
+SNAPSHOT_LIST = extend_schema(
+    responses={
+        200: serializers.ListSerializer(child=serializers.CharField()),
+        **errors(400, 403, 404),
+    },
+    parameters=[OpenApiParameter("prefix", str, description="keys starting with this, exactly")]
+    if OPENAPI
+    else None,
+)
+SNAPSHOT_RETRIEVE = extend_schema(
+    responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404)}
+)
+SNAPSHOT_DESTROY = extend_schema(responses={204: None, **errors(400, 403, 404)})

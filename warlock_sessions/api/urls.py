@@ -6,10 +6,12 @@ from importlib.util import find_spec
 from django.urls import URLPattern, URLResolver, include, path
 from rest_framework.routers import DefaultRouter
 
+from .snapshots import SnapshotViewSet
 from .views import SessionViewSet
 
 router = DefaultRouter()
 router.register("sessions", SessionViewSet, basename="warlock-session")
+router.register("snapshots", SnapshotViewSet, basename="warlock-snapshot")
 
 urlpatterns: list[URLPattern | URLResolver] = [path("", include(router.urls))]
 

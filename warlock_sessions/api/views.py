@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from django.db import transaction
 from django.utils.dateparse import parse_datetime
-from django.utils.decorators import method_decorator
-from rest_framework import status, viewsets
-from rest_framework.authentication import SessionAuthentication
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,14 +16,13 @@ from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import ProviderError
 from ..engine import Session as SessionBlob
-from ..errors import InvalidInputError, SessionConflictError
+from ..errors import SessionConflictError
 from ..host import Host
 from ..host.events import event_frame
 from ..host.notify import forget_session
 from ..host.wire import (
     check_allowed,
     clean_text_param,
-    loads,
     parse_turn,
     provider_failure,
     session_id_input,
@@ -41,22 +36,12 @@ from ..permissions import (
 )
 from ..stores import default_store
 from . import schema
-from .errors import ApiError, exception_handler, not_found, precondition_failed
+from .base import WarlockViewSet
+from .errors import ApiError, not_found, precondition_failed
 
 EVENTS_PAGE = 500
 #: The largest ``after_seq`` and ``If-Match`` version (a bigint column's range).
 MAX_SEQ = 2**63 - 1
-
-
-class CheckedJSONParser(JSONParser):
-    """JSON bodies through ``host.wire.loads``: too deep, NaN or out-of-range numbers are a 400
-    before anything recurses over them."""
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        try:
-            return loads(stream.read())
-        except InvalidInputError as error:
-            raise ApiError(400, "invalid-json", f"The request body {error.why}.") from None
 
 
 def provider_failed(error: ProviderError) -> ApiError:
@@ -86,14 +71,12 @@ def etag_version(value: str) -> int:
     return int(text)
 
 
-@method_decorator(transaction.non_atomic_requests, name="dispatch")
-class SessionViewSet(viewsets.ViewSet):
+class SessionViewSet(WarlockViewSet):
     """Sessions: list, read (with ``ETag``), write raw blobs (staff), delete, turns, events."""
 
     lookup_value_regex = r"[^/]+"
     lookup_url_kwarg = "session_id"
     pagination_class = SessionPagination
-    parser_classes = [CheckedJSONParser]
 
     def get_permissions(self) -> list[Any]:
         return [self.policy()]
@@ -102,26 +85,10 @@ class SessionViewSet(viewsets.ViewSet):
         policy: SessionPolicy = warlock_settings.PERMISSION()
         return policy
 
-    def get_exception_handler(self) -> Any:
-        return exception_handler
-
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        limit = warlock_settings.MAX_BODY_BYTES
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if not (length.isascii() and length.isdigit()):
-            raise ApiError(400, "invalid-input", "Content-Length is not a number of bytes.")
-        if int(length) > limit:
-            raise ApiError(413, "payload-too-large", f"The request body is over {limit} bytes.")
         if "session_id" in kwargs:
             session_id_input(kwargs["session_id"])
         super().initial(request, *args, **kwargs)
-        cookie_borne = request.successful_authenticator is None or isinstance(
-            request.successful_authenticator, SessionAuthentication
-        )
-        if request.method not in ("GET", "HEAD", "OPTIONS") and cookie_borne:
-            # A cookie identifies anonymous visitors too, so their writes need CSRF protection;
-            # Basic or token credentials are not sent by a browser on its own.
-            SessionAuthentication().enforce_csrf(request)
 
     # -- access -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import SupervisorDriftError, SupervisorFailedError
 from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
+from .registry import register
 from .runs import EventHandler, SnapshotWriter, load_run, new_run_id, now_iso, resolve_store
 from .signature import supervisor_signature
 from .workflow import Workflow
@@ -95,6 +96,7 @@ class Supervisor:
             initial=initial,
             max_iterations=max_iterations,
         )
+        register("supervisor", self)
 
     def execute(
         self, input: Any = None, *, run_id: str | None = None, context: Any = None

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import WorkflowDriftError, WorkflowError
 from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
+from .registry import register
 from .runs import (
     EventHandler,
     SnapshotWriter,
@@ -133,6 +134,7 @@ class Workflow:
         self.max_steps = max_steps
         self.signature = workflow_signature(name, version, self.steps)
         self._by_name = {step.name: step for step in self.steps}
+        register("workflow", self)
 
     # -- running ------------------------------------------------------------------------------
 

@@ -1,0 +1,155 @@
+"""Operators and clients: ``/api/snapshots/`` (staff or model permissions only) and the
+snapshot admin (status and drift filters, resume, force-resume after a confirmation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client, override_settings
+from rest_framework.test import APIClient
+
+from warlock_sessions.snapshots import default_snapshot_store
+from warlock_sessions.workflows import Step, StepContext, Workflow
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("django_snapshots"),
+]
+
+
+@pytest.fixture
+def django_snapshots() -> Any:
+    with override_settings(
+        WARLOCK_SESSIONS={"SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore"}
+    ):
+        yield default_snapshot_store()
+
+
+def api_as(username: str, *, staff: bool = False, perms: tuple[str, ...] = ()) -> APIClient:
+    user = User.objects.create_user(username, is_staff=staff)
+    for codename in perms:
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    client = APIClient()
+    client.force_authenticate(User.objects.get(pk=user.pk))
+    return client
+
+
+def seed(store: Any) -> None:
+    for key in ("order_1", "order_2", "other/with/slashes"):
+        store.save({"runId": key, "workflowName": "order", "status": "running"})
+
+
+def test_staff_list_read_and_delete_snapshots(django_snapshots: Any) -> None:
+    seed(django_snapshots)
+    staff = api_as("root", staff=True)
+    listed = staff.get("/api/snapshots/", {"prefix": "order_"})
+    assert listed.status_code == 200 and listed.json()["results"] == ["order_1", "order_2"]
+    assert staff.get("/api/snapshots/").json()["count"] == 3
+
+    read = staff.get("/api/snapshots/other/with/slashes/")
+    assert read.status_code == 200 and read.json()["snapshot"]["runId"] == "other/with/slashes"
+
+    assert staff.delete("/api/snapshots/order_1/").status_code == 204
+    gone = staff.get("/api/snapshots/order_1/")
+    assert (gone.status_code, gone.json()["code"]) == (404, "not-found")
+    assert staff.delete("/api/snapshots/order_1/").status_code == 404
+    assert staff.get("/api/snapshots/bad%00key/").json()["code"] == "invalid-input"
+
+
+def test_everyone_else_is_refused_alike_and_permissions_split_read_from_delete(
+    django_snapshots: Any,
+) -> None:
+    seed(django_snapshots)
+    stranger = api_as("mallory")
+    for path in ("/api/snapshots/", "/api/snapshots/order_1/", "/api/snapshots/nope/"):
+        assert stranger.get(path).status_code == 403
+    assert stranger.delete("/api/snapshots/order_1/").status_code == 403
+    assert APIClient().get("/api/snapshots/order_1/").status_code in (401, 403)
+
+    reader = api_as("reader", perms=("view_snapshot",))
+    assert reader.get("/api/snapshots/order_1/").status_code == 200
+    assert reader.delete("/api/snapshots/order_1/").status_code == 403
+    deleter = api_as("deleter", perms=("delete_snapshot",))
+    assert deleter.delete("/api/snapshots/order_1/").status_code == 204
+
+
+def test_without_a_snapshot_store_the_api_says_so() -> None:
+    with override_settings(WARLOCK_SESSIONS={}):
+        answer = api_as("root", staff=True).get("/api/snapshots/")
+    assert (answer.status_code, answer.json()["code"]) == (404, "no-snapshot-store")
+
+
+def broken_then_fixed() -> tuple[Workflow, dict[str, bool]]:
+    broken = {"ship": True}
+
+    def ship(ctx: StepContext) -> str:
+        if broken["ship"]:
+            raise ConnectionError("carrier down")
+        return "shipped"
+
+    return Workflow("admin-order", [Step("pack", run=lambda ctx: 1), Step("ship", run=ship)]), (
+        broken
+    )
+
+
+def test_the_admin_shows_drift_and_resumes_after_confirmation(
+    client: Client, django_snapshots: Any
+) -> None:
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    workflow, broken = broken_then_fixed()
+    workflow.execute(run_id="admin-1")
+    workflow.execute(run_id="admin-2")
+    django_snapshots.save({"runId": "mystery", "workflowName": "nobody", "status": "running"})
+    broken["ship"] = False
+
+    page = client.get("/admin/warlock_sessions/snapshot/")
+    assert page.status_code == 200 and b"admin-1" in page.content
+    failed = client.get("/admin/warlock_sessions/snapshot/?status=failed")
+    assert b"admin-1" in failed.content and b"mystery" not in failed.content
+    unknown = client.get("/admin/warlock_sessions/snapshot/?drift=unknown")
+    assert b"mystery" in unknown.content and b"admin-1" not in unknown.content
+    detail = client.get("/admin/warlock_sessions/snapshot/admin-1/change/")
+    assert detail.status_code == 200 and b"&quot;workflowName&quot;" in detail.content
+
+    resumed = client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "resume_runs", "_selected_action": ["admin-1", "mystery"]},
+        follow=True,
+    )
+    said = [str(message) for message in resumed.context["messages"]]
+    assert "admin-1: completed" in said, said
+    assert "mystery: no workflow or supervisor of that name is loaded here." in said
+    assert django_snapshots.load("admin-1")["status"] == "completed"
+
+    # The definition changes: admin-2 now drifts; forcing needs a confirmation first.
+    changed = Workflow(
+        "admin-order",
+        [
+            Step("pack", run=lambda ctx: 1),
+            Step("check", run=lambda ctx: 2),
+            Step("ship", run=lambda ctx: "shipped"),
+        ],
+    )
+    assert client.get("/admin/warlock_sessions/snapshot/?drift=drifted").content.count(b"admin-2")
+    plain = client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "resume_runs", "_selected_action": ["admin-2"]},
+        follow=True,
+    )
+    refused = [str(message) for message in plain.context["messages"]]
+    assert len(refused) == 1 and "was saved with signature" in refused[0]
+    assert django_snapshots.load("admin-2")["status"] == "failed"
+    ask = client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "force_resume_runs", "_selected_action": ["admin-2"]},
+    )
+    assert ask.status_code == 200 and b"Yes, resume them" in ask.content
+    assert django_snapshots.load("admin-2")["status"] == "failed"
+    client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "force_resume_runs", "_selected_action": ["admin-2"], "confirmed": "yes"},
+    )
+    saved = django_snapshots.load("admin-2")
+    assert saved["status"] == "completed" and saved["signature"] == changed.signature

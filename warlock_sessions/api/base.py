@@ -1,0 +1,54 @@
+"""What every warlock_sessions endpoint shares: JSON bodies checked before they are parsed,
+a size limit, one error format, CSRF for cookie-borne writes, and no transaction around the
+request (a turn commits on its own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils.decorators import method_decorator
+from rest_framework import viewsets
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+
+from ..conf import warlock_settings
+from ..errors import InvalidInputError
+from ..host.wire import loads
+from .errors import ApiError, exception_handler
+
+
+class CheckedJSONParser(JSONParser):
+    """JSON bodies through ``host.wire.loads``: too deep, NaN or out-of-range numbers are a 400
+    before anything recurses over them."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return loads(stream.read())
+        except InvalidInputError as error:
+            raise ApiError(400, "invalid-json", f"The request body {error.why}.") from None
+
+
+@method_decorator(transaction.non_atomic_requests, name="dispatch")
+class WarlockViewSet(viewsets.ViewSet):
+    parser_classes = [CheckedJSONParser]
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        limit = warlock_settings.MAX_BODY_BYTES
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if not (length.isascii() and length.isdigit()):
+            raise ApiError(400, "invalid-input", "Content-Length is not a number of bytes.")
+        if int(length) > limit:
+            raise ApiError(413, "payload-too-large", f"The request body is over {limit} bytes.")
+        super().initial(request, *args, **kwargs)
+        cookie_borne = request.successful_authenticator is None or isinstance(
+            request.successful_authenticator, SessionAuthentication
+        )
+        if request.method not in ("GET", "HEAD", "OPTIONS") and cookie_borne:
+            # A cookie identifies anonymous visitors too, so their writes need CSRF protection;
+            # Basic or token credentials are not sent by a browser on its own.
+            SessionAuthentication().enforce_csrf(request)

@@ -1,0 +1,85 @@
+"""``/api/snapshots/``: the run snapshots of the configured store, for operators (staff or the
+model permissions only: snapshots hold agents' internals)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ..host.wire import clean_text_param
+from ..snapshots import SnapshotStore, default_snapshot_store
+from ..snapshots.base import InvalidSnapshotError, check_key
+from . import schema
+from .base import WarlockViewSet
+from .errors import ApiError
+from .views import SessionPagination
+
+#: What each action needs besides staff.
+NEEDED = {"list": "view", "retrieve": "view", "destroy": "delete"}
+
+
+class SnapshotPermission(BasePermission):
+    """Staff, or the ``view_snapshot``/``delete_snapshot`` model permissions. Everyone else
+    gets 403 whatever the key, so the answer says nothing about which runs exist."""
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        user = request.user
+        needed = NEEDED.get(getattr(view, "action", "") or "", "delete")
+        return bool(
+            user
+            and user.is_authenticated
+            and (user.is_staff or user.has_perm(f"warlock_sessions.{needed}_snapshot"))
+        )
+
+
+class SnapshotViewSet(WarlockViewSet):
+    lookup_url_kwarg = "key"
+    lookup_value_regex = r".+"  # keys may hold "/": the rest of the path is the key
+    permission_classes = [SnapshotPermission]
+    pagination_class = SessionPagination
+
+    def store(self) -> SnapshotStore:
+        store = default_snapshot_store()
+        if store is None:
+            raise ApiError(
+                404,
+                "no-snapshot-store",
+                'No snapshot store is configured (WARLOCK_SESSIONS["SNAPSHOT_STORE"]).',
+            )
+        return store
+
+    @staticmethod
+    def key(value: str) -> str:
+        try:
+            return check_key(clean_text_param("key", value))
+        except InvalidSnapshotError as error:
+            raise ApiError(400, "invalid-input", f"{error}.", field="key") from None
+
+    @schema.SNAPSHOT_LIST
+    def list(self, request: Request) -> Response:
+        prefix = clean_text_param("prefix", str(request.query_params.get("prefix", "")))
+        keys = self.store().list(prefix or None)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(keys, request, view=self)
+        return paginator.get_paginated_response(page or [])
+
+    @schema.SNAPSHOT_RETRIEVE
+    def retrieve(self, request: Request, key: str) -> Response:
+        key = self.key(key)
+        snapshot = self.store().load(key)
+        if snapshot is None:
+            raise ApiError(404, "not-found", f"There is no snapshot {key!r}.")
+        return Response({"key": key, "snapshot": snapshot})
+
+    @schema.SNAPSHOT_DESTROY
+    def destroy(self, request: Request, key: str) -> Response:
+        key = self.key(key)
+        store = self.store()
+        if store.load(key) is None:
+            raise ApiError(404, "not-found", f"There is no snapshot {key!r}.")
+        store.delete(key)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,37 @@
+"""The workflow and supervisor definitions of this process, by name: what the admin's resume
+action, the API and the worker's boot drain resume a saved run with. A definition registers
+itself when it is built; a later one of the same name replaces it (the latest code wins)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+_definitions: dict[tuple[str, str], Any] = {}
+_lock = threading.Lock()
+
+
+def register(kind: str, definition: Any) -> None:
+    with _lock:
+        _definitions[(kind, definition.name)] = definition
+
+
+def definition_of(snapshot: Mapping[str, Any]) -> Any:
+    """The registered workflow or supervisor that saved ``snapshot`` (by its name), or
+    ``None``."""
+    for kind, key in (("workflow", "workflowName"), ("supervisor", "supervisorName")):
+        name = snapshot.get(key)
+        if isinstance(name, str):
+            with _lock:
+                return _definitions.get((kind, name))
+    return None
+
+
+def drift_of(snapshot: Mapping[str, Any]) -> str:
+    """``current`` (the registered definition saved it), ``drifted`` (it changed since) or
+    ``unknown`` (no definition of that name is registered here)."""
+    definition = definition_of(snapshot)
+    if definition is None:
+        return "unknown"
+    return "current" if snapshot.get("signature") == definition.signature else "drifted"
