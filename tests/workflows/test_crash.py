@@ -70,3 +70,55 @@ def test_the_same_on_the_django_store_on_postgres(tmp_path: Path) -> None:
         "charge": "charge",
     }
     assert marks.read_text().split() == ["reserve", "charge", "charge"]
+
+
+def resume_in_child(barrier: Any, results: Any, name: str) -> None:
+    from warlock_sessions.errors import SnapshotConflictError
+    from warlock_sessions.snapshots import DjangoSnapshotStore
+
+    def ship(ctx: StepContext) -> str:
+        barrier.wait(30)  # both processes have loaded the run before either saves
+        return name
+
+    flow = Workflow(
+        "race",
+        [Step("pack", run=lambda ctx: "packed"), Step("ship", run=ship)],
+        store=DjangoSnapshotStore(using="postgres"),
+    )
+    try:
+        results.put((name, flow.resume("race-1").status))
+    except SnapshotConflictError as error:
+        results.put((name, f"conflict at version {error.expected_version}"))
+    finally:
+        connections.close_all()
+
+
+@needs_postgres
+@pytest.mark.django_db(transaction=True, databases=["default", "postgres"])
+def test_two_processes_resuming_one_run_cannot_both_write() -> None:
+    from warlock_sessions.snapshots import DjangoSnapshotStore
+
+    store = DjangoSnapshotStore(using="postgres")
+    Workflow(
+        "race",
+        [Step("pack", run=lambda ctx: "packed"), Step("ship", run=lambda ctx: 1 / 0)],
+        store=store,
+    ).execute(run_id="race-1")
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Queue()
+    children = [
+        context.Process(target=resume_in_child, args=(barrier, results, name))
+        for name in ("first", "second")
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(60)
+    outcomes = sorted(results.get(timeout=5)[1] for _ in children)
+    # The failed run was saved three times (after pack, at the failure, its end): both
+    # resumers loaded version 3, and the one that saved second found it moved on.
+    assert outcomes == ["completed", "conflict at version 3"]
+    saved = store.load("race-1")
+    assert saved is not None and saved["status"] == "completed"
+    assert saved["state"]["ship"] in ("first", "second")
