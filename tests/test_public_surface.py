@@ -38,7 +38,8 @@ PUBLIC = {
         "MemoryCheckpointStore", "PostgresCheckpointStore", "RedisCheckpointStore",
     },
     "warlock_sessions.workflows": {
-        "END", "SUPERVISOR_END", "Intent", "Retry", "RunnableAgent", "Step", "StepContext",
+        "END", "SUPERVISOR_END", "Intent", "Orchestrator", "OrchestratorTurn", "Retry",
+        "RunnableAgent", "Step", "StepContext",
         "Supervisor", "SupervisorContext", "SupervisorResult", "Workflow", "WorkflowResult",
         "agent_signature", "fnv1a32", "supervisor_signature", "workflow_signature",
     },

@@ -183,6 +183,9 @@ def test_a_policy_that_narrows_can_see_but_not_visible_is_warned_about() -> None
             "warlock_sessions.E021",
         ),
         ("SNAPSHOT_STORE_OPTIONS", [], "warlock_sessions.E004"),
+        ("ORCHESTRATORS", "tests.workflows.test_orchestrator.BOOT", "warlock_sessions.E022"),
+        ("ORCHESTRATORS", ["warlock_sessions.conf.DEFAULTS"], "warlock_sessions.E022"),
+        ("ORCHESTRATORS", ["myapp.nowhere.orchestrator"], "warlock_sessions.E022"),
     ],
 )
 def test_one_rule_per_setting_when_read_and_when_checked(

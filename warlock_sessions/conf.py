@@ -70,6 +70,9 @@ DEFAULTS: dict[str, Any] = {
     # same way.
     "CHECKPOINT_STORE": None,
     "CHECKPOINT_STORE_OPTIONS": {},
+    # Import strings of Orchestrator instances: warlock_worker resumes their sessions' turns a
+    # crash cut short when it starts.
+    "ORCHESTRATORS": [],
 }
 
 
@@ -179,6 +182,30 @@ def _checkpoint_store_base() -> type:
     return CheckpointStore
 
 
+def _orchestrators(name: str, value: Any) -> Any:
+    from .workflows.orchestrator import Orchestrator
+
+    if not isinstance(value, list | tuple):
+        raise SettingError(
+            name, "must be a list of import strings", check_id="warlock_sessions.E022"
+        )
+    found = []
+    for path in value:
+        orchestrator = (
+            import_from_string(path, name, "warlock_sessions.E022")
+            if isinstance(path, str)
+            else path
+        )
+        if not isinstance(orchestrator, Orchestrator):
+            raise SettingError(
+                name,
+                f"holds {path!r}, which is not an Orchestrator",
+                check_id="warlock_sessions.E022",
+            )
+        found.append(orchestrator)
+    return found
+
+
 def _store_options(name: str, value: Any) -> Any:
     if not isinstance(value, Mapping):
         raise SettingError(
@@ -264,6 +291,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "SNAPSHOT_STORE_OPTIONS": _store_options,
     "CHECKPOINT_STORE": _optional_class(_checkpoint_store_base, "CheckpointStore"),
     "CHECKPOINT_STORE_OPTIONS": _store_options,
+    "ORCHESTRATORS": _orchestrators,
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),

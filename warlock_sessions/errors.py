@@ -164,3 +164,14 @@ class WorkflowError(WarlockError):
 
 class SupervisorFailedError(WarlockError):
     """A supervisor cannot run or resume: no snapshot store, no snapshot, an unknown intent."""
+
+
+class OrchestratorDriftError(DriftError):
+    """The orchestrator's intents or routing changed since the session's last turn."""
+
+    kind = "orchestrator"
+    code = "ORCHESTRATOR_DRIFT"
+
+    def __init__(self, session_id: str, saved_signature: str, current_signature: str) -> None:
+        self.session_id = session_id
+        super().__init__(session_id, saved_signature, current_signature)

@@ -2,6 +2,7 @@
 supervisors (a router choosing intents until it ends), each snapshotted after every step so it
 resumes after a crash, and refusing to resume a changed definition (docs/workflows.md)."""
 
+from .orchestrator import Orchestrator, OrchestratorTurn
 from .protocol import RunnableAgent
 from .signature import agent_signature, fnv1a32, supervisor_signature, workflow_signature
 from .supervisor import (
@@ -17,6 +18,8 @@ __all__ = [
     "END",
     "SUPERVISOR_END",
     "Intent",
+    "Orchestrator",
+    "OrchestratorTurn",
     "Retry",
     "RunnableAgent",
     "Step",

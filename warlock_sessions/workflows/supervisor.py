@@ -99,10 +99,20 @@ class Supervisor:
         register("supervisor", self)
 
     def execute(
-        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+        self,
+        input: Any = None,
+        *,
+        run_id: str | None = None,
+        context: Any = None,
+        state: dict[str, Any] | None = None,
+        persist: bool = True,
     ) -> SupervisorResult:
+        """Run from ``state`` (default empty) until END or ``max_iterations``; with
+        ``persist=False`` no snapshot is saved (a run that cannot resume)."""
         run = _SupervisorRun(self, run_id or new_run_id(self.name), input, context, now_iso())
-        return run.go(0, SnapshotWriter(resolve_store(self.store), "supervisor", self.on_event))
+        run.state = run.initial = dict(state or {})
+        store = resolve_store(self.store) if persist else None
+        return run.go(0, SnapshotWriter(store, "supervisor", self.on_event))
 
     def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> SupervisorResult:
         """Go on with the run saved as ``run_id`` at the iteration after its last one (with
@@ -116,7 +126,8 @@ class Supervisor:
             self, run_id, snapshot.get("input"), context, snapshot.get("startedAt")
         )
         run.iterations = list(snapshot.get("snapshots") or [])
-        run.state = dict(run.iterations[-1]["state"]) if run.iterations else {}
+        run.initial = dict(snapshot.get("initialState") or {})
+        run.state = dict(run.iterations[-1]["state"]) if run.iterations else dict(run.initial)
         if snapshot.get("status") != "running":
             return run.result(str(snapshot.get("status")), None)
         writer = SnapshotWriter(store, "supervisor", self.on_event, version)
@@ -151,6 +162,7 @@ class _SupervisorRun:
         self.context = context
         self.started_at = started_at or now_iso()
         self.state: dict[str, Any] = {}
+        self.initial: dict[str, Any] = {}  # the state before the first iteration
         self.iterations: list[dict[str, Any]] = []
 
     def go(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
@@ -225,6 +237,7 @@ class _SupervisorRun:
             "supervisorName": self.supervisor.name,
             "signature": self.supervisor.signature,
             "input": self.input,
+            "initialState": self.initial,
             "iteration": iteration,
             "snapshots": self.iterations,
             "status": status,

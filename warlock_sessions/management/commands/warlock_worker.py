@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...host import Worker
+from ...workflows.orchestrator import drain_configured
+
+logger = logging.getLogger("warlock_sessions.worker")
 
 
 class Command(BaseCommand):
@@ -34,6 +38,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1")
+        self.drain_orchestrators()
         worker = Worker(
             batch=options["batch"],
             poll_interval=options["poll_interval"],
@@ -44,3 +49,14 @@ class Command(BaseCommand):
         done = worker.run(once=options["once"], until_idle=options["until_idle"])
         if options["verbosity"] >= 1:
             self.stdout.write(f"warlock_worker: stopped after {done} wakes and messages")
+
+    def drain_orchestrators(self) -> None:
+        """Finish the turns a crashed process left (WARLOCK_SESSIONS["ORCHESTRATORS"]) before
+        taking new work; one that cannot be finished is logged, and the worker starts anyway."""
+        try:
+            finished = drain_configured()
+        except Exception:
+            logger.exception("could not resume the orchestrators' unfinished turns")
+            return
+        if finished:
+            self.stdout.write(f"resumed {len(finished)} unfinished orchestrator turn(s)")

@@ -1,0 +1,203 @@
+"""Orchestrators: per-session turns over a set of intents, each turn's state appended to a
+checkpoint store; with ``iterate=True`` a turn is a supervisor run whose snapshots let a turn
+cut short by a crash finish in another process (docs/workflows.md#orchestrators)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..checkpoints import CheckpointStore
+from ..errors import OrchestratorDriftError, SupervisorFailedError
+from ..snapshots import SnapshotStore
+from .registry import register
+from .runs import now_iso, resolve_store
+from .signature import signature_of
+from .supervisor import (
+    Handler,
+    Intent,
+    Supervisor,
+    SupervisorContext,
+    SupervisorResult,
+)
+
+DEFAULT_KEEP_SNAPSHOTS = 100  # turns kept per session; "all" keeps every one
+
+
+@dataclass
+class OrchestratorTurn:
+    session_id: str
+    turn_index: int
+    status: str  # "completed", "failed" or "max-iterations"
+    state: dict[str, Any]
+    route: str | list[str] | None
+    error: BaseException | None = None
+
+
+class Orchestrator:
+    """``Orchestrator(name, intents, route=...)``. ``turn(session_id, input)`` loads the
+    session's latest checkpoint, refuses a changed definition (``OrchestratorDriftError``),
+    routes (once, or with ``iterate=True`` until END as a supervisor run whose snapshots sit in
+    ``snapshot_store``) and appends the new turn, only when it succeeded. ``resume`` finishes a
+    turn a crash cut short; ``drain`` resumes every session's (``warlock_worker`` does it at
+    start-up for the orchestrators in ``WARLOCK_SESSIONS["ORCHESTRATORS"]``)."""
+
+    def __init__(
+        self,
+        name: str,
+        intents: Mapping[str, Intent | Handler],
+        *,
+        route: Callable[[SupervisorContext], str | None],
+        iterate: bool = False,
+        max_iterations: int = 10,
+        version: str | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        snapshot_store: SnapshotStore | None = None,
+        keep_snapshots: int | str = DEFAULT_KEEP_SNAPSHOTS,
+    ) -> None:
+        if ":" in name:
+            raise ValueError(f"an orchestrator's name may not hold ':', got {name!r}")
+        if keep_snapshots != "all" and (type(keep_snapshots) is not int or keep_snapshots < 1):
+            raise ValueError(
+                f"keep_snapshots is a whole number >= 1 or 'all', not {keep_snapshots!r}"
+            )
+        self.name = name
+        self.iterate = iterate
+        self.version = version
+        self.checkpoint_store = checkpoint_store
+        self.snapshot_store = snapshot_store
+        self.keep_snapshots = keep_snapshots
+        self.supervisor = Supervisor(
+            name,
+            route,
+            intents,
+            max_iterations=max_iterations if iterate else 1,
+            store=snapshot_store,
+        )
+        fingerprint = {
+            "n": name,
+            "a": [
+                {"k": key, "d": intent.description, "u": _unit(intent)}
+                for key, intent in sorted(self.supervisor.intents.items())
+            ],
+            "r": None,
+            "rc": 1,
+            "e": 0,
+            "i": None,
+            "m": max_iterations,
+            "it": int(iterate),
+            "hw": {"router": "callback", "agents": None},
+        }
+        self.signature = signature_of(fingerprint)
+        register("orchestrator", self)
+
+    def checkpoints(self) -> CheckpointStore:
+        if self.checkpoint_store is not None:
+            return self.checkpoint_store
+        from ..conf import warlock_settings
+
+        store_class = warlock_settings.CHECKPOINT_STORE
+        if store_class is None:
+            raise SupervisorFailedError(
+                f'orchestrator "{self.name}" has no checkpoint store: pass checkpoint_store= '
+                'or set WARLOCK_SESSIONS["CHECKPOINT_STORE"]'
+            )
+        self.checkpoint_store = store_class(**warlock_settings.CHECKPOINT_STORE_OPTIONS)
+        return self.checkpoint_store
+
+    def run_id(self, session_id: str, turn: int) -> str:
+        return f"{session_id}.{self.version or 'unversioned'}.{turn}"
+
+    def turn(
+        self, session_id: str, input: Any, *, context: Any = None, force: bool = False
+    ) -> OrchestratorTurn:
+        latest = self._latest(session_id, force)
+        turn = latest["turn_index"] + 1 if latest else 0
+        state = copy.deepcopy(latest["state"]) if latest else {}
+        result = self.supervisor.execute(
+            input,
+            run_id=self.run_id(session_id, turn),
+            context=context,
+            state=state,
+            persist=self.iterate,  # one routing needs no snapshot to resume from
+        )
+        return self._settle(session_id, turn, result)
+
+    def resume(self, session_id: str, *, force: bool = False) -> OrchestratorTurn | None:
+        """Finish the session's turn a crash cut short (iterate mode, its supervisor snapshot
+        still running), or ``None`` when there is none."""
+        latest = self._latest(session_id, force)
+        turn = latest["turn_index"] + 1 if latest else 0
+        store = resolve_store(self.snapshot_store)
+        if not self.iterate or store is None:
+            return None
+        snapshot = store.load(self.run_id(session_id, turn))
+        if snapshot is None or snapshot.get("status") != "running":
+            return None
+        result = self.supervisor.resume(self.run_id(session_id, turn), force=force)
+        return self._settle(session_id, turn, result)
+
+    def drain(self) -> list[OrchestratorTurn]:
+        """Resume every session's unfinished turn (at boot: a crashed process's turns finish
+        here)."""
+        finished = []
+        for session_id in self.checkpoints().list(self.name):
+            done = self.resume(session_id)
+            if done is not None:
+                finished.append(done)
+        return finished
+
+    def _latest(self, session_id: str, force: bool) -> dict[str, Any] | None:
+        latest = self.checkpoints().load(self.name, session_id)
+        if latest is not None and latest["signature"] != self.signature and not force:
+            raise OrchestratorDriftError(session_id, latest["signature"], self.signature)
+        return latest
+
+    def _settle(self, session_id: str, turn: int, result: SupervisorResult) -> OrchestratorTurn:
+        routes = [entry["intent"] for entry in result.iterations]
+        route: str | list[str] | None = routes if self.iterate else (routes[0] if routes else None)
+        status = result.status
+        if not self.iterate and status == "max-iterations":
+            status = "completed"  # routed once, as it should
+        outcome = OrchestratorTurn(session_id, turn, status, result.state, route, result.error)
+        if status == "failed":
+            return outcome  # a turn is persisted only when it succeeded
+        self.checkpoints().save(
+            {
+                "orchestrator_name": self.name,
+                "session_id": session_id,
+                "turn_index": turn,
+                "state": result.state,
+                "last_route": route,
+                "signature": self.signature,
+                "version": self.version,
+                "saved_at": now_iso(),
+            }
+        )
+        if self.keep_snapshots != "all":
+            keep_before = turn - int(self.keep_snapshots) + 1
+            if keep_before > 0:
+                self.checkpoints().prune(self.name, session_id, keep_before)
+        return outcome
+
+
+def _unit(intent: Intent) -> dict[str, Any]:
+    handler = intent.handler
+    name = getattr(handler, "name", None)
+    if hasattr(handler, "signature") and hasattr(handler, "steps"):
+        return {"t": "workflow", "n": name, "s": handler.signature}
+    if name is not None and hasattr(handler, "execute"):
+        return {"t": "agent", "n": name}
+    return {"t": "callback"}
+
+
+def drain_configured() -> list[OrchestratorTurn]:
+    """Drain every orchestrator of ``WARLOCK_SESSIONS["ORCHESTRATORS"]``."""
+    from ..conf import warlock_settings
+
+    finished: list[OrchestratorTurn] = []
+    for orchestrator in warlock_settings.ORCHESTRATORS:
+        finished += orchestrator.drain()
+    return finished
