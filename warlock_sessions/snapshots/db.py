@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any
 
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from ..models import Snapshot
 from .base import SnapshotStore
 
+#: Backends where a save is one hand-written statement (``INSERT … ON CONFLICT``).
+ONE_STATEMENT_VENDORS = {"postgresql", "sqlite"}
+
 
 class DjangoSnapshotStore(SnapshotStore):
     """The default snapshot store: one ``Snapshot`` row per key, with a version.
 
-    * ``save`` without ``expected_version`` is an upsert; with it, an ``UPDATE … WHERE
-      version = expected`` (an ``INSERT`` for 0). Each is one statement under autocommit, and a
-      savepoint inside the caller's transaction, so a lost race never breaks that transaction.
+    * On PostgreSQL and SQLite each save is **one statement**: a plain save an upsert that
+      increments the version, a conditional one an ``UPDATE … WHERE version = expected`` (an
+      ``INSERT … ON CONFLICT DO NOTHING`` for 0). The payload travels as the JSON text the
+      store already encoded, so it is neither parsed nor encoded again. Other databases go
+      through the ORM, inside a savepoint. Either way a lost race never breaks the caller's
+      transaction.
     * ``list`` filters with ``key__startswith`` and again in Python: SQLite's ``LIKE`` and
       MySQL's default collations ignore case.
     * ``schema()`` is the migration's SQL; run ``manage.py migrate``.
@@ -29,41 +36,80 @@ class DjangoSnapshotStore(SnapshotStore):
     def __init__(self, using: str | None = None) -> None:
         self.using: str = using or router.db_for_write(Snapshot) or "default"
 
+    @cached_property
+    def _sql(self) -> dict[str, str] | None:
+        connection = connections[self.using]
+        if connection.vendor not in ONE_STATEMENT_VENDORS:
+            return None
+        table = connection.ops.quote_name(Snapshot._meta.db_table)
+        payload = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+        return {
+            "load": f"SELECT payload, version FROM {table} WHERE key = %s",
+            "upsert": (
+                f"INSERT INTO {table} (key, payload, version, saved_at) VALUES (%s, {payload}, "
+                "1, %s) ON CONFLICT (key) DO UPDATE SET payload = excluded.payload, "
+                f"version = {table}.version + 1, saved_at = excluded.saved_at"
+            ),
+            "insert": (
+                f"INSERT INTO {table} (key, payload, version, saved_at) VALUES (%s, {payload}, "
+                "1, %s) ON CONFLICT (key) DO NOTHING"
+            ),
+            "update": (
+                f"UPDATE {table} SET payload = {payload}, version = version + 1, saved_at = %s "
+                "WHERE key = %s AND version = %s"
+            ),
+        }
+
     def _rows(self) -> Any:
         return Snapshot.objects.using(self.using)
 
     def _read(self, key: str) -> tuple[object, int] | None:
-        row = self._rows().filter(key=key).values_list("payload", "version").first()
-        return None if row is None else (row[0], row[1])
+        if self._sql is None:
+            row = self._rows().filter(key=key).values_list("payload", "version").first()
+            return None if row is None else (row[0], row[1])
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(self._sql["load"], [key])
+            found = cursor.fetchone()
+        return None if found is None else (found[0], found[1])
 
     def _write(self, key: str, text: str, expected: int | None) -> None:
+        if self._sql is None:
+            self._write_with_the_orm(key, text, expected)
+            return
+        now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
+        with connections[self.using].cursor() as cursor:
+            if expected is None:
+                cursor.execute(self._sql["upsert"], [key, text, now])
+                return
+            if expected == 0:
+                cursor.execute(self._sql["insert"], [key, text, now])
+            else:
+                cursor.execute(self._sql["update"], [text, now, key, expected])
+            if cursor.rowcount != 1:
+                raise self.conflict(key, expected, self._version(key))
+
+    def _write_with_the_orm(self, key: str, text: str, expected: int | None) -> None:
         payload = json.loads(text)
         now = timezone.now()
+        rows = self._rows().filter(key=key)
         if expected is not None and expected > 0:
-            if not self._update(key, payload, now, expected):
+            updated = rows.filter(version=expected).update(
+                payload=payload, saved_at=now, version=F("version") + 1
+            )
+            if not updated:
                 raise self.conflict(key, expected, self._version(key))
             return
-        if expected is None and self._update(key, payload, now, None):
+        if expected is None and rows.update(
+            payload=payload, saved_at=now, version=F("version") + 1
+        ):
             return
-        if self._insert(key, payload, now):
-            return
-        if expected == 0:
-            raise self.conflict(key, 0, self._version(key))
-        self._update(key, payload, now, None)  # inserted by someone else meanwhile: overwrite
-
-    def _update(self, key: str, payload: Any, now: Any, expected: int | None) -> bool:
-        rows = self._rows().filter(key=key)
-        if expected is not None:
-            rows = rows.filter(version=expected)
-        return bool(rows.update(payload=payload, saved_at=now, version=F("version") + 1))
-
-    def _insert(self, key: str, payload: Any, now: Any) -> bool:
         try:
             with transaction.atomic(using=self.using):
                 self._rows().create(key=key, payload=payload, saved_at=now, version=1)
         except IntegrityError:
-            return False
-        return True
+            if expected == 0:
+                raise self.conflict(key, 0, self._version(key)) from None
+            rows.update(payload=payload, saved_at=now, version=F("version") + 1)
 
     def _version(self, key: str) -> int | None:
         row = self._rows().filter(key=key).values_list("version", flat=True).first()

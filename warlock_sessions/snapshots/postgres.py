@@ -12,11 +12,15 @@ from .base import SnapshotStore
 
 @contextmanager
 def cursor_on(connection: Any) -> Iterator[Any]:
-    """A cursor in a transaction of its own on a caller's ``connection``: a pool lends a
-    connection and commits on return; a plain connection commits the statement unless the
-    caller has a transaction open (then it joins it, as a savepoint)."""
+    """A cursor on a caller's ``connection`` whose statement commits: a pool lends a connection
+    and commits on return; an autocommit connection commits each statement (or joins the
+    transaction the caller has open); any other connection gets a transaction of its own
+    (a savepoint inside the caller's), which costs two more round trips."""
     if callable(getattr(connection, "getconn", None)):  # a pool
         with connection.connection() as lent, lent.cursor() as cursor:
+            yield cursor
+    elif connection.autocommit:
+        with connection.cursor() as cursor:
             yield cursor
     else:
         with connection.transaction(), connection.cursor() as cursor:
