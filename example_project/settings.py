@@ -85,6 +85,8 @@ WARLOCK_SESSIONS = {
     # the entry {"AGENT": "example_project.demo.agents.booking_agent", "MODEL": "llm"}.
     "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
     "DEFAULT_AGENT": "booking",
+    # Workflow runs keep their snapshots in the database (the admin shows them).
+    "SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore",
 }
 
 LANGUAGE_CODE = "en-us"

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..stores.lazy import lazy_backends
 from .base import CheckpointStore, DuplicateCheckpointError
 
 if TYPE_CHECKING:
@@ -31,7 +31,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BACKENDS:
-        return getattr(import_module(_BACKENDS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_backends(__name__, _BACKENDS)

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..snapshots.base import InvalidSnapshotError
-from ..stores.redis import redis_module
+from ..stores.redis import REDIS_URL, RedisConnected
 from .base import CheckpointStore, DuplicateCheckpointError, check_row
 
 # Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one
@@ -37,7 +37,7 @@ return 1
 """
 
 
-class RedisCheckpointStore(CheckpointStore):
+class RedisCheckpointStore(RedisConnected, CheckpointStore):
     """Rows at ``{prefix}:session:{name}:{sid}`` as ``{"rows": [...]}``; the sessions of an
     orchestrator in the set ``{prefix}:index:{name}`` (``SADD``/``SREM``: concurrent saves of
     different sessions never lose each other). With ``ttl`` every write sets ``EX ttl``. An
@@ -47,15 +47,11 @@ class RedisCheckpointStore(CheckpointStore):
         self,
         client: Any = None,
         *,
-        url: str = "redis://127.0.0.1:6379/0",
+        url: str = REDIS_URL,
         prefix: str = "warlock:orchestrator",
         ttl: int | None = None,
     ) -> None:
-        if ttl is not None and (type(ttl) is not int or ttl <= 0):
-            raise ValueError(f"ttl is a whole number of seconds > 0, not {ttl!r}")
-        self.client = client if client is not None else redis_module().Redis.from_url(url)
-        self.prefix = prefix
-        self.ttl = ttl
+        super().__init__(client, url=url, prefix=prefix, ttl=ttl)
         self._append = self.client.register_script(_APPEND)
 
     def _document(self, name: str, session_id: str) -> str:

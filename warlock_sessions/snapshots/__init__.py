@@ -17,10 +17,9 @@ Backends are imported on first use.
 
 from __future__ import annotations
 
-import threading
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..stores.lazy import BuiltOnce, lazy_backends
 from .base import (
     ConditionalSaveUnsupportedError,
     InvalidSnapshotError,
@@ -60,34 +59,25 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BACKENDS:
-        return getattr(import_module(_BACKENDS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_backends(__name__, _BACKENDS)
 
 
-_default: SnapshotStore | None = None
-_built = False
-_default_lock = threading.Lock()
+def _build_default() -> SnapshotStore | None:
+    from ..conf import warlock_settings
+
+    store_class = warlock_settings.SNAPSHOT_STORE
+    return None if store_class is None else store_class(**warlock_settings.SNAPSHOT_STORE_OPTIONS)
+
+
+_default: BuiltOnce[SnapshotStore | None] = BuiltOnce(_build_default)
 
 
 def default_snapshot_store() -> SnapshotStore | None:
     """The store of ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]`` (built once with
     ``["SNAPSHOT_STORE_OPTIONS"]``), or ``None`` when none is configured: runs then skip their
     snapshot writes and cannot resume."""
-    global _default, _built
-    with _default_lock:
-        if not _built:
-            from ..conf import warlock_settings
-
-            store_class = warlock_settings.SNAPSHOT_STORE
-            options = warlock_settings.SNAPSHOT_STORE_OPTIONS
-            _default = None if store_class is None else store_class(**options)
-            _built = True
-        return _default
+    return _default.get()
 
 
 def forget_default_snapshot_store() -> None:
-    global _default, _built
-    with _default_lock:
-        _default, _built = None, False
+    _default.forget()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..stores.filesystem import (
-    check_mode,
+    PrivateDirectory,
     file_name,
     key_of,
     make_directories,
@@ -16,7 +15,7 @@ from ..stores.filesystem import (
 from .base import SnapshotCorruptError, SnapshotStore
 
 
-class FileSnapshotStore(SnapshotStore):
+class FileSnapshotStore(PrivateDirectory, SnapshotStore):
     """Each snapshot is ``<directory>/<encodeURIComponent(key)>.json``.
 
     * A key can only name a file directly inside ``directory``: ``/``, ``\\``, NUL and ``%``
@@ -28,13 +27,6 @@ class FileSnapshotStore(SnapshotStore):
       keep their modes. Modes that let group or others write are refused.
     * One host; the last rename wins (no conditional saves).
     """
-
-    def __init__(
-        self, directory: str | os.PathLike[str], *, dir_mode: int = 0o700, file_mode: int = 0o600
-    ) -> None:
-        self.directory = Path(directory)
-        self.dir_mode = check_mode(dir_mode, "dir_mode", owner_needs=0o700)
-        self.file_mode = check_mode(file_mode, "file_mode", owner_needs=0o600)
 
     def _read(self, key: str) -> tuple[bytes, int] | None:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..stores.redis import redis_module
+from ..stores.redis import REDIS_URL, RedisConnected
 from .base import SnapshotStore
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
@@ -16,7 +16,7 @@ def glob_escape(text: str) -> str:
     return _GLOB_SPECIAL.sub(r"\\\1", text)
 
 
-class RedisSnapshotStore(SnapshotStore):
+class RedisSnapshotStore(RedisConnected, SnapshotStore):
     """Each snapshot is the JSON string at ``prefix + key`` (default
     ``warlock:supervisor:snapshot:``), set with ``EX ttl`` when ``ttl`` (seconds) is given.
     ``list`` walks ``SCAN MATCH``, never ``KEYS``, so it never blocks the server."""
@@ -25,15 +25,11 @@ class RedisSnapshotStore(SnapshotStore):
         self,
         client: Any = None,
         *,
-        url: str = "redis://127.0.0.1:6379/0",
+        url: str = REDIS_URL,
         prefix: str = "warlock:supervisor:snapshot:",
         ttl: int | None = None,
     ) -> None:
-        if ttl is not None and (type(ttl) is not int or ttl <= 0):
-            raise ValueError(f"ttl is a whole number of seconds > 0, not {ttl!r}")
-        self.client = client if client is not None else redis_module().Redis.from_url(url)
-        self.prefix = prefix
-        self.ttl = ttl
+        super().__init__(client, url=url, prefix=prefix, ttl=ttl)
 
     def _read(self, key: str) -> tuple[bytes, int] | None:
         value = self.client.get(self.prefix + key)

@@ -16,11 +16,10 @@ works in a script that never configures Django.
 
 from __future__ import annotations
 
-import threading
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .base import Store
+from .lazy import BuiltOnce, lazy_backends
 
 if TYPE_CHECKING:
     from .db import DjangoStore
@@ -48,14 +47,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _BACKENDS:
-        return getattr(import_module(_BACKENDS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_backends(__name__, _BACKENDS)
 
 
-_default: Store | None = None
-_default_lock = threading.Lock()
+def _build_default() -> Store:
+    from ..conf import warlock_settings
+
+    store: Store = warlock_settings.STORE(**warlock_settings.STORE_OPTIONS)
+    return store
+
+
+_default = BuiltOnce(_build_default)
 
 
 def default_store() -> Store:
@@ -63,17 +65,9 @@ def default_store() -> Store:
     once and shared (every backend is safe across threads): a ``MemoryStore`` keeps its
     sessions between calls, and a ``SqliteStore`` or ``RedisStore`` opens its connection or
     pool once. Built again after the settings change (``override_settings`` in tests)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            from ..conf import warlock_settings
-
-            _default = warlock_settings.STORE(**warlock_settings.STORE_OPTIONS)
-        return _default
+    return _default.get()
 
 
 def forget_default_store() -> None:
     """Drop the shared default store; the next ``default_store()`` builds it again."""
-    global _default
-    with _default_lock:
-        _default = None
+    _default.forget()

@@ -6,7 +6,6 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..engine.session import Session, decode_session
 from ..errors import InvalidSessionError
@@ -14,10 +13,10 @@ from .base import (
     Store,
     check_stored_version,
 )
-from .filesystem import check_mode, file_name, make_directories, read_file, replace_file
+from .filesystem import PrivateDirectory, file_name, make_directories, read_file, replace_file
 
 
-class FileStore(Store):
+class FileStore(PrivateDirectory, Store):
     """Each session is ``<directory>/<encoded id>.json``, the blob as JSON.
 
     * The id is encoded like JavaScript's ``encodeURIComponent`` (``/``, ``\\``, NUL and ``%``
@@ -30,13 +29,6 @@ class FileStore(Store):
     * Directories it creates get ``dir_mode`` (0700), files ``file_mode`` (0600); existing
       directories are never chmod-ed. Lock files (``.<name>.lock``) stay behind on delete.
     """
-
-    def __init__(
-        self, directory: str | os.PathLike[str], *, dir_mode: int = 0o700, file_mode: int = 0o600
-    ) -> None:
-        self.directory = Path(directory)
-        self.dir_mode = check_mode(dir_mode, "dir_mode", owner_needs=0o700)
-        self.file_mode = check_mode(file_mode, "file_mode", owner_needs=0o600)
 
     def _name(self, session_id: str) -> str:
         return file_name(session_id, "session id")

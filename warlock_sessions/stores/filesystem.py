@@ -110,3 +110,15 @@ def create_private_file(path: Path) -> None:
     make_directories(path.parent, 0o700)
     if not path.exists():
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+
+
+class PrivateDirectory:
+    """A store in ``directory``, creating directories with ``dir_mode`` and files with
+    ``file_mode`` (checked: never writable by group or others, always usable by the owner)."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, dir_mode: int = 0o700, file_mode: int = 0o600
+    ) -> None:
+        self.directory = Path(directory)
+        self.dir_mode = check_mode(dir_mode, "dir_mode", owner_needs=0o700)
+        self.file_mode = check_mode(file_mode, "file_mode", owner_needs=0o600)

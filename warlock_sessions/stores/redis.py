@@ -39,6 +39,10 @@ def redis_module() -> Any:
     return redis
 
 
+#: Where the run stores (snapshots, checkpoints) connect when given neither client nor url.
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
 class RedisStore(Store):
     """Each session is the hash ``<prefix><id>`` with fields ``version`` and ``blob`` (JSON text).
 
@@ -83,3 +87,17 @@ class RedisStore(Store):
 
     def _remove(self, session_id: str) -> bool:
         return bool(self.client.delete(self._key(session_id)))
+
+
+class RedisConnected:
+    """What the Redis snapshot and checkpoint stores share: a client (given, or made from
+    ``url``), a key prefix and an optional TTL in seconds."""
+
+    def __init__(
+        self, client: Any = None, *, url: str = REDIS_URL, prefix: str, ttl: int | None = None
+    ) -> None:
+        if ttl is not None and (type(ttl) is not int or ttl <= 0):
+            raise ValueError(f"ttl is a whole number of seconds > 0, not {ttl!r}")
+        self.client = client if client is not None else redis_module().Redis.from_url(url)
+        self.prefix = prefix
+        self.ttl = ttl
