@@ -265,7 +265,8 @@ class SnapshotAdmin(ReadOnlyAdmin):
     @admin.display(description=_("run of"))
     def run_name(self, obj: Snapshot) -> str:
         payload = obj.payload if isinstance(obj.payload, dict) else {}
-        return str(payload.get("workflowName") or payload.get("supervisorName") or "")
+        names = ("orchestratorName", "workflowName", "supervisorName")
+        return str(next((payload[name] for name in names if payload.get(name)), ""))
 
     @admin.display(description=_("status"))
     def run_status(self, obj: Snapshot) -> str:
@@ -325,11 +326,11 @@ class SnapshotAdmin(ReadOnlyAdmin):
                 )
                 continue
             try:
-                result = definition.resume(row.key, force=force)
+                status = definition.resume_saved(row.key, payload, force=force)
             except WarlockError as error:  # drift, or no store: the run stays as it was
                 self.message_user(request, f"{row.key}: {error}", messages.ERROR)
                 continue
-            self.message_user(request, f"{row.key}: {result.status}", messages.SUCCESS)
+            self.message_user(request, f"{row.key}: {status}", messages.SUCCESS)
 
 
 @admin.register(Checkpoint)

@@ -32,7 +32,9 @@ SNAPSHOT_BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=[needs_postgres]),
     pytest.param("redis", id="redis", marks=[needs_redis]),
-    pytest.param("django-sqlite", id="django-sqlite", marks=[pytest.mark.django_db]),
+    pytest.param(
+        "django-sqlite", id="django-sqlite", marks=[pytest.mark.django_db(transaction=True)]
+    ),
     pytest.param("django-postgres", id="django-postgres", marks=[needs_postgres, postgres_db]),
 ]
 

@@ -253,3 +253,13 @@ def test_sqlite_without_create_table_needs_the_table(tmp_path: Path) -> None:
     assert connection.execute("SELECT count(*) FROM runs").fetchone() == (1,)
     with pytest.raises(ValueError, match="invalid table name"):
         SqliteSnapshotStore(database=connection, table="runs; DROP TABLE runs")
+
+
+def test_a_key_whose_file_name_and_temp_name_would_not_fit_is_refused(tmp_path: Path) -> None:
+    from warlock_sessions.snapshots import InvalidSnapshotError
+
+    store = FileSnapshotStore(tmp_path)
+    store.save({"runId": "k" * 215})  # 220 bytes with ".json": its temp name still fits
+    assert store.load("k" * 215) == {"runId": "k" * 215}
+    with pytest.raises(InvalidSnapshotError, match="over 220 bytes"):
+        store.save({"runId": "k" * 231})

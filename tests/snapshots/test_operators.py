@@ -14,7 +14,7 @@ from warlock_sessions.snapshots import default_snapshot_store
 from warlock_sessions.workflows import Step, StepContext, Workflow
 
 pytestmark = [
-    pytest.mark.django_db,
+    pytest.mark.django_db(transaction=True),  # snapshots are never saved inside a transaction
     pytest.mark.usefixtures("django_snapshots"),
 ]
 
@@ -153,3 +153,24 @@ def test_the_admin_shows_drift_and_resumes_after_confirmation(
     )
     saved = django_snapshots.load("admin-2")
     assert saved["status"] == "completed" and saved["signature"] == changed.signature
+
+
+def test_keys_ending_like_a_format_and_keys_too_long_for_the_store(
+    django_snapshots: Any, tmp_path: Any
+) -> None:
+    django_snapshots.save({"runId": "report.json", "status": "running"})
+    staff = api_as("root", staff=True)
+    assert staff.get("/api/snapshots/report.json/").json()["key"] == "report.json"
+    assert staff.delete("/api/snapshots/report.json").status_code == 404  # no trailing slash
+    assert staff.delete("/api/snapshots/report.json/").status_code == 204
+    assert staff.get("/api/sessions/chat.json/").status_code == 404  # a session id, not a format
+
+    with override_settings(
+        WARLOCK_SESSIONS={
+            "SNAPSHOT_STORE": "warlock_sessions.snapshots.FileSnapshotStore",
+            "SNAPSHOT_STORE_OPTIONS": {"directory": str(tmp_path)},
+        }
+    ):
+        long_key = "é" * 100  # 100 characters, 600 encoded bytes: no file name holds it
+        answer = staff.get(f"/api/snapshots/{long_key}/")
+    assert (answer.status_code, answer.json()["code"]) == (400, "invalid-input")

@@ -67,6 +67,11 @@ class SnapshotViewSet(WarlockViewSet):
         page = paginator.paginate_queryset(keys, request, view=self)
         return paginator.get_paginated_response(page or [])
 
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, InvalidSnapshotError):  # a key this store cannot hold (too long)
+            exc = ApiError(400, "invalid-input", f"{exc}.", field="key")
+        return super().handle_exception(exc)
+
     @schema.SNAPSHOT_RETRIEVE
     def retrieve(self, request: Request, key: str) -> Response:
         key = self.key(key)

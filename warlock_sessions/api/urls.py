@@ -10,6 +10,7 @@ from .snapshots import SnapshotViewSet
 from .views import SessionViewSet
 
 router = DefaultRouter()
+router.include_format_suffixes = False  # a session id or snapshot key may end in ".json"
 router.register("sessions", SessionViewSet, basename="warlock-session")
 router.register("snapshots", SnapshotViewSet, basename="warlock-snapshot")
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..snapshots.base import InvalidSnapshotError
-from ..stores.redis import REDIS_URL, RedisConnected
+from ..stores.redis import REDIS_URL, RedisConnected, redis_module
 from .base import CheckpointStore, DuplicateCheckpointError, check_row
 
 # Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one
@@ -96,9 +96,24 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
         return sorted(sid for sid in found if sid.startswith(prefix or ""))
 
     def prune(self, name: str, session_id: str, keep_before: int) -> None:
-        rows = [row for row in self._rows(name, session_id) if row["turn_index"] >= keep_before]
-        if rows:
-            document = json.dumps({"rows": rows}, ensure_ascii=False)
-            self.client.set(self._document(name, session_id), document, ex=self.ttl)
-        else:
-            self.delete(name, session_id)
+        """Rewrite the session's document without the old turns, under ``WATCH``: a turn
+        appended meanwhile makes the rewrite start over instead of losing that turn."""
+        document = self._document(name, session_id)
+        with self.client.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(document)
+                    stored = pipe.get(document)
+                    rows = json.loads(stored)["rows"] if stored else []
+                    kept = [row for row in rows if row["turn_index"] >= keep_before]
+                    pipe.multi()
+                    if kept:
+                        text = json.dumps({"rows": kept}, ensure_ascii=False)
+                        pipe.set(document, text, ex=self.ttl)
+                    else:
+                        pipe.delete(document)
+                        pipe.srem(self._index(name), session_id)
+                    pipe.execute()
+                    return
+                except redis_module().WatchError:
+                    continue

@@ -6,12 +6,21 @@ import json
 from functools import cached_property
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ..errors import SnapshotError
 from ..models import Snapshot
 from .base import SnapshotStore
+
+
+class SnapshotInTransactionError(SnapshotError, ImproperlyConfigured):
+    """A snapshot saved inside a transaction (``ATOMIC_REQUESTS``, ``transaction.atomic()``):
+    it would stay invisible until the transaction commits and vanish with it on a crash,
+    which is when a run needs it."""
+
 
 #: Backends where a save is one hand-written statement (``INSERT … ON CONFLICT``).
 ONE_STATEMENT_VENDORS = {"postgresql", "sqlite"}
@@ -73,6 +82,13 @@ class DjangoSnapshotStore(SnapshotStore):
         return None if found is None else (found[0], found[1])
 
     def _write(self, key: str, text: str, expected: int | None) -> None:
+        if connections[self.using].in_atomic_block:
+            raise SnapshotInTransactionError(
+                f"snapshot {key!r} would be saved inside a transaction on database "
+                f"{self.using!r}, and lost with it on a crash: run workflows outside "
+                "transaction.atomic() (@transaction.non_atomic_requests in a view under "
+                "ATOMIC_REQUESTS), or give the store a database alias of its own (using=)"
+            )
         if self._sql is None:
             self._write_with_the_orm(key, text, expected)
             return

@@ -12,7 +12,7 @@ from ..stores.filesystem import (
     read_file,
     replace_file,
 )
-from .base import SnapshotCorruptError, SnapshotStore
+from .base import InvalidSnapshotError, SnapshotCorruptError, SnapshotStore
 
 
 class FileSnapshotStore(PrivateDirectory, SnapshotStore):
@@ -28,19 +28,26 @@ class FileSnapshotStore(PrivateDirectory, SnapshotStore):
     * One host; the last rename wins (no conditional saves).
     """
 
+    @staticmethod
+    def _name(key: str) -> str:
+        try:
+            return file_name(key, "snapshot key")
+        except ValueError as error:
+            raise InvalidSnapshotError(str(error)) from None
+
     def _read(self, key: str) -> tuple[bytes, int] | None:
         try:
-            content = read_file(self.directory / file_name(key, "snapshot key"))
+            content = read_file(self.directory / self._name(key))
         except OSError as error:
             raise SnapshotCorruptError(key, f"cannot be opened ({error})") from None
         return None if content is None else (content, 0)
 
     def _write(self, key: str, text: str, expected: int | None) -> None:
         make_directories(self.directory, self.dir_mode)
-        replace_file(self.directory, file_name(key, "snapshot key"), text.encode(), self.file_mode)
+        replace_file(self.directory, self._name(key), text.encode(), self.file_mode)
 
     def _remove(self, key: str) -> None:
-        (self.directory / file_name(key, "snapshot key")).unlink(missing_ok=True)
+        (self.directory / self._name(key)).unlink(missing_ok=True)
 
     def _keys(self, prefix: str) -> list[str]:
         if not self.directory.is_dir():

@@ -11,8 +11,9 @@ from contextlib import suppress
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-#: Longest encoded file name (plus ``.json``) kept below every common filesystem's 255 bytes.
-MAX_FILE_NAME_BYTES = 250
+#: Longest encoded file name (plus ``.json``): with the temp file's ``.<name>.<pid>.<hex>.tmp``
+#: around it, still below every common filesystem's 255 bytes.
+MAX_FILE_NAME_BYTES = 220
 SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -13,7 +13,7 @@ from ..checkpoints import CheckpointStore
 from ..errors import OrchestratorDriftError, SupervisorFailedError
 from ..snapshots import SnapshotStore
 from .registry import register
-from .runs import now_iso, resolve_store
+from .runs import logger, now_iso, resolve_store
 from .signature import signature_of
 from .supervisor import (
     Handler,
@@ -75,6 +75,7 @@ class Orchestrator:
             intents,
             max_iterations=max_iterations if iterate else 1,
             store=snapshot_store,
+            registered=False,
         )
         fingerprint = {
             "n": name,
@@ -113,6 +114,10 @@ class Orchestrator:
     def turn(
         self, session_id: str, input: Any, *, context: Any = None, force: bool = False
     ) -> OrchestratorTurn:
+        """Run the session's next turn. A turn a crash left behind is settled first: finished
+        if it was cut short, recorded if it ended but was not recorded, discarded if it
+        failed (a failed turn is never recorded; its input is the caller's to send again)."""
+        self.resume(session_id, force=force)
         latest = self._latest(session_id, force)
         turn = latest["turn_index"] + 1 if latest else 0
         state = copy.deepcopy(latest["state"]) if latest else {}
@@ -122,29 +127,44 @@ class Orchestrator:
             context=context,
             state=state,
             persist=self.iterate,  # one routing needs no snapshot to resume from
+            tags={"orchestratorName": self.name, "sessionId": session_id, "turnIndex": turn},
         )
         return self._settle(session_id, turn, result)
 
     def resume(self, session_id: str, *, force: bool = False) -> OrchestratorTurn | None:
-        """Finish the session's turn a crash cut short (iterate mode, its supervisor snapshot
-        still running), or ``None`` when there is none."""
-        latest = self._latest(session_id, force)
-        turn = latest["turn_index"] + 1 if latest else 0
+        """Settle the turn a crash left behind (iterate mode): finish it if its supervisor run
+        was cut short, record it if it ended unrecorded; ``None`` when there is none."""
         store = resolve_store(self.snapshot_store)
         if not self.iterate or store is None:
             return None
-        snapshot = store.load(self.run_id(session_id, turn))
-        if snapshot is None or snapshot.get("status") != "running":
+        latest = self._latest(session_id, force)
+        turn = latest["turn_index"] + 1 if latest else 0
+        run_id = self.run_id(session_id, turn)
+        snapshot = store.load(run_id)
+        if snapshot is None:
             return None
-        result = self.supervisor.resume(self.run_id(session_id, turn), force=force)
+        if snapshot.get("status") == "failed":
+            store.delete(run_id)  # discarded: the next turn starts from the last recorded one
+            return None
+        result = self.supervisor.resume(run_id, force=force)  # a settled run re-runs nothing
         return self._settle(session_id, turn, result)
 
+    def resume_saved(self, key: str, snapshot: Mapping[str, Any], *, force: bool) -> str:
+        """What the admin's resume action does with one of this orchestrator's turns."""
+        done = self.resume(str(snapshot.get("sessionId")), force=force)
+        return done.status if done is not None else "nothing to resume"
+
     def drain(self) -> list[OrchestratorTurn]:
-        """Resume every session's unfinished turn (at boot: a crashed process's turns finish
-        here)."""
+        """Settle every session's turn left behind (at boot: a crashed process's turns finish
+        here). A session that cannot be settled (drift, a failing intent) is logged and
+        skipped; the others go on."""
         finished = []
         for session_id in self.checkpoints().list(self.name):
-            done = self.resume(session_id)
+            try:
+                done = self.resume(session_id)
+            except Exception:
+                logger.exception("could not settle session %r of %r", session_id, self.name)
+                continue
             if done is not None:
                 finished.append(done)
         return finished

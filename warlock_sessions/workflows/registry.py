@@ -20,7 +20,12 @@ def register(kind: str, definition: Any) -> None:
 def definition_of(snapshot: Mapping[str, Any]) -> Any:
     """The registered workflow or supervisor that saved ``snapshot`` (by its name), or
     ``None``."""
-    for kind, key in (("workflow", "workflowName"), ("supervisor", "supervisorName")):
+    kinds = (
+        ("orchestrator", "orchestratorName"),
+        ("workflow", "workflowName"),
+        ("supervisor", "supervisorName"),
+    )
+    for kind, key in kinds:
         name = snapshot.get(key)
         if isinstance(name, str):
             with _lock:
@@ -28,10 +33,15 @@ def definition_of(snapshot: Mapping[str, Any]) -> Any:
     return None
 
 
-def drift_of(snapshot: Mapping[str, Any]) -> str:
+def drift_of(snapshot: object) -> str:
     """``current`` (the registered definition saved it), ``drifted`` (it changed since) or
-    ``unknown`` (no definition of that name is registered here)."""
+    ``unknown`` (no definition of that name is registered here, or not a snapshot)."""
+    if not isinstance(snapshot, Mapping):
+        return "unknown"
     definition = definition_of(snapshot)
     if definition is None:
         return "unknown"
-    return "current" if snapshot.get("signature") == definition.signature else "drifted"
+    saved = snapshot.get("signature")
+    # An orchestrator's turns are its inner supervisor's runs, signed by it.
+    current = getattr(definition, "supervisor", definition).signature
+    return "current" if saved == current else "drifted"

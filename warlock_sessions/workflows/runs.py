@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
 from ..errors import SnapshotConflictError
 from ..snapshots import SnapshotStore, default_snapshot_store
 
@@ -61,6 +63,19 @@ def load_run(
     return store, snapshot, loaded[1] if loaded else None
 
 
+def new_run_store(
+    store: SnapshotStore | None, run_id: str, who: str, error: type[Exception]
+) -> SnapshotStore | None:
+    """The store a new run saves in, after checking nothing is saved under ``run_id`` yet: a
+    run id names one run, so starting it again is refused before anything runs (resume it,
+    or delete its snapshot to start over)."""
+    if store is not None and store.load(run_id) is not None:
+        raise error(
+            f'{who} already has a run "{run_id}": resume it, or delete its snapshot to start over'
+        )
+    return store
+
+
 class SnapshotWriter:
     """Saves one run's snapshots. On a versioned store every save is conditional on the
     version this run last saw, so a second process resuming the same run loses with
@@ -89,8 +104,8 @@ class SnapshotWriter:
                 self.version += 1
             else:
                 self.store.save(snapshot)
-        except SnapshotConflictError:
-            raise
+        except (SnapshotConflictError, ImproperlyConfigured):
+            raise  # another writer owns the run, or snapshots cannot be kept at all
         except Exception as error:  # a lost snapshot must not fail the run
             logger.warning("could not save the snapshot of %s", snapshot["runId"], exc_info=True)
             emit(self.on_event, f"{self.kind}.error", {"runId": snapshot["runId"], "error": error})

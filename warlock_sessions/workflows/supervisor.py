@@ -14,11 +14,21 @@ from ..errors import SupervisorDriftError, SupervisorFailedError
 from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
-from .runs import EventHandler, SnapshotWriter, load_run, new_run_id, now_iso, resolve_store
+from .runs import (
+    EventHandler,
+    SnapshotWriter,
+    load_run,
+    new_run_id,
+    new_run_store,
+    now_iso,
+    resolve_store,
+)
 from .signature import supervisor_signature
 from .workflow import Workflow
 
 SUPERVISOR_END = "END"
+#: Snapshot keys naming what a run belongs to, kept on resume.
+TAGS = ("orchestratorName", "sessionId", "turnIndex")
 
 
 @dataclass
@@ -69,6 +79,7 @@ class Supervisor:
         initial: str | None = None,
         store: SnapshotStore | None = None,
         on_event: EventHandler | None = None,
+        registered: bool = True,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a supervisor's name is non-empty text, not {name!r}")
@@ -96,7 +107,8 @@ class Supervisor:
             initial=initial,
             max_iterations=max_iterations,
         )
-        register("supervisor", self)
+        if registered:  # an orchestrator's turns resume through the orchestrator
+            register("supervisor", self)
 
     def execute(
         self,
@@ -106,12 +118,18 @@ class Supervisor:
         context: Any = None,
         state: dict[str, Any] | None = None,
         persist: bool = True,
+        tags: dict[str, Any] | None = None,
     ) -> SupervisorResult:
         """Run from ``state`` (default empty) until END or ``max_iterations``; with
         ``persist=False`` no snapshot is saved (a run that cannot resume)."""
-        run = _SupervisorRun(self, run_id or new_run_id(self.name), input, context, now_iso())
+        run_id = run_id or new_run_id(self.name)
+        store = None
+        if persist:
+            who = f'supervisor "{self.name}"'
+            store = new_run_store(resolve_store(self.store), run_id, who, SupervisorFailedError)
+        run = _SupervisorRun(self, run_id, input, context, now_iso())
         run.state = run.initial = dict(state or {})
-        store = resolve_store(self.store) if persist else None
+        run.tags = dict(tags or {})
         return run.go(0, SnapshotWriter(store, "supervisor", self.on_event))
 
     def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> SupervisorResult:
@@ -125,6 +143,7 @@ class Supervisor:
         run = _SupervisorRun(
             self, run_id, snapshot.get("input"), context, snapshot.get("startedAt")
         )
+        run.tags = {key: snapshot[key] for key in TAGS if key in snapshot}
         run.iterations = list(snapshot.get("snapshots") or [])
         run.initial = dict(snapshot.get("initialState") or {})
         run.state = dict(run.iterations[-1]["state"]) if run.iterations else dict(run.initial)
@@ -132,6 +151,10 @@ class Supervisor:
             return run.result(str(snapshot.get("status")), None)
         writer = SnapshotWriter(store, "supervisor", self.on_event, version)
         return run.go(int(snapshot.get("iteration", -1)) + 1, writer)
+
+    def resume_saved(self, key: str, snapshot: Mapping[str, Any], *, force: bool) -> str:
+        """What the admin's resume action does with one of this supervisor's runs."""
+        return self.resume(key, force=force).status
 
     async def aexecute(
         self, input: Any = None, *, run_id: str | None = None, context: Any = None
@@ -163,6 +186,7 @@ class _SupervisorRun:
         self.started_at = started_at or now_iso()
         self.state: dict[str, Any] = {}
         self.initial: dict[str, Any] = {}  # the state before the first iteration
+        self.tags: dict[str, Any] = {}  # who the run belongs to (an orchestrator's turn)
         self.iterations: list[dict[str, Any]] = []
 
     def go(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
@@ -242,6 +266,7 @@ class _SupervisorRun:
             "snapshots": self.iterations,
             "status": status,
             "startedAt": self.started_at,
+            **self.tags,
         }
 
     def finish(

@@ -23,6 +23,7 @@ from .runs import (
     emit,
     load_run,
     new_run_id,
+    new_run_store,
     now_iso,
     resolve_store,
 )
@@ -86,6 +87,11 @@ class Step:
             raise ValueError(f"a step's name is non-empty text other than 'end', not {self.name!r}")
         if sum(part is not None for part in (self.run, self.agent, self.parallel)) > 1:
             raise ValueError(f"step {self.name!r} has more than one of run, agent, parallel")
+        if self.parallel is not None:
+            if any(child.parallel is not None for child in self.parallel):
+                raise ValueError(f"group {self.name!r}: a parallel group cannot hold a group")
+            if self.retry.attempts > 1:
+                raise ValueError(f"group {self.name!r}: retry its children, not the group")
 
 
 @dataclass
@@ -141,9 +147,13 @@ class Workflow:
     def execute(
         self, input: Any = None, *, run_id: str | None = None, context: Any = None
     ) -> WorkflowResult:
-        run = _Run(self, run_id or new_run_id(self.name), input, context, now_iso())
+        run_id = run_id or new_run_id(self.name)
+        store = new_run_store(
+            resolve_store(self.store), run_id, f'workflow "{self.name}"', WorkflowError
+        )
+        run = _Run(self, run_id, input, context, now_iso())
         first = self.steps[0].name if self.steps else None
-        return run.go(first, SnapshotWriter(resolve_store(self.store), "workflow", self.on_event))
+        return run.go(first, SnapshotWriter(store, "workflow", self.on_event))
 
     def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> WorkflowResult:
         """Finish the run saved as ``run_id`` from its next step. A run saved by another
@@ -166,6 +176,10 @@ class Workflow:
             return run.result("completed", None)  # settled: nothing runs again
         writer = SnapshotWriter(store, "workflow", self.on_event, version)
         return run.go(self._resume_at(snapshot, done), writer)
+
+    def resume_saved(self, key: str, snapshot: Mapping[str, Any], *, force: bool) -> str:
+        """What the admin's resume action does with one of this workflow's runs."""
+        return self.resume(key, force=force).status
 
     async def aexecute(
         self, input: Any = None, *, run_id: str | None = None, context: Any = None
@@ -190,6 +204,8 @@ class Workflow:
         following = snapshot.get("next")
         if isinstance(following, str) and following in self._by_name:
             return following
+        if snapshot.get("status") == "running" and following is None and done:
+            return None  # it reached its end (routing may have skipped steps): finish it
         return next((step.name for step in self.steps if step.name not in done), None)
 
     def after(self, step: Step) -> str | None:
@@ -234,30 +250,40 @@ class _Run:
                 )
                 return self.finish(writer, "failed", current, error)
             try:
-                following = self.settle(step)
+                self.settle(step)
             except _StepFailed as failed:
                 emit(self.workflow.on_event, "workflow.step.failed", {"step": step.name})
-                routed = step.on_failure(failed.error, self.ctx()) if step.on_failure else None
+                try:
+                    routed = step.on_failure(failed.error, self.ctx()) if step.on_failure else None
+                    following = self.workflow.target(step, routed, "onFailure routed to")
+                except Exception as error:  # the failure route itself failed
+                    return self.finish(writer, "failed", step.name, error)
                 if routed is None:
                     writer.save(self.snapshot(step.name, "running"))
                     return self.finish(writer, "failed", step.name, failed.error)
-                following = self.workflow.target(step, routed, "onFailure routed to")
-            except WorkflowError as error:
-                return self.finish(writer, "failed", current, error)
+            else:
+                try:
+                    following = self.following(step)
+                except Exception as error:
+                    # The step is done; resume goes on from the first step not done.
+                    return self.finish(writer, "failed", None, error)
             writer.save(self.snapshot(following, "running"))
             current = following
         return self.finish(writer, "completed", None, None)
 
-    def settle(self, step: Step) -> str | None:
-        """Run ``step`` (and record it); return the step after it."""
-        if step.parallel is not None:
+    def settle(self, step: Step) -> None:
+        """Run ``step`` and record it; a failure raises ``_StepFailed``."""
+        if step.parallel is not None and not (step.skip is not None and step.skip(self.ctx())):
             self.steps[step.name] = self.run_parallel(step)
-        else:
-            record, state = run_step(step, self.ctx())
-            self.steps[step.name] = record
-            if record["status"] == "failed":
-                raise _StepFailed(record, record.pop("exception"))
-            self.state = state
+            return
+        record, state = run_step(step, self.ctx())
+        self.steps[step.name] = record
+        if record["status"] == "failed":
+            raise _StepFailed(record, record.pop("exception"))
+        self.state = state
+
+    def following(self, step: Step) -> str | None:
+        """The step after ``step``: its ``next`` choice, else the next declared one."""
         chosen = step.next(self.ctx()) if step.next else None
         if chosen is None:
             return self.workflow.after(step)
@@ -273,6 +299,7 @@ class _Run:
         contexts = [self.ctx() for _ in children]
         with ThreadPoolExecutor(max_workers=max(1, len(children))) as pool:
             outcomes = list(pool.map(run_step, children, contexts))
+        merged = copy.deepcopy(self.state)
         error: BaseException | None = None
         for child, (record, state) in zip(children, outcomes, strict=True):
             failure = record.pop("exception", None)
@@ -280,9 +307,11 @@ class _Run:
             if failure is not None:
                 error = error or failure
             else:
-                merge_changes(self.state, state, before)
+                merge_changes(merged, state, before)
         if error is not None:
+            # Nothing of a failed group is kept: resume runs the whole group again.
             raise _StepFailed(step_record("failed", started, 1, error=describe(error)), error)
+        self.state = merged
         return step_record("completed", started, 1)
 
     def ctx(self) -> StepContext:
