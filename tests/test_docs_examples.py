@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-RUNNABLE = ["workflows.md"]
+RUNNABLE = ["workflows.md", "locks.md"]
 
 
 @pytest.mark.parametrize("page", RUNNABLE)

@@ -43,17 +43,22 @@ PUBLIC = {
         "Supervisor", "SupervisorContext", "SupervisorResult", "Workflow", "WorkflowResult",
         "agent_signature", "fnv1a32", "supervisor_signature", "workflow_signature",
     },
+    "warlock_sessions.locks": {
+        "AbortSignal", "DatabaseLock", "InProcessLock", "LeasedLock", "NoLock",
+        "PostgresAdvisoryLock", "RedisLock", "SessionLock",
+    },
     "warlock_sessions.testing": {
         "FakeClock", "FakeModel", "FakeModelExhausted", "MemoryScheduler", "T0", "T0_MS",
         "outcome_line", "realistic_session", "run_blob", "session_blob",
     },
 }  # fmt: skip
 
-#: The contract's errors that something raises today; the others (agent drift, locks, tool
-#: pairs, session existence) arrive with the conversation sessions that raise them.
+#: The contract's errors that something raises today; the others (agent drift, tool pairs,
+#: session existence) arrive with the conversation sessions that raise them.
 CONTRACT_ERRORS = [
     "SessionConflictError", "InvalidSessionError", "FlowConfigurationError",
     "SnapshotConflictError", "WorkflowDriftError", "SupervisorDriftError",
+    "SessionLockTimeout", "SessionLockAborted",
 ]  # fmt: skip
 
 

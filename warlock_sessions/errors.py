@@ -175,3 +175,20 @@ class OrchestratorDriftError(DriftError):
     def __init__(self, session_id: str, saved_signature: str, current_signature: str) -> None:
         self.session_id = session_id
         super().__init__(session_id, saved_signature, current_signature)
+
+
+class SessionLockTimeout(WarlockError):
+    """A session lock could not be acquired in time."""
+
+    def __init__(self, key: str, timeout: float) -> None:
+        self.key = key
+        self.timeout = timeout
+        super().__init__(f'could not lock "{key}" within {timeout:g} s')
+
+
+class SessionLockAborted(WarlockError):
+    """Waiting for a session lock was aborted before the lock was acquired."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f'waiting for the lock on "{key}" was aborted')

@@ -294,3 +294,20 @@ class Checkpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.orchestrator_name}/{self.session_id}#{self.turn_index}"
+
+
+class SessionLockRow(models.Model):
+    """A held lock of ``locks.DatabaseLock``: its key, the holder's token and when the lease
+    runs out (a holder that died is taken over after that)."""
+
+    key = models.CharField(_("key"), max_length=255, primary_key=True)
+    token = models.CharField(_("token"), max_length=64)
+    expires_at = models.DateTimeField(_("expires"))
+
+    class Meta:
+        db_table = "warlock_session_locks"
+        verbose_name = _("session lock")
+        verbose_name_plural = _("session locks")
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,34 @@
+"""Session locks (docs/locks.md): one caller at a time per key, in this process or across
+processes and hosts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..stores.lazy import lazy_backends
+from .base import AbortSignal, LeasedLock, NoLock, SessionLock
+from .memory import InProcessLock
+
+if TYPE_CHECKING:
+    from .db import DatabaseLock
+    from .postgres import PostgresAdvisoryLock
+    from .redis import RedisLock
+
+_BACKENDS = {
+    "DatabaseLock": ".db",
+    "PostgresAdvisoryLock": ".postgres",
+    "RedisLock": ".redis",
+}
+
+__all__ = [
+    "AbortSignal",
+    "DatabaseLock",
+    "InProcessLock",
+    "LeasedLock",
+    "NoLock",
+    "PostgresAdvisoryLock",
+    "RedisLock",
+    "SessionLock",
+]
+
+__getattr__ = lazy_backends(__name__, _BACKENDS)
