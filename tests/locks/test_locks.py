@@ -146,20 +146,7 @@ LEASED = [
 ]
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("db-sqlite", marks=pytest.mark.django_db(transaction=True)),
-        pytest.param(
-            "db-postgres",
-            marks=[
-                needs_postgres,
-                pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
-            ],
-        ),
-        pytest.param("redis", marks=needs_redis),
-        pytest.param("advisory", marks=needs_postgres),
-    ]
-)
+@pytest.fixture(params=[*LEASED, pytest.param("advisory", marks=needs_postgres)])
 def make_lock(request: pytest.FixtureRequest) -> Iterator[tuple[str, Callable[[], SessionLock]]]:
     if request.param == "db-sqlite":
         yield request.param, make_database_lock("default")
