@@ -43,6 +43,10 @@ PUBLIC = {
         "Supervisor", "SupervisorContext", "SupervisorResult", "Workflow", "WorkflowResult",
         "agent_signature", "fnv1a32", "supervisor_signature", "workflow_signature",
     },
+    "warlock_sessions.conversations": {
+        "AgentResult", "AgentStream", "ConversationAgent", "ConversationSession",
+        "ConversationStream", "session", "split_tool_pair",
+    },
     "warlock_sessions.locks": {
         "AbortSignal", "DatabaseLock", "InProcessLock", "LeasedLock", "NoLock",
         "PostgresAdvisoryLock", "RedisLock", "SessionLock",
@@ -53,12 +57,11 @@ PUBLIC = {
     },
 }  # fmt: skip
 
-#: The contract's errors that something raises today; the others (agent drift, tool pairs,
-#: session existence) arrive with the conversation sessions that raise them.
 CONTRACT_ERRORS = [
     "SessionConflictError", "InvalidSessionError", "FlowConfigurationError",
-    "SnapshotConflictError", "WorkflowDriftError", "SupervisorDriftError",
-    "SessionLockTimeout", "SessionLockAborted",
+    "SessionNotFoundError", "SessionExistsError", "ToolPairError", "WorkflowDriftError",
+    "SupervisorDriftError", "AgentDriftError", "SessionLockAborted", "SessionLockTimeout",
+    "SnapshotConflictError",
 ]  # fmt: skip
 
 

@@ -192,3 +192,34 @@ class SessionLockAborted(WarlockError):
     def __init__(self, key: str) -> None:
         self.key = key
         super().__init__(f'waiting for the lock on "{key}" was aborted')
+
+
+class SessionNotFoundError(WarlockError):
+    """An operation needs a stored conversation and there is none with that id."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'there is no conversation "{session_id}"')
+
+
+class SessionExistsError(WarlockError):
+    """A create-only operation (a fork's target) met a conversation that exists already."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'conversation "{session_id}" already exists')
+
+
+class ToolPairError(WarlockError):
+    """A cut of the history would split a tool call from its tool result."""
+
+
+class SessionTypeError(WarlockError):
+    """The record at a conversation's key is something else (another shape's snapshot)."""
+
+
+class AgentDriftError(DriftError):
+    """The agent's definition (model, tools, limits) changed since the run was saved."""
+
+    kind = "agent"
+    code = "AGENT_DRIFT"

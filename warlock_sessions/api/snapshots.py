@@ -38,7 +38,7 @@ class SnapshotPermission(BasePermission):
 
 class SnapshotViewSet(WarlockViewSet):
     lookup_url_kwarg = "key"
-    lookup_value_regex = r".+"  # keys may hold "/": the rest of the path is the key
+    lookup_value_regex = r"[\s\S]+"  # any key, "/" and newlines too: the rest of the path
     permission_classes = [SnapshotPermission]
     pagination_class = SessionPagination
 

@@ -1,0 +1,259 @@
+"""Conversation sessions (scenarios 14-27) on every snapshot store: turns, failures, a real
+crash mid-send and resume, concurrency, aborting, streaming, fork, truncate and clear."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from tests.snapshots.conftest import SNAPSHOT_BACKENDS, SnapshotFactory, snapshot_factory
+from warlock_sessions.conversations import session
+from warlock_sessions.errors import (
+    AgentDriftError,
+    SessionExistsError,
+    SessionNotFoundError,
+    ToolPairError,
+)
+from warlock_sessions.locks import AbortSignal, InProcessLock
+from warlock_sessions.snapshots import MemorySnapshotStore
+
+from .fakes import FakeAgent, NoDurableStoreError
+
+
+@pytest.fixture(params=SNAPSHOT_BACKENDS)
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SnapshotFactory]:
+    yield from snapshot_factory(request.param, tmp_path)
+
+
+def test_two_turns_and_what_is_stored(make_store: SnapshotFactory) -> None:
+    agent = FakeAgent()
+    chat = session("user-42", make_store(), agent)
+    chat.send("My name is Sara.")
+    result = chat.send("What is my name?")
+    assert result.text == "Hello there"
+    assert [m["role"] for m in agent.calls[1]["history"]] == ["user", "assistant"]
+    record = chat.load()
+    assert record is not None
+    assert (record["runId"], record["type"], record["turns"]) == (
+        "session:user-42",
+        "conversation-session",
+        2,
+    )
+    assert len(record["messages"]) == 4 and "pending" not in record
+    assert all(m["role"] != "system" for m in record["messages"])
+    assert record["messages"][1]["blocks"] == [{"type": "thinking", "signature": "sig=="}]
+    assert agent.calls[0]["session_id"] == "user-42"
+
+
+def test_tool_turns_are_stored_as_returned(make_store: SnapshotFactory) -> None:
+    chat = session("t", make_store(), FakeAgent(use_tool=True))
+    chat.send("look it up")
+    assert [m["role"] for m in chat.history()] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.parametrize("how", ["error", "raise"])
+def test_a_failed_run_changes_nothing(make_store: SnapshotFactory, how: str) -> None:
+    store = make_store()
+    session("s", store, FakeAgent()).send("first")
+    before = session("s", store, FakeAgent()).history()
+    problem = RuntimeError("model down")
+    agent = FakeAgent(fail=problem) if how == "error" else FakeAgent(raises=problem)
+    chat = session("s", store, agent)
+    if how == "error":
+        assert chat.send("second").error is problem
+    else:
+        with pytest.raises(RuntimeError, match="model down"):
+            chat.send("second")
+    record = chat.load()
+    assert record is not None and record["messages"] == before and record["turns"] == 1
+    assert "pending" not in record
+
+
+CRASH_BACKENDS = [p for p in SNAPSHOT_BACKENDS if p.id in ("file", "sqlite", "django-postgres")]
+
+
+def crash_mid_send(make_store: SnapshotFactory, durable: bool) -> None:
+    agent = FakeAgent(
+        use_tool=True, crash_after_tool=True, durable=make_store() if durable else None
+    )
+    session("crashy", make_store(), agent).send("q1")
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("backend", CRASH_BACKENDS)
+def test_a_crash_mid_send_leaves_a_pending_mark_and_resume_finishes_or_refuses(
+    backend: str, durable: bool, tmp_path: Path
+) -> None:
+    factory = next(snapshot_factory(backend, tmp_path))
+    connections.close_all()
+    child = multiprocessing.get_context("fork").Process(
+        target=crash_mid_send, args=(factory, durable)
+    )
+    child.start()
+    child.join(30)
+    assert child.exitcode == 9
+    store = factory()
+    record = store.load("session:crashy")
+    assert record is not None and record["messages"] == [] and record["pending"]["input"] == "q1"
+
+    agent = FakeAgent(use_tool=True, durable=factory() if durable else None)
+    chat = session("crashy", store, agent)
+    if not durable:
+        with pytest.raises(NoDurableStoreError):
+            chat.resume()
+        assert chat.load()["pending"]["input"] == "q1"  # type: ignore[index]
+        chat.send("q2")
+        record = chat.load()
+        assert record is not None and "pending" not in record and record["turns"] == 1
+        assert record["messages"][0]["content"] == "q2"
+        return
+    resumed = chat.resume()
+    assert resumed is not None and agent.tools_ran == []  # the tool of trip 1 did not run again
+    record = chat.load()
+    assert record is not None and record["turns"] == 1 and "pending" not in record
+    assert [m["role"] for m in record["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert chat.resume() is None
+
+
+def test_resume_without_a_pending_turn_and_with_a_changed_agent() -> None:
+    store, durable = MemorySnapshotStore(), MemorySnapshotStore()
+    chat = session("d", store, FakeAgent(durable=durable))
+    assert chat.resume() is None
+    record = chat._new_record()
+    record["pending"] = {"runId": "agent_x", "input": "q", "startedAt": "2026-12-01T00:00:00.000Z"}
+    store.save(record)
+    durable.save(
+        {
+            "runId": "agent_x",
+            "agentName": "assistant",
+            "signature": "old",
+            "messages": [{"role": "user", "content": "q"}],
+            "status": "running",
+        }
+    )
+    with pytest.raises(AgentDriftError):
+        chat.resume()
+    assert chat.load()["pending"]["runId"] == "agent_x"  # type: ignore[index]
+    assert chat.resume(force=True) is not None and chat.load()["turns"] == 1  # type: ignore[index]
+
+
+@pytest.mark.parametrize("two_objects", [False, True])
+def test_concurrent_sends_run_one_after_the_other(two_objects: bool) -> None:
+    store = MemorySnapshotStore()
+    agent = FakeAgent()
+    chats = [session("c", store, agent), session("c", store, agent) if two_objects else None]
+    first, second = chats[0], chats[1] or chats[0]
+    start = threading.Barrier(2)
+
+    def send(chat: Any, text: str) -> None:
+        start.wait(5)
+        chat.send(text)
+
+    threads = [
+        threading.Thread(target=send, args=(first, "one")),
+        threading.Thread(target=send, args=(second, "two")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    record = first.load()
+    assert record is not None and record["turns"] == 2 and len(record["messages"]) == 4
+    assert len(agent.calls[1]["history"]) == 2  # the second turn saw the first
+
+
+def test_an_aborted_wait_calls_no_agent_and_touches_nothing() -> None:
+    store = MemorySnapshotStore()
+    lock = InProcessLock()
+    release = threading.Event()
+    holder = threading.Thread(target=lambda: lock.with_lock("session:a", lambda: release.wait(5)))
+    holder.start()
+    time.sleep(0.05)
+    agent = FakeAgent()
+    signal = AbortSignal()
+    threading.Timer(0.1, signal.abort, args=(TimeoutError("the user left"),)).start()
+    with pytest.raises(TimeoutError, match="the user left"):
+        session("a", store, agent, lock=lock).send("hi", signal=signal)
+    release.set()
+    holder.join()
+    assert agent.calls == [] and store.load("session:a") is None
+
+
+def test_history_is_the_session_s_own() -> None:
+    agent = FakeAgent()
+    chat = session("h", MemorySnapshotStore(), agent, lock=False)
+    with pytest.raises(TypeError, match="history"):
+        chat.send("x", history=[])
+    chat.send("x", session_id="override")
+    assert agent.calls[0]["session_id"] == "override"
+    copy_of = chat.history()
+    copy_of.clear()
+    assert len(chat.history()) == 2
+
+
+def test_a_stream_forwards_the_events_and_settles_after_the_save() -> None:
+    store = MemorySnapshotStore()
+    chat = session("st", store, FakeAgent(reply="one two three"))
+    stream = chat.stream("go")
+    assert [event["text"] for event in stream] == ["one ", "two ", "three "]
+    assert stream.result.text == "one two three" and chat.load()["turns"] == 1  # type: ignore[index]
+
+    unread = chat.stream("again")  # never iterated: it settles all the same
+    assert unread.result.text == "one two three" and chat.load()["turns"] == 2  # type: ignore[index]
+
+    failing = session("st", store, FakeAgent(raises=RuntimeError("down"))).stream("x")
+    with pytest.raises(RuntimeError):
+        failing.result  # noqa: B018
+    assert chat.load()["turns"] == 2  # type: ignore[index]
+
+
+def test_fork_copies_a_prefix_unchanged(make_store: SnapshotFactory) -> None:
+    store = make_store()
+    source = session("user-42", store, FakeAgent())
+    for text in ("a", "b", "c"):
+        source.send(text)
+    alt = source.fork("alt", 4)
+    record = alt.load()
+    assert record is not None
+    assert record["messages"] == source.history()[:4] and record["turns"] == 0
+    assert record["forkedFrom"] == {"id": "user-42", "messageCount": 4}
+    alt.send("d")
+    assert len(source.history()) == 6 and len(alt.history()) == 6
+    with pytest.raises(SessionExistsError):
+        source.fork("alt")
+    with pytest.raises(SessionNotFoundError):
+        session("nobody", store, FakeAgent()).fork("x")
+    with pytest.raises(ValueError):
+        source.fork("beyond", 7)
+
+
+def test_truncate_and_clear(make_store: SnapshotFactory) -> None:
+    store = make_store()
+    plain = session("p", store, FakeAgent())
+    plain.send("a")
+    plain.send("b")
+    plain.truncate(2)
+    record = plain.load()
+    assert record is not None and len(record["messages"]) == 2 and record["turns"] == 2
+    plain.truncate(2)  # no-op
+    plain.truncate(0)
+    assert plain.history() == [] and plain.load() is not None
+
+    tools = session("t", store, FakeAgent(use_tool=True))
+    tools.send("x")
+    with pytest.raises(ToolPairError):
+        tools.truncate(2)  # [user, assistant(c0)] would keep the call without its result
+    assert len(tools.history()) == 4
+    with pytest.raises(ValueError):
+        tools.truncate(-1)
+
+    tools.clear()
+    tools.clear()  # twice is fine
+    assert tools.load() is None and tools.history() == []

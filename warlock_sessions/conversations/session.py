@@ -1,0 +1,333 @@
+"""Conversation sessions (docs/conversations.md): a multi-turn chat with one agent, kept as one
+record ``session:<id>`` in any snapshot store. A turn is stored only when the agent's run
+succeeded; a pending mark written before the run lets ``resume()`` finish a turn a crash cut
+short; ``fork`` copies a prefix unchanged; ``truncate`` never splits a tool call from its
+result. Calls on one session run one at a time under its lock."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import queue
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import (
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionTypeError,
+    SnapshotConflictError,
+    ToolPairError,
+)
+from ..locks import InProcessLock, NoLock, SessionLock
+from ..snapshots import SnapshotStore
+from ..workflows.runs import logger, new_run_id, now_iso
+from .agent import AgentResult, ConversationAgent
+
+RECORD_TYPE = "conversation-session"
+
+#: The default lock: one per store object, shared by every session on it.
+_store_locks: weakref.WeakKeyDictionary[SnapshotStore, InProcessLock] = weakref.WeakKeyDictionary()
+_store_locks_guard = threading.Lock()
+
+
+def _default_lock(store: SnapshotStore) -> InProcessLock:
+    with _store_locks_guard:
+        lock = _store_locks.get(store)
+        if lock is None:
+            lock = _store_locks[store] = InProcessLock()
+        return lock
+
+
+def session(
+    id: str,
+    store: SnapshotStore,
+    agent: ConversationAgent,
+    lock: SessionLock | bool | None = None,
+) -> ConversationSession:
+    """The conversation ``id`` with ``agent``, kept in ``store``. ``lock``: ``None`` for the
+    in-process lock shared by every session on this store object, ``False`` for none (one
+    writer is guaranteed elsewhere), or a distributed ``SessionLock``."""
+    return ConversationSession(id, store, agent, lock)
+
+
+def split_tool_pair(messages: list[dict[str, Any]], n: int) -> bool:
+    """Whether keeping ``messages[:n]`` would keep a tool call without its result."""
+    kept = messages[:n]
+    calls = {call["id"] for message in kept for call in message.get("toolCalls") or []}
+    answered = {message.get("toolCallId") for message in kept if message.get("role") == "tool"}
+    return bool(calls - answered)
+
+
+class ConversationSession:
+    def __init__(
+        self,
+        id: str,
+        store: SnapshotStore,
+        agent: ConversationAgent,
+        lock: SessionLock | bool | None = None,
+    ) -> None:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"a conversation id is non-empty text, not {id!r}")
+        self.id = id
+        self.key = f"session:{id}"
+        self.store = store
+        self.agent = agent
+        if lock is None or lock is True:
+            self.lock: SessionLock = _default_lock(store)
+        elif lock is False:
+            self.lock = NoLock()
+        else:
+            self.lock = lock
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def load(self) -> dict[str, Any] | None:
+        """A copy of the record, or ``None``. Takes no lock."""
+        record = self.store.load(self.key)
+        if record is not None and record.get("type") != RECORD_TYPE:
+            raise SessionTypeError(
+                f"{self.key!r} holds a {record.get('type')!r} record, not a conversation"
+            )
+        return record
+
+    def history(self) -> list[dict[str, Any]]:
+        """A copy of the messages the agent sees next turn (``[]`` before the first)."""
+        record = self.load()
+        return list(record["messages"]) if record else []
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def send(self, input: Any, **options: Any) -> AgentResult:
+        """Run one turn: the stored history is given to the agent, and its messages are stored
+        when (and only when) the run succeeded. Returns the agent's result; a run that raised
+        re-raises, with the conversation unchanged."""
+        options = self._options(options)
+        return self.lock.with_lock(
+            self.key, lambda: self._send(input, options), signal=options.get("signal")
+        )
+
+    def stream(self, input: Any, **options: Any) -> ConversationStream:
+        """``send`` as the agent runs: iterate the returned stream for its events; its
+        ``result`` settles once the turn is stored (or failed)."""
+        options = self._options(options)
+        stream = ConversationStream()
+
+        def run() -> None:
+            try:
+                result = self.lock.with_lock(
+                    self.key,
+                    lambda: self._stream(input, options, stream),
+                    signal=options.get("signal"),
+                )
+            except BaseException as error:
+                stream.fail(error)
+            else:
+                stream.settle(result)
+
+        threading.Thread(target=run, daemon=True).start()
+        return stream
+
+    def resume(self, **options: Any) -> AgentResult | None:
+        """Finish the turn a crash cut short (a durable agent resumes its run), or ``None``
+        when no turn is pending. The agent's errors propagate and keep the pending mark."""
+        return self.lock.with_lock(
+            self.key, lambda: self._resume(options), signal=options.get("signal")
+        )
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if "history" in options:
+            raise TypeError("a conversation session owns its history: send() takes no history=")
+        return {"session_id": self.id, **options}
+
+    def _begin(self, input: Any) -> tuple[dict[str, Any], str]:
+        record = self.load() or self._new_record()
+        run_id = new_run_id("agent")
+        record["pending"] = {"runId": run_id, "input": input, "startedAt": now_iso()}
+        self._save(record)  # if this fails, the agent does not run
+        return record, run_id
+
+    def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
+        record, run_id = self._begin(input)
+        history = copy.deepcopy(record["messages"])
+        try:
+            result = self.agent.execute(input, history=history, run_id=run_id, **options)
+        except BaseException:
+            self._drop_pending(record)
+            raise
+        return self._settle(record, result)
+
+    def _stream(self, input: Any, options: dict[str, Any], out: ConversationStream) -> AgentResult:
+        record, run_id = self._begin(input)
+        history = copy.deepcopy(record["messages"])
+        try:
+            events = self.agent.stream(input, history=history, run_id=run_id, **options)
+            for event in events:
+                out.put(event)
+            result = events.result
+        except BaseException:
+            self._drop_pending(record)
+            raise
+        return self._settle(record, result)
+
+    def _resume(self, options: dict[str, Any]) -> AgentResult | None:
+        record = self.load()
+        if record is None or "pending" not in record:
+            return None
+        result = self.agent.resume(record["pending"]["runId"], **options)
+        return self._settle(record, result)
+
+    def _settle(self, record: dict[str, Any], result: AgentResult) -> AgentResult:
+        if result.error is not None:
+            self._drop_pending(record)
+            return result
+        record["messages"] = list(result.messages)
+        record["turns"] += 1
+        record.pop("pending", None)
+        self._save(record)  # a failure here keeps the mark, for resume()
+        return result
+
+    def _drop_pending(self, record: dict[str, Any]) -> None:
+        """A failed or cancelled run is settled: messages unchanged, no mark (best effort: the
+        run's own error is the one the caller gets)."""
+        record.pop("pending", None)
+        try:
+            self._save(record)
+        except Exception:
+            logger.warning("could not clear the pending mark of %s", self.key, exc_info=True)
+
+    # -- editing ------------------------------------------------------------------------------
+
+    def fork(self, target: str, message_count: int | None = None) -> ConversationSession:
+        """A new conversation ``target`` starting with this one's first ``message_count``
+        messages (all by default), copied unchanged so signed provider blocks stay valid."""
+        forked = ConversationSession(target, self.store, self.agent, self.lock)
+
+        def copy_prefix() -> ConversationSession:
+            record = self._existing()
+            messages = record["messages"]
+            n = self._cut(messages, len(messages) if message_count is None else message_count)
+            new = forked._new_record()
+            new.update(messages=messages[:n], forkedFrom={"id": self.id, "messageCount": n})
+            forked.lock.with_lock(forked.key, lambda: forked._create(new))
+            return forked
+
+        return self.lock.with_lock(self.key, copy_prefix)
+
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` messages (``turns`` and any pending mark untouched)."""
+
+        def cut() -> None:
+            record = self._existing()
+            record["messages"] = record["messages"][: self._cut(record["messages"], n)]
+            self._save(record)
+
+        self.lock.with_lock(self.key, cut)
+
+    def clear(self) -> None:
+        """Delete the conversation (fine when there is none)."""
+        self.lock.with_lock(self.key, lambda: self.store.delete(self.key))
+
+    def _cut(self, messages: list[dict[str, Any]], n: int) -> int:
+        if type(n) is not int or not 0 <= n <= len(messages):
+            raise ValueError(f"a message count is a whole number from 0 to {len(messages)}")
+        if split_tool_pair(messages, n):
+            raise ToolPairError(
+                f"keeping {n} messages of {self.id!r} would split a tool call from its result"
+            )
+        return n
+
+    # -- records ------------------------------------------------------------------------------
+
+    def _new_record(self) -> dict[str, Any]:
+        now = now_iso()
+        return {
+            "runId": self.key,
+            "type": RECORD_TYPE,
+            "id": self.id,
+            "messages": [],
+            "turns": 0,
+            "createdAt": now,
+            "updatedAt": now,
+        }
+
+    def _existing(self) -> dict[str, Any]:
+        record = self.load()
+        if record is None:
+            raise SessionNotFoundError(self.id)
+        return record
+
+    def _save(self, record: dict[str, Any]) -> None:
+        record["updatedAt"] = now_iso()
+        self.store.save(record)
+
+    def _create(self, record: dict[str, Any]) -> None:
+        """Insert-only: an existing conversation is never overwritten."""
+        if self.store.versioned:
+            try:
+                self.store.save(record, expected_version=0)
+            except SnapshotConflictError:
+                raise SessionExistsError(self.id) from None
+            return
+        if self.store.load(self.key) is not None:
+            raise SessionExistsError(self.id)
+        self.store.save(record)
+
+    # -- async --------------------------------------------------------------------------------
+
+    async def asend(self, input: Any, **options: Any) -> AgentResult:
+        return await asyncio.to_thread(self.send, input, **options)
+
+    async def aresume(self, **options: Any) -> AgentResult | None:
+        return await asyncio.to_thread(self.resume, **options)
+
+    async def afork(self, target: str, message_count: int | None = None) -> ConversationSession:
+        return await asyncio.to_thread(self.fork, target, message_count)
+
+    async def atruncate(self, n: int) -> None:
+        await asyncio.to_thread(self.truncate, n)
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
+
+
+class ConversationStream:
+    """The events of a streamed turn, buffered (so the turn settles whether or not anyone
+    iterates), and its ``result`` once the turn is stored."""
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self._events: queue.Queue[Any] = queue.Queue()
+        self._done = threading.Event()
+        self._result: AgentResult | None = None
+        self._error: BaseException | None = None
+
+    def put(self, event: dict[str, Any]) -> None:
+        self._events.put(event)
+
+    def settle(self, result: AgentResult) -> None:
+        self._result = result
+        self._done.set()
+        self._events.put(self._END)
+
+    def fail(self, error: BaseException) -> None:
+        self._error = error
+        self._done.set()
+        self._events.put(self._END)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        while (event := self._events.get()) is not self._END:
+            yield event
+
+    @property
+    def result(self) -> AgentResult:
+        """The turn's result, once it is stored (blocks until then); raises what the run
+        raised."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
