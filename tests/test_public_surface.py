@@ -45,7 +45,8 @@ PUBLIC = {
     },
     "warlock_sessions.conversations": {
         "AgentResult", "AgentStream", "ConversationAgent", "ConversationSession",
-        "ConversationStream", "session", "split_tool_pair",
+        "ConversationStore", "ConversationStream", "DjangoConversationStore",
+        "RecordConversationStore", "session", "split_tool_pair",
     },
     "warlock_sessions.locks": {
         "AbortSignal", "DatabaseLock", "InProcessLock", "LeasedLock", "NoLock",

@@ -311,3 +311,50 @@ class SessionLockRow(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Conversation(models.Model):
+    """The header of a conversation of ``conversations.DjangoConversationStore``: its version
+    (grows with every write), turns, pending mark and where it was forked from. Its messages
+    are ``ConversationMessage`` rows."""
+
+    id = models.CharField(_("id"), max_length=255, primary_key=True)
+    version = models.PositiveIntegerField(_("version"), default=1)
+    turns = models.PositiveIntegerField(_("turns"), default=0)
+    pending = models.JSONField(_("pending turn"), null=True, blank=True)
+    forked_from = models.JSONField(_("forked from"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"))
+    updated_at = models.DateTimeField(_("updated"))
+
+    class Meta:
+        db_table = "warlock_conversations"
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class ConversationMessage(models.Model):
+    """One message of a conversation, at its position: written once, never edited (a
+    truncate deletes the tail; signed provider blocks stay exactly as stored)."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages", db_constraint=True
+    )
+    position = models.PositiveIntegerField(_("position"))
+    message = models.JSONField(_("message"))
+
+    class Meta:
+        db_table = "warlock_conversation_messages"
+        verbose_name = _("conversation message")
+        verbose_name_plural = _("conversation messages")
+        ordering = ["conversation", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "position"], name="warlock_message_position_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}#{self.position}"

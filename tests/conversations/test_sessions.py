@@ -13,8 +13,15 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from tests.snapshots.conftest import SNAPSHOT_BACKENDS, SnapshotFactory, snapshot_factory
+from tests.snapshots.conftest import (
+    SNAPSHOT_BACKENDS,
+    SnapshotFactory,
+    needs_postgres,
+    postgres_db,
+    snapshot_factory,
+)
 from warlock_sessions.conversations import session
+from warlock_sessions.conversations.stores import new_record
 from warlock_sessions.errors import (
     AgentDriftError,
     SessionExistsError,
@@ -26,10 +33,25 @@ from warlock_sessions.snapshots import MemorySnapshotStore
 
 from .fakes import FakeAgent, NoDurableStoreError
 
+CONVERSATION_ROWS = [
+    pytest.param("rows-sqlite", id="rows-sqlite", marks=[pytest.mark.django_db(transaction=True)]),
+    pytest.param("rows-postgres", id="rows-postgres", marks=[needs_postgres, postgres_db]),
+]
 
-@pytest.fixture(params=SNAPSHOT_BACKENDS)
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SnapshotFactory]:
-    yield from snapshot_factory(request.param, tmp_path)
+
+def conversation_rows(backend: str) -> Any:
+    from warlock_sessions.conversations import DjangoConversationStore
+
+    return DjangoConversationStore(using="postgres" if backend == "rows-postgres" else None)
+
+
+@pytest.fixture(params=[*SNAPSHOT_BACKENDS, *CONVERSATION_ROWS])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param.startswith("rows-"):
+        store = conversation_rows(request.param)
+        yield lambda: store
+    else:
+        yield from snapshot_factory(request.param, tmp_path)
 
 
 def test_two_turns_and_what_is_stored(make_store: SnapshotFactory) -> None:
@@ -126,7 +148,7 @@ def test_resume_without_a_pending_turn_and_with_a_changed_agent() -> None:
     store, durable = MemorySnapshotStore(), MemorySnapshotStore()
     chat = session("d", store, FakeAgent(durable=durable))
     assert chat.resume() is None
-    record = chat._new_record()
+    record = new_record("d")
     record["pending"] = {"runId": "agent_x", "input": "q", "startedAt": "2026-12-01T00:00:00.000Z"}
     store.save(record)
     durable.save(
@@ -257,3 +279,43 @@ def test_truncate_and_clear(make_store: SnapshotFactory) -> None:
     tools.clear()
     tools.clear()  # twice is fine
     assert tools.load() is None and tools.history() == []
+
+
+@pytest.mark.parametrize("backend", CONVERSATION_ROWS)
+def test_a_crash_mid_send_on_the_row_store(backend: str) -> None:
+    connections.close_all()
+    child = multiprocessing.get_context("fork").Process(
+        target=lambda: session(
+            "crashy", conversation_rows(backend), FakeAgent(use_tool=True, crash_after_tool=True)
+        ).send("q1")
+    )
+    child.start()
+    child.join(30)
+    assert child.exitcode == 9
+    chat = session("crashy", conversation_rows(backend), FakeAgent())
+    record = chat.load()
+    assert record is not None and record["messages"] == [] and record["pending"]["input"] == "q1"
+    chat.send("q2")
+    record = chat.load()
+    assert record is not None and "pending" not in record and record["turns"] == 1
+
+
+@pytest.mark.parametrize("backend", CONVERSATION_ROWS)
+def test_a_turn_writes_only_its_new_rows(backend: str) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from warlock_sessions.models import ConversationMessage
+
+    store = conversation_rows(backend)
+    chat = session("rows", store, FakeAgent())
+    for text in ("a", "b", "c"):
+        chat.send(text)
+    rows = ConversationMessage.objects.using(store.using).order_by("position")
+    before = list(rows.values_list("id", "position"))
+    with CaptureQueriesContext(connections[store.using]) as queries:
+        chat.send("d")
+    writes = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith("SELECT")]
+    inserts = [sql for sql in writes if sql.startswith("INSERT")]
+    assert len(inserts) == 1 and "warlock_conversation_messages" in inserts[0]
+    assert not any(sql.startswith("DELETE") for sql in writes)
+    assert list(rows.values_list("id", "position"))[:6] == before and rows.count() == 8

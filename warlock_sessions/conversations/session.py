@@ -14,26 +14,19 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import (
-    SessionExistsError,
-    SessionNotFoundError,
-    SessionTypeError,
-    SnapshotConflictError,
-    ToolPairError,
-)
+from ..errors import SessionNotFoundError, ToolPairError
 from ..locks import InProcessLock, NoLock, SessionLock
 from ..snapshots import SnapshotStore
 from ..workflows.runs import logger, new_run_id, now_iso
 from .agent import AgentResult, ConversationAgent
-
-RECORD_TYPE = "conversation-session"
+from .stores import ConversationStore, RecordConversationStore, appended, new_record
 
 #: The default lock: one per store object, shared by every session on it.
-_store_locks: weakref.WeakKeyDictionary[SnapshotStore, InProcessLock] = weakref.WeakKeyDictionary()
+_store_locks: weakref.WeakKeyDictionary[Any, InProcessLock] = weakref.WeakKeyDictionary()
 _store_locks_guard = threading.Lock()
 
 
-def _default_lock(store: SnapshotStore) -> InProcessLock:
+def _default_lock(store: Any) -> InProcessLock:
     with _store_locks_guard:
         lock = _store_locks.get(store)
         if lock is None:
@@ -43,13 +36,14 @@ def _default_lock(store: SnapshotStore) -> InProcessLock:
 
 def session(
     id: str,
-    store: SnapshotStore,
+    store: SnapshotStore | ConversationStore,
     agent: ConversationAgent,
     lock: SessionLock | bool | None = None,
 ) -> ConversationSession:
-    """The conversation ``id`` with ``agent``, kept in ``store``. ``lock``: ``None`` for the
-    in-process lock shared by every session on this store object, ``False`` for none (one
-    writer is guaranteed elsewhere), or a distributed ``SessionLock``."""
+    """The conversation ``id`` with ``agent``, kept in ``store``: any snapshot store (one
+    record per conversation) or a ``DjangoConversationStore`` (a row per message). ``lock``:
+    ``None`` for the in-process lock shared by every session on this store object, ``False``
+    for none (one writer is guaranteed elsewhere), or a distributed ``SessionLock``."""
     return ConversationSession(id, store, agent, lock)
 
 
@@ -65,7 +59,7 @@ class ConversationSession:
     def __init__(
         self,
         id: str,
-        store: SnapshotStore,
+        store: SnapshotStore | ConversationStore,
         agent: ConversationAgent,
         lock: SessionLock | bool | None = None,
     ) -> None:
@@ -74,6 +68,9 @@ class ConversationSession:
         self.id = id
         self.key = f"session:{id}"
         self.store = store
+        self.records: ConversationStore = (
+            RecordConversationStore(store) if isinstance(store, SnapshotStore) else store
+        )
         self.agent = agent
         if lock is None or lock is True:
             self.lock: SessionLock = _default_lock(store)
@@ -86,12 +83,7 @@ class ConversationSession:
 
     def load(self) -> dict[str, Any] | None:
         """A copy of the record, or ``None``. Takes no lock."""
-        record = self.store.load(self.key)
-        if record is not None and record.get("type") != RECORD_TYPE:
-            raise SessionTypeError(
-                f"{self.key!r} holds a {record.get('type')!r} record, not a conversation"
-            )
-        return record
+        return self.records.load(self.id)
 
     def history(self) -> list[dict[str, Any]]:
         """A copy of the messages the agent sees next turn (``[]`` before the first)."""
@@ -143,10 +135,10 @@ class ConversationSession:
         return {"session_id": self.id, **options}
 
     def _begin(self, input: Any) -> tuple[dict[str, Any], str]:
-        record = self.load() or self._new_record()
+        record = self.load() or new_record(self.id)
         run_id = new_run_id("agent")
-        record["pending"] = {"runId": run_id, "input": input, "startedAt": now_iso()}
-        self._save(record)  # if this fails, the agent does not run
+        pending = {"runId": run_id, "input": input, "startedAt": now_iso()}
+        self.records.set_pending(record, pending)  # if this fails, the agent does not run
         return record, run_id
 
     def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
@@ -157,7 +149,7 @@ class ConversationSession:
         except BaseException:
             self._drop_pending(record)
             raise
-        return self._settle(record, result)
+        return self._settle(record, result, history)
 
     def _stream(self, input: Any, options: dict[str, Any], out: ConversationStream) -> AgentResult:
         record, run_id = self._begin(input)
@@ -170,31 +162,30 @@ class ConversationSession:
         except BaseException:
             self._drop_pending(record)
             raise
-        return self._settle(record, result)
+        return self._settle(record, result, history)
 
     def _resume(self, options: dict[str, Any]) -> AgentResult | None:
         record = self.load()
         if record is None or "pending" not in record:
             return None
         result = self.agent.resume(record["pending"]["runId"], **options)
-        return self._settle(record, result)
+        return self._settle(record, result, record["messages"])
 
-    def _settle(self, record: dict[str, Any], result: AgentResult) -> AgentResult:
+    def _settle(
+        self, record: dict[str, Any], result: AgentResult, history: list[dict[str, Any]]
+    ) -> AgentResult:
         if result.error is not None:
             self._drop_pending(record)
             return result
-        record["messages"] = list(result.messages)
-        record["turns"] += 1
-        record.pop("pending", None)
-        self._save(record)  # a failure here keeps the mark, for resume()
+        added = appended(history, result.messages)
+        self.records.append_turn(record, result.messages, added)  # a failure keeps the mark
         return result
 
     def _drop_pending(self, record: dict[str, Any]) -> None:
         """A failed or cancelled run is settled: messages unchanged, no mark (best effort: the
         run's own error is the one the caller gets)."""
-        record.pop("pending", None)
         try:
-            self._save(record)
+            self.records.set_pending(record, None)
         except Exception:
             logger.warning("could not clear the pending mark of %s", self.key, exc_info=True)
 
@@ -209,9 +200,9 @@ class ConversationSession:
             record = self._existing()
             messages = record["messages"]
             n = self._cut(messages, len(messages) if message_count is None else message_count)
-            new = forked._new_record()
-            new.update(messages=messages[:n], forkedFrom={"id": self.id, "messageCount": n})
-            forked.lock.with_lock(forked.key, lambda: forked._create(new))
+            new = new_record(target)
+            new["forkedFrom"] = {"id": self.id, "messageCount": n}
+            forked.lock.with_lock(forked.key, lambda: self.records.fork(record, new, n))
             return forked
 
         return self.lock.with_lock(self.key, copy_prefix)
@@ -221,14 +212,13 @@ class ConversationSession:
 
         def cut() -> None:
             record = self._existing()
-            record["messages"] = record["messages"][: self._cut(record["messages"], n)]
-            self._save(record)
+            self.records.truncate(record, self._cut(record["messages"], n))
 
         self.lock.with_lock(self.key, cut)
 
     def clear(self) -> None:
         """Delete the conversation (fine when there is none)."""
-        self.lock.with_lock(self.key, lambda: self.store.delete(self.key))
+        self.lock.with_lock(self.key, lambda: self.records.delete(self.id))
 
     def _cut(self, messages: list[dict[str, Any]], n: int) -> int:
         if type(n) is not int or not 0 <= n <= len(messages):
@@ -241,39 +231,11 @@ class ConversationSession:
 
     # -- records ------------------------------------------------------------------------------
 
-    def _new_record(self) -> dict[str, Any]:
-        now = now_iso()
-        return {
-            "runId": self.key,
-            "type": RECORD_TYPE,
-            "id": self.id,
-            "messages": [],
-            "turns": 0,
-            "createdAt": now,
-            "updatedAt": now,
-        }
-
     def _existing(self) -> dict[str, Any]:
         record = self.load()
         if record is None:
             raise SessionNotFoundError(self.id)
         return record
-
-    def _save(self, record: dict[str, Any]) -> None:
-        record["updatedAt"] = now_iso()
-        self.store.save(record)
-
-    def _create(self, record: dict[str, Any]) -> None:
-        """Insert-only: an existing conversation is never overwritten."""
-        if self.store.versioned:
-            try:
-                self.store.save(record, expected_version=0)
-            except SnapshotConflictError:
-                raise SessionExistsError(self.id) from None
-            return
-        if self.store.load(self.key) is not None:
-            raise SessionExistsError(self.id)
-        self.store.save(record)
 
     # -- async --------------------------------------------------------------------------------
 

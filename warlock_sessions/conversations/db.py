@@ -1,0 +1,152 @@
+"""DjangoConversationStore: a ``Conversation`` header and a row per message."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, connections, router, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from ..errors import SessionConflictError, SessionExistsError
+from ..models import Conversation, ConversationMessage
+from .stores import RECORD_TYPE
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class DjangoConversationStore:
+    """A turn inserts only its new messages and updates the header under the version it read
+    (``SessionConflictError`` if another writer moved it), in one transaction: its cost does
+    not grow with the history. ``truncate`` deletes the tail; a history the agent rewrote
+    (compaction) is stored anew."""
+
+    def __init__(self, using: str | None = None) -> None:
+        self.using: str = using or router.db_for_write(Conversation) or "default"
+
+    def load(self, id: str) -> dict[str, Any] | None:
+        header = Conversation.objects.using(self.using).filter(id=id).first()
+        if header is None:
+            return None
+        messages = list(
+            ConversationMessage.objects.using(self.using)
+            .filter(conversation_id=id)
+            .order_by("position")
+            .values_list("message", flat=True)
+        )
+        record: dict[str, Any] = {
+            "runId": f"session:{id}",
+            "type": RECORD_TYPE,
+            "id": id,
+            "messages": messages,
+            "turns": header.turns,
+            "createdAt": _iso(header.created_at),
+            "updatedAt": _iso(header.updated_at),
+            "version": header.version,
+        }
+        if header.forked_from is not None:
+            record["forkedFrom"] = header.forked_from
+        if header.pending is not None:
+            record["pending"] = header.pending
+        return record
+
+    def create(self, record: dict[str, Any]) -> None:
+        try:
+            with transaction.atomic(using=self.using):
+                self._insert(record)
+                self._add(record["id"], record["messages"], 0)
+        except IntegrityError:
+            raise SessionExistsError(record["id"]) from None
+
+    def _insert(self, record: dict[str, Any]) -> None:
+        now = timezone.now()
+        Conversation.objects.using(self.using).create(
+            id=record["id"],
+            turns=record["turns"],
+            pending=record.get("pending"),
+            forked_from=record.get("forkedFrom"),
+            created_at=parse_datetime(record["createdAt"]) or now,
+            updated_at=now,
+        )
+        record["version"] = 1
+
+    def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> None:
+        ConversationMessage.objects.using(self.using).bulk_create(
+            ConversationMessage(conversation_id=id, position=start + index, message=message)
+            for index, message in enumerate(messages)
+        )
+
+    def _update(self, record: dict[str, Any], **fields: Any) -> None:
+        """The header's new ``fields``, if it is still at the version the record read."""
+        rows = Conversation.objects.using(self.using).filter(
+            id=record["id"], version=record["version"]
+        )
+        if not rows.update(version=F("version") + 1, updated_at=timezone.now(), **fields):
+            stored = Conversation.objects.using(self.using).filter(id=record["id"]).first()
+            raise SessionConflictError(
+                record["id"], record["version"], stored.version if stored else None
+            )
+        record["version"] += 1
+
+    def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
+        if "version" not in record:  # the first turn of a new conversation
+            record["pending"] = pending
+            with transaction.atomic(using=self.using):
+                self._insert(record)
+            return
+        self._update(record, pending=pending)
+        if pending is None:
+            record.pop("pending", None)
+        else:
+            record["pending"] = pending
+
+    def append_turn(
+        self,
+        record: dict[str, Any],
+        messages: list[dict[str, Any]],
+        added: list[dict[str, Any]] | None,
+    ) -> None:
+        with transaction.atomic(using=self.using):
+            self._update(record, pending=None, turns=F("turns") + 1)
+            if added is None:  # the agent rewrote the history (compaction)
+                self._messages(record["id"]).delete()
+                self._add(record["id"], messages, 0)
+            else:
+                self._add(record["id"], added, len(record["messages"]))
+        record.update(messages=list(messages), turns=record["turns"] + 1)
+        record.pop("pending", None)
+
+    def truncate(self, record: dict[str, Any], n: int) -> None:
+        with transaction.atomic(using=self.using):
+            self._update(record)
+            self._messages(record["id"]).filter(position__gte=n).delete()
+        record["messages"] = record["messages"][:n]
+
+    def fork(self, record: dict[str, Any], target: dict[str, Any], n: int) -> None:
+        """The prefix is copied by the database (``INSERT … SELECT``), never through Python,
+        so the stored JSON stays byte for byte what the provider signed."""
+        connection = connections[self.using]
+        table = connection.ops.quote_name(ConversationMessage._meta.db_table)
+        try:
+            with transaction.atomic(using=self.using):
+                self._insert(target)
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        f"INSERT INTO {table} (conversation_id, position, message)"
+                        f" SELECT %s, position, message FROM {table}"
+                        " WHERE conversation_id = %s AND position < %s",
+                        [target["id"], record["id"], n],
+                    )
+        except IntegrityError:
+            raise SessionExistsError(target["id"]) from None
+        target["messages"] = record["messages"][:n]
+
+    def _messages(self, id: str) -> Any:
+        return ConversationMessage.objects.using(self.using).filter(conversation_id=id)
+
+    def delete(self, id: str) -> None:
+        Conversation.objects.using(self.using).filter(id=id).delete()

@@ -1,0 +1,139 @@
+"""Where conversations are kept. Two forms of one small contract:
+
+* ``RecordConversationStore`` keeps each conversation as one record ``session:<id>`` in any
+  snapshot store (the upstream design): every write rewrites the whole record.
+* ``DjangoConversationStore`` keeps a ``Conversation`` row and one ``ConversationMessage``
+  row per message: a turn inserts only its new messages and updates the header, so its cost
+  does not grow with the history; ``truncate`` deletes the tail and ``fork`` copies the
+  prefix inside the database.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from ..errors import SessionExistsError, SessionTypeError, SnapshotConflictError
+from ..snapshots import SnapshotStore
+from ..workflows.runs import now_iso
+
+RECORD_TYPE = "conversation-session"
+
+
+class ConversationStore(Protocol):
+    def load(self, id: str) -> dict[str, Any] | None:
+        """The whole record (header and messages), a copy, or ``None``."""
+        ...
+
+    def create(self, record: dict[str, Any]) -> None:
+        """Store a new conversation; an existing one raises ``SessionExistsError``."""
+        ...
+
+    def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
+        """Write (or remove, with ``None``) the pending mark, creating the conversation on its
+        first turn."""
+        ...
+
+    def append_turn(
+        self,
+        record: dict[str, Any],
+        messages: list[dict[str, Any]],
+        added: list[dict[str, Any]] | None,
+    ) -> None:
+        """Store a finished turn: ``messages`` is the conversation after it and ``added`` what
+        it adds to the stored history (``None``: the history itself changed, as compaction
+        does, and is stored anew)."""
+        ...
+
+    def truncate(self, record: dict[str, Any], n: int) -> None: ...
+
+    def fork(self, record: dict[str, Any], target: dict[str, Any], n: int) -> None:
+        """Create ``target`` holding the first ``n`` messages of ``record``, unchanged; an
+        existing target raises ``SessionExistsError``."""
+        ...
+
+    def delete(self, id: str) -> None: ...
+
+
+def new_record(id: str) -> dict[str, Any]:
+    now = now_iso()
+    return {
+        "runId": f"session:{id}",
+        "type": RECORD_TYPE,
+        "id": id,
+        "messages": [],
+        "turns": 0,
+        "createdAt": now,
+        "updatedAt": now,
+    }
+
+
+class RecordConversationStore:
+    """Conversations as records ``session:<id>`` in a snapshot store."""
+
+    def __init__(self, store: SnapshotStore) -> None:
+        self.store = store
+
+    def load(self, id: str) -> dict[str, Any] | None:
+        record = self.store.load(f"session:{id}")
+        if record is not None and record.get("type") != RECORD_TYPE:
+            raise SessionTypeError(
+                f"'session:{id}' holds a {record.get('type')!r} record, not a conversation"
+            )
+        return record
+
+    def _save(self, record: dict[str, Any]) -> None:
+        record["updatedAt"] = now_iso()
+        self.store.save(record)
+
+    def create(self, record: dict[str, Any]) -> None:
+        if self.store.versioned:
+            try:
+                self.store.save(record, expected_version=0)
+            except SnapshotConflictError:
+                raise SessionExistsError(record["id"]) from None
+            return
+        if self.store.load(record["runId"]) is not None:
+            raise SessionExistsError(record["id"])
+        self.store.save(record)
+
+    def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
+        if pending is None:
+            record.pop("pending", None)
+        else:
+            record["pending"] = pending
+        self._save(record)
+
+    def append_turn(
+        self,
+        record: dict[str, Any],
+        messages: list[dict[str, Any]],
+        added: list[dict[str, Any]] | None,
+    ) -> None:
+        record["messages"] = list(messages)
+        record["turns"] += 1
+        record.pop("pending", None)
+        self._save(record)
+
+    def truncate(self, record: dict[str, Any], n: int) -> None:
+        record["messages"] = record["messages"][:n]
+        self._save(record)
+
+    def fork(self, record: dict[str, Any], target: dict[str, Any], n: int) -> None:
+        target["messages"] = record["messages"][:n]
+        self.create(target)
+
+    def delete(self, id: str) -> None:
+        self.store.delete(f"session:{id}")
+
+
+def appended(
+    before: list[dict[str, Any]], after: list[dict[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """The messages ``after`` adds to ``before``, or ``None`` when ``after`` does not start
+    with ``before`` (the agent compacted the history, so the whole of it is rewritten)."""
+    if len(after) < len(before):
+        return None
+    if before and after[len(before) - 1] is not before[-1] and after[: len(before)] != before:
+        return None
+    return copy.deepcopy(after[len(before) :])
