@@ -23,7 +23,10 @@ PUBLIC = {
         "DjangoStore", "FileStore", "MemoryStore", "RedisStore", "SqliteStore", "Store",
         "default_store",
     },
-    "warlock_sessions.providers": {"OpenAICompatibleModel", "RuleModel"},
+    "warlock_sessions.providers": {
+        "ChatModel", "ChatReply", "OfflineChatModel", "OpenAICompatibleModel", "RuleModel",
+        "ToolSchema",
+    },
     "warlock_sessions.host": {
         "Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
     },
@@ -44,9 +47,9 @@ PUBLIC = {
         "agent_signature", "fnv1a32", "supervisor_signature", "workflow_signature",
     },
     "warlock_sessions.conversations": {
-        "AgentResult", "AgentStream", "ConversationAgent", "ConversationSession",
-        "ConversationStore", "ConversationStream", "DjangoConversationStore",
-        "RecordConversationStore", "session", "split_tool_pair",
+        "AgentResult", "AgentStream", "Compaction", "ConversationAgent", "ConversationSession",
+        "ConversationStore", "DjangoConversationStore", "EventStream", "RecordConversationStore",
+        "Tool", "ToolAgent", "session", "split_tool_pair", "tool",
     },
     "warlock_sessions.locks": {
         "AbortSignal", "DatabaseLock", "InProcessLock", "LeasedLock", "NoLock",
@@ -62,7 +65,8 @@ CONTRACT_ERRORS = [
     "SessionConflictError", "InvalidSessionError", "FlowConfigurationError",
     "SessionNotFoundError", "SessionExistsError", "ToolPairError", "WorkflowDriftError",
     "SupervisorDriftError", "AgentDriftError", "SessionLockAborted", "SessionLockTimeout",
-    "SnapshotConflictError",
+    "SnapshotConflictError", "AgentExecutionError", "AgentCancelledError", "ToolArgumentsError",
+    "AttachmentError",
 ]  # fmt: skip
 
 

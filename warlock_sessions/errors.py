@@ -223,3 +223,21 @@ class AgentDriftError(DriftError):
 
     kind = "agent"
     code = "AGENT_DRIFT"
+
+
+class AgentExecutionError(WarlockError):
+    """A tool-calling agent could not run or resume: no durable store, no snapshot of the run,
+    a run id in use, or no final reply within ``max_trips``."""
+
+
+class AgentCancelledError(WarlockError):
+    """The run was cancelled through its ``signal`` (a signal without a reason raises this)."""
+
+
+class ToolArgumentsError(WarlockError, ValueError):
+    """The model called a tool with arguments its JSON schema refuses (the agent tells the
+    model, which may try again)."""
+
+
+class AttachmentError(WarlockError, ValueError):
+    """An attachment cannot be read: no such file, too large, or not a known part shape."""

@@ -4,9 +4,11 @@
 from typing import TYPE_CHECKING
 
 from ..stores.lazy import lazy_backends
-from .agent import AgentResult, AgentStream, ConversationAgent
-from .session import ConversationSession, ConversationStream, session, split_tool_pair
+from .agent import AgentResult, AgentStream, ConversationAgent, EventStream
+from .session import ConversationSession, session, split_tool_pair
 from .stores import ConversationStore, RecordConversationStore
+from .toolagent import Compaction, ToolAgent
+from .tools import Tool, tool
 
 if TYPE_CHECKING:
     from .db import DjangoConversationStore
@@ -14,14 +16,18 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentResult",
     "AgentStream",
+    "Compaction",
     "ConversationAgent",
     "ConversationSession",
     "ConversationStore",
-    "ConversationStream",
     "DjangoConversationStore",
+    "EventStream",
     "RecordConversationStore",
+    "Tool",
+    "ToolAgent",
     "session",
     "split_tool_pair",
+    "tool",
 ]
 
 __getattr__ = lazy_backends(__name__, {"DjangoConversationStore": ".db"})

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import queue
 import threading
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 from ..errors import SessionNotFoundError, ToolPairError
 from ..locks import InProcessLock, NoLock, SessionLock
 from ..snapshots import SnapshotStore
 from ..workflows.runs import logger, new_run_id, now_iso
-from .agent import AgentResult, ConversationAgent
+from .agent import AgentResult, ConversationAgent, EventStream
 from .stores import ConversationStore, RecordConversationStore, appended, new_record
 
 #: The default lock: one per store object, shared by every session on it.
@@ -101,26 +99,15 @@ class ConversationSession:
             self.key, lambda: self._send(input, options), signal=options.get("signal")
         )
 
-    def stream(self, input: Any, **options: Any) -> ConversationStream:
+    def stream(self, input: Any, **options: Any) -> EventStream:
         """``send`` as the agent runs: iterate the returned stream for its events; its
         ``result`` settles once the turn is stored (or failed)."""
         options = self._options(options)
-        stream = ConversationStream()
-
-        def run() -> None:
-            try:
-                result = self.lock.with_lock(
-                    self.key,
-                    lambda: self._stream(input, options, stream),
-                    signal=options.get("signal"),
-                )
-            except BaseException as error:
-                stream.fail(error)
-            else:
-                stream.settle(result)
-
-        threading.Thread(target=run, daemon=True).start()
-        return stream
+        return EventStream.run(
+            lambda stream: self.lock.with_lock(
+                self.key, lambda: self._stream(input, options, stream), signal=options.get("signal")
+            )
+        )
 
     def resume(self, **options: Any) -> AgentResult | None:
         """Finish the turn a crash cut short (a durable agent resumes its run), or ``None``
@@ -151,7 +138,7 @@ class ConversationSession:
             raise
         return self._settle(record, result, history)
 
-    def _stream(self, input: Any, options: dict[str, Any], out: ConversationStream) -> AgentResult:
+    def _stream(self, input: Any, options: dict[str, Any], out: EventStream) -> AgentResult:
         record, run_id = self._begin(input)
         history = copy.deepcopy(record["messages"])
         try:
@@ -253,43 +240,3 @@ class ConversationSession:
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
-
-
-class ConversationStream:
-    """The events of a streamed turn, buffered (so the turn settles whether or not anyone
-    iterates), and its ``result`` once the turn is stored."""
-
-    _END = object()
-
-    def __init__(self) -> None:
-        self._events: queue.Queue[Any] = queue.Queue()
-        self._done = threading.Event()
-        self._result: AgentResult | None = None
-        self._error: BaseException | None = None
-
-    def put(self, event: dict[str, Any]) -> None:
-        self._events.put(event)
-
-    def settle(self, result: AgentResult) -> None:
-        self._result = result
-        self._done.set()
-        self._events.put(self._END)
-
-    def fail(self, error: BaseException) -> None:
-        self._error = error
-        self._done.set()
-        self._events.put(self._END)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        while (event := self._events.get()) is not self._END:
-            yield event
-
-    @property
-    def result(self) -> AgentResult:
-        """The turn's result, once it is stored (blocks until then); raises what the run
-        raised."""
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result

@@ -1,18 +1,29 @@
-"""Model providers for the engine's ``understand`` and ``speak`` ports.
+"""Model providers for the engine's ``understand`` and ``speak`` ports, and for the chat port
+of a ``ToolAgent`` (``ChatModel``).
 
 * :class:`RuleModel` — offline and deterministic; the embedded default (``make demo``, tests).
+* :class:`OfflineChatModel` — the offline, deterministic chat model (tools, streaming).
 * :class:`OpenAICompatibleModel` — any server speaking the OpenAI chat-completions wire format
-  (OpenAI, vLLM, Ollama, llama.cpp, LM Studio), with SSE streaming.
+  (OpenAI, vLLM, Ollama, llama.cpp, LM Studio), with SSE streaming; both ports.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from .chat import ChatModel, ChatReply, ToolSchema
+from .offline import OfflineChatModel
 from .rule import RuleModel
 
 if TYPE_CHECKING:
     from .openai import OpenAICompatibleModel
 
-__all__ = ["OpenAICompatibleModel", "RuleModel"]
+__all__ = [
+    "ChatModel",
+    "ChatReply",
+    "OfflineChatModel",
+    "OpenAICompatibleModel",
+    "RuleModel",
+    "ToolSchema",
+]
 
 
 def __getattr__(name: str) -> Any:

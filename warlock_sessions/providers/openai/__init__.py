@@ -1,7 +1,7 @@
 """The OpenAI chat-completions wire format, in layers: ``errors`` (failures as provider codes),
 ``prompts`` (what is sent and how replies are read; pure), ``streaming`` (SSE and the reply's
 text as it arrives; pure), ``client`` (HTTP, structured output modes, the schema fallback) and
-``model`` (the engine's ports)."""
+``model`` (the engine's ports and the chat port, whose wire format is ``chat``)."""
 
 from ..endpoints import check_base_url
 from .errors import classify, reset_delay_ms

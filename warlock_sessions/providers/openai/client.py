@@ -93,9 +93,23 @@ class ChatClient:
             body["stream"] = True
             if tools:
                 body["tools"] = tools
-            return self._read_stream(body, now, on_delta)
+            return self._read_stream(body, now, on_delta).result()
 
         return self._with_schema_fallback(attempt, messages, schema)
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        now: datetime,
+        on_delta: Callable[[str], None] | None,
+    ) -> StreamedReply:
+        """One streamed completion in plain text (no envelope), offering ``tools``."""
+        body = self._body(messages, "", {}, "prompt")
+        body["stream"] = True
+        if tools:
+            body["tools"] = tools
+        return self._read_stream(body, now, on_delta, envelope=False)
 
     def repair(self, messages: list[dict[str, Any]], content: str, now: datetime) -> dict[str, Any]:
         """Ask once more, showing the model its reply, for only the JSON object."""
@@ -152,9 +166,14 @@ class ChatClient:
             ) from None
 
     def _read_stream(
-        self, body: dict[str, Any], now: datetime, on_delta: Callable[[str], None] | None
-    ) -> tuple[str, list[dict[str, Any]]]:
-        reply = StreamedReply(on_delta, now)
+        self,
+        body: dict[str, Any],
+        now: datetime,
+        on_delta: Callable[[str], None] | None,
+        *,
+        envelope: bool = True,
+    ) -> StreamedReply:
+        reply = StreamedReply(on_delta, now, envelope=envelope)
         try:
             with self._http.stream(
                 "POST", "/chat/completions", json=body, headers={"Accept": "text/event-stream"}
@@ -175,7 +194,7 @@ class ChatClient:
             raise ProviderError(
                 "provider-invalid", False, detail="a stream event was not JSON"
             ) from None
-        return reply.result()
+        return reply
 
 
 def _schema_rejected(error: ProviderError) -> bool:

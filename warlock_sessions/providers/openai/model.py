@@ -1,10 +1,12 @@
-"""OpenAICompatibleModel: the engine's ``understand`` and ``speak`` ports over the client."""
+"""OpenAICompatibleModel: the engine's ``understand`` and ``speak`` ports, and the chat port of a
+``ToolAgent``, over the client."""
 
 from __future__ import annotations
 
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -18,7 +20,9 @@ from ...engine.ports import (
     Understanding,
     UnderstandRequest,
 )
+from ..chat import ChatReply, Message, OnDelta, ToolSchema, content_text
 from ..endpoints import check_base_url
+from .chat import chat_reply, wire_messages, wire_tools
 from .client import STRUCTURED_OUTPUTS, ChatClient
 from .prompts import (
     parse_json_object,
@@ -81,6 +85,8 @@ class OpenAICompatibleModel:
             transport=transport,
         )
 
+    provider = "openai"
+
     def __repr__(self) -> str:
         return f"<OpenAICompatibleModel {self.model} at {self.base_url}>"
 
@@ -98,6 +104,31 @@ class OpenAICompatibleModel:
 
     def close(self) -> None:
         self._client.close()
+
+    def chat(
+        self, messages: list[Message], tools: list[ToolSchema], on_delta: OnDelta | None
+    ) -> ChatReply:
+        """The chat port (``ToolAgent``): one streamed completion offering ``tools``; a
+        failure raises ``ProviderError``."""
+        reply = self._client.chat(
+            wire_messages(messages), wire_tools(tools), datetime.now(UTC), on_delta
+        )
+        text, calls = reply.result()
+        return chat_reply(text, calls, reply.usage)
+
+    def summarize(self, messages: list[Message]) -> str:
+        """A short summary of ``messages``, for a ``ToolAgent``'s compaction."""
+        transcript = "\n".join(f"{m['role']}: {content_text(m.get('content'))}" for m in messages)
+        request = [
+            {
+                "role": "system",
+                "content": "Summarize this conversation in a few sentences. Keep names, "
+                "facts, decisions and open questions.",
+            },
+            {"role": "user", "content": transcript},
+        ]
+        text, _calls = self._client.chat(request, [], datetime.now(UTC), None).result()
+        return text
 
     def understand(self, request: UnderstandRequest) -> Understanding:
         reply, calls = self._client.complete_json(

@@ -30,10 +30,14 @@ class StreamedReply:
     """A completion assembled from its stream's events: its text, the tool calls it asked for
     (their names and arguments arrive in pieces), and whether it finished."""
 
-    def __init__(self, on_delta: Callable[[str], None] | None, now: datetime) -> None:
+    def __init__(
+        self, on_delta: Callable[[str], None] | None, now: datetime, *, envelope: bool = True
+    ) -> None:
         self.on_delta = on_delta
         self.now = now
-        self.deltas = MessageDeltas()
+        # A reply in a JSON envelope shows only its message; a plain chat reply shows all.
+        self.deltas: MessageDeltas | None = MessageDeltas() if envelope else None
+        self.usage: dict[str, Any] = {}
         self.content: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finished = False
@@ -48,13 +52,15 @@ class StreamedReply:
                 raise classify(500, chunk, {}, self.now)
             for choice in chunk.get("choices") or []:
                 self._choice(choice)
+            if isinstance(chunk.get("usage"), Mapping):
+                self.usage = dict(chunk["usage"])
 
     def _choice(self, choice: Mapping[str, Any]) -> None:
         delta = choice.get("delta") or {}
         text = delta.get("content")
         if text:
             self.content.append(text)
-            shown = self.deltas.feed(text)
+            shown = self.deltas.feed(text) if self.deltas is not None else text
             if shown and self.on_delta is not None:
                 self.on_delta(shown)
         for call in delta.get("tool_calls") or []:
