@@ -50,6 +50,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.host
 	$(BIN)/python -m bench.ws
 	$(BIN)/python -m bench.snapshots
+	$(BIN)/python -m bench.conversations
 
 $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[docs]'

@@ -87,6 +87,8 @@ WARLOCK_SESSIONS = {
     "DEFAULT_AGENT": "booking",
     # Workflow runs keep their snapshots in the database (the admin shows them).
     "SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore",
+    # The free-form assistant of /assistant/ and /api/conversations/ (offline, with tools).
+    "CONVERSATION_AGENT": "example_project.demo.assistant.assistant",
 }
 
 LANGUAGE_CODE = "en-us"

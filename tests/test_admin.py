@@ -66,21 +66,22 @@ def test_a_non_staff_user_is_refused(client: Client) -> None:
     assert "/admin/login/" in response["Location"]
 
 
+@pytest.mark.parametrize(("session_id", "in_url"), [("live", "live"), ("a_b/c", "a_5Fb_2Fc")])
 def test_the_detail_page_shows_runs_claims_inputs_and_the_event_timeline(
-    staff_client: Client,
+    staff_client: Client, session_id: str, in_url: str
 ) -> None:
     from warlock_sessions.host import Host
     from warlock_sessions.stores import DjangoStore
 
     from .host.conftest import race_agent
 
-    Host(race_agent(), DjangoStore()).handle("live", {"message": {"text": "x", "id": "m1"}})
-    page = staff_client.get(f"{CHANGELIST}live/change/").content.decode()
+    Host(race_agent(), DjangoStore()).handle(session_id, {"message": {"text": "x", "id": "m1"}})
+    page = staff_client.get(f"{CHANGELIST}{in_url}/change/").content.decode()
     assert "Live runs" in page and "triagem#m1" in page and "asking" in page
-    assert "triagem:live:" in page  # the claim
+    assert f"triagem:{session_id}:" in page  # the claim
     assert "m1" in page  # the recent input
     assert "Event timeline" in page and "run_started" in page
-    assert "silence:retomar:live:" in page  # the pending wake
+    assert f"silence:retomar:{session_id}:" in page  # the pending wake
 
 
 def test_export_json_downloads_the_selected_sessions(staff_client: Client) -> None:
@@ -151,3 +152,30 @@ def test_an_action_on_a_selection_no_database_can_look_up_is_a_400(staff_client:
             {"action": action, "_selected_action": ["a\x00b"]},
         )
         assert response.status_code == 400, action
+
+
+def test_a_conversation_is_a_transcript_with_tool_calls_folded_and_forks_linked(
+    staff_client: Client,
+) -> None:
+    from tests.conversations.agents import assistant
+    from warlock_sessions.conversations import DjangoConversationStore, session
+
+    chat = session("talk/1", DjangoConversationStore(), assistant)
+    chat.send("calculate 3*3")
+    chat.send("<b>bold?</b>")
+    chat.fork("talk-alt", 4)
+    page = staff_client.get("/admin/warlock_sessions/conversation/talk_2F1/change/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Transcript (6 messages)" in html
+    assert "<summary>tool call calculate (call_1)</summary>" in html
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in html and "<b>bold?</b>" not in html
+    assert 'href="/admin/warlock_sessions/conversation/talk-alt/change/"' in html
+    fork = staff_client.get("/admin/warlock_sessions/conversation/talk-alt/change/")
+    assert "Forked from" in fork.content.decode() and "after 4 messages" in fork.content.decode()
+    listing = staff_client.get("/admin/warlock_sessions/conversation/?q=talk")
+    assert listing.status_code == 200 and "talk-alt" in listing.content.decode()
+    assert staff_client.get("/admin/warlock_sessions/conversation/nul%00/change/").status_code in (
+        302,
+        404,
+    )

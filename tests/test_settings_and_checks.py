@@ -186,6 +186,8 @@ def test_a_policy_that_narrows_can_see_but_not_visible_is_warned_about() -> None
         ("ORCHESTRATORS", "tests.workflows.test_orchestrator.BOOT", "warlock_sessions.E022"),
         ("ORCHESTRATORS", ["warlock_sessions.conf.DEFAULTS"], "warlock_sessions.E022"),
         ("ORCHESTRATORS", ["myapp.nowhere.orchestrator"], "warlock_sessions.E022"),
+        ("CONVERSATION_AGENT", "myapp.nowhere.assistant", "warlock_sessions.E023"),
+        ("CONVERSATION_AGENT", "warlock_sessions.conf.DEFAULTS", "warlock_sessions.E023"),
     ],
 )
 def test_one_rule_per_setting_when_read_and_when_checked(
@@ -226,3 +228,27 @@ def test_the_configured_snapshot_store_is_built_once_and_runs_use_it() -> None:
         Workflow("wf", [Step("a", run=lambda ctx: 1)]).execute(run_id="r")
         assert store.load("r") is not None
     assert default_snapshot_store() is None
+
+
+def test_the_conversation_agent_is_built_once_from_its_setting() -> None:
+    from warlock_sessions.agents import get_conversation_agent
+    from warlock_sessions.errors import AgentNotConfiguredError
+
+    with (
+        override_settings(WARLOCK_SESSIONS={}),
+        pytest.raises(AgentNotConfiguredError, match="CONVERSATION_AGENT"),
+    ):
+        get_conversation_agent()
+    with override_settings(
+        WARLOCK_SESSIONS={"CONVERSATION_AGENT": "tests.conversations.agents.assistant"}
+    ):
+        assert warlock_check_ids() == []
+        assert get_conversation_agent() is get_conversation_agent()
+        assert get_conversation_agent().name == "assistant"
+    with (
+        override_settings(
+            WARLOCK_SESSIONS={"CONVERSATION_AGENT": "tests.conversations.agents.DownModel"}
+        ),
+        pytest.raises(TypeError, match="not a conversation agent"),
+    ):
+        get_conversation_agent()  # a class, called, gives a model: not an agent

@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from example_project.demo.views import chat
+from example_project.demo.views import assistant, chat
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("warlock_sessions.api.urls")),
+    path("assistant/", assistant, name="assistant-home"),
+    path("assistant/<str:conversation_id>/", assistant, name="assistant"),
     path("", chat, name="chat"),
 ]

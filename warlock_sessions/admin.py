@@ -1,5 +1,6 @@
-"""Admin inspection of sessions, their event log, outbox and wakes. Read-only: a blob is only
-ever written through a Store (the API's PUT does that with the version check)."""
+"""Admin inspection of sessions, their event log, outbox and wakes, of run snapshots and
+checkpoints, and of conversations as transcripts. Read-only: a blob is only ever written
+through a Store (the API's PUT does that with the version check)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import quote, unquote
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -18,6 +21,8 @@ from .engine.session import RUN_STATUSES, text_problem
 from .errors import InvalidSessionError, WarlockError
 from .models import (
     Checkpoint,
+    Conversation,
+    ConversationMessage,
     OutboundMessage,
     Session,
     SessionEvent,
@@ -25,6 +30,7 @@ from .models import (
     Snapshot,
     Wake,
 )
+from .providers.chat import attachments_of, content_text
 from .workflows.registry import definition_of, drift_of
 
 TIMELINE_LENGTH = 100
@@ -121,7 +127,7 @@ class SessionAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        row = self.get_object(request, object_id)
+        row = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
         if row is not None:
             try:
@@ -354,3 +360,80 @@ class CheckpointAdmin(ReadOnlyAdmin):
     @admin.display(description=_("state"))
     def pretty_state(self, obj: Checkpoint) -> str:
         return pretty_json(obj.state)
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyAdmin):
+    """A conversation as a transcript: tool calls and results folded, provider blocks shown as
+    kept, forks linked both ways. Read-only, as sessions are; deleting removes its messages."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+    list_display = ["id", "turns", "version", "pending_turn", "owner", "updated_at"]
+    list_filter = ("updated_at",)
+    search_fields = ["id"]
+    date_hierarchy = "updated_at"
+    fields = ("id", "version", "turns", "user", "anonymous_key", "created_at", "updated_at")
+    readonly_fields = fields
+    change_form_template = "admin/warlock_sessions/conversation/change_form.html"
+
+    @admin.display(description=_("pending turn"), boolean=True)
+    def pending_turn(self, obj: Conversation) -> bool:
+        return obj.pending is not None
+
+    @admin.display(description=_("owner"))
+    def owner(self, obj: Conversation) -> str:
+        if obj.user_id:
+            return str(obj.user)
+        return str(_("anonymous visitor")) if obj.anonymous_key else "—"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        row = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if row is not None:
+            rows = ConversationMessage.objects.filter(conversation=row).order_by("position")
+            context["transcript"] = [transcript_line(m.position, m.message) for m in rows]
+            context["pending"] = row.pending
+            if row.forked_from:
+                source = row.forked_from.get("id", "")
+                context["forked_from"] = {
+                    "id": source,
+                    "count": row.forked_from.get("messageCount"),
+                    "url": self._url(source),
+                }
+            context["forks"] = [
+                {"id": fork, "url": self._url(fork)}
+                for fork in Conversation.objects.filter(forked_from__id=row.id)
+                .order_by("created_at")
+                .values_list("id", flat=True)
+            ]
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    @staticmethod
+    def _url(conversation_id: str) -> str:
+        return reverse("admin:warlock_sessions_conversation_change", args=[quote(conversation_id)])
+
+
+def transcript_line(position: int, message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    return {
+        "position": position,
+        "role": message.get("role", "?"),
+        "text": content_text(content),
+        "attachments": attachments_of(content),
+        "summary": (message.get("metadata") or {}).get("compaction"),
+        "tool_calls": [
+            {**call, "input": json.dumps(call.get("input"), ensure_ascii=False, indent=2)}
+            for call in message.get("toolCalls") or []
+        ],
+        "tool_call_id": message.get("toolCallId"),
+        "result": content if isinstance(content, str) else json.dumps(content),
+        "blocks": json.dumps(message["blocks"], indent=2) if message.get("blocks") else "",
+    }

@@ -98,8 +98,27 @@ def get_model(name: str) -> Any:
     return model_class(**options)
 
 
+@cache
+def get_conversation_agent() -> Any:
+    """``WARLOCK_SESSIONS["CONVERSATION_AGENT"]``, built once (a function is called)."""
+    found = warlock_settings.CONVERSATION_AGENT
+    if found is None:
+        raise AgentNotConfiguredError(
+            f"{SETTING_NAME}['CONVERSATION_AGENT'] is not set: the conversation endpoints need "
+            "an agent"
+        )
+    agent = found if hasattr(found, "execute") else found()
+    if not (hasattr(agent, "execute") and hasattr(agent, "stream")):
+        raise TypeError(
+            f"{SETTING_NAME}['CONVERSATION_AGENT'] returned {type(agent).__name__}, which is not "
+            "a conversation agent (execute, stream, resume)"
+        )
+    return agent
+
+
 @receiver(setting_changed)
 def _forget_built(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
         get_agent.cache_clear()
         get_model.cache_clear()
+        get_conversation_agent.cache_clear()

@@ -73,6 +73,10 @@ DEFAULTS: dict[str, Any] = {
     # Import strings of Orchestrator instances: warlock_worker resumes their sessions' turns a
     # crash cut short when it starts.
     "ORCHESTRATORS": [],
+    # Import string of the agent /api/conversations/ and ws/conversations/ talk to (a
+    # ToolAgent, or anything with execute/stream/resume; or a function returning one). None:
+    # those endpoints answer 503 no-conversation-agent.
+    "CONVERSATION_AGENT": None,
 }
 
 
@@ -91,6 +95,11 @@ class SettingError(WarlockError, ImproperlyConfigured):
 
 class SettingImportError(SettingError, ImportError):
     """An import string in a setting does not import."""
+
+
+def imported(value: Any, setting: str, check_id: str) -> Any:
+    """``value`` itself, or what it names when it is an import string."""
+    return import_from_string(value, setting, check_id) if isinstance(value, str) else value
 
 
 def import_from_string(path: str, setting: str, check_id: str = "warlock_sessions.E001") -> Any:
@@ -191,11 +200,7 @@ def _orchestrators(name: str, value: Any) -> Any:
         )
     found = []
     for path in value:
-        orchestrator = (
-            import_from_string(path, name, "warlock_sessions.E022")
-            if isinstance(path, str)
-            else path
-        )
+        orchestrator = imported(path, name, "warlock_sessions.E022")
         if not isinstance(orchestrator, Orchestrator):
             raise SettingError(
                 name,
@@ -203,6 +208,20 @@ def _orchestrators(name: str, value: Any) -> Any:
                 check_id="warlock_sessions.E022",
             )
         found.append(orchestrator)
+    return found
+
+
+def _conversation_agent(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    found = imported(value, name, "warlock_sessions.E023")
+    if not (hasattr(found, "execute") and hasattr(found, "stream")) and not callable(found):
+        raise SettingError(
+            name,
+            f"= {value!r} is neither a conversation agent (execute, stream, resume) nor a "
+            "function returning one",
+            check_id="warlock_sessions.E023",
+        )
     return found
 
 
@@ -246,11 +265,7 @@ def _agent_name(name: str, value: Any) -> Any:
 def _deliver(name: str, value: Any) -> Any:
     if value is None:
         return None
-    deliver = (
-        import_from_string(value, name, "warlock_sessions.E010")
-        if isinstance(value, str)
-        else value
-    )
+    deliver = imported(value, name, "warlock_sessions.E010")
     if not callable(deliver):
         raise SettingError(
             name,
@@ -263,11 +278,7 @@ def _deliver(name: str, value: Any) -> Any:
 def _permission(name: str, value: Any) -> Any:
     from .permissions import SessionPolicy
 
-    policy = (
-        import_from_string(value, name, "warlock_sessions.E015")
-        if isinstance(value, str)
-        else value
-    )
+    policy = imported(value, name, "warlock_sessions.E015")
     if not (
         inspect.isclass(policy)
         and issubclass(policy, SessionPolicy)
@@ -292,6 +303,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "CHECKPOINT_STORE": _optional_class(_checkpoint_store_base, "CheckpointStore"),
     "CHECKPOINT_STORE_OPTIONS": _store_options,
     "ORCHESTRATORS": _orchestrators,
+    "CONVERSATION_AGENT": _conversation_agent,
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),

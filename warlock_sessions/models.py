@@ -206,11 +206,10 @@ class AppliedInput(models.Model):
         return f"{self.session_id}: {self.input_key}"
 
 
-class SessionOwner(models.Model):
-    """Who a session belongs to, for the API's access policy: the user who started it, or for an
-    anonymous visitor their Django session. Kept apart from the store, so any store has owners."""
+class Owned(models.Model):
+    """Who something belongs to, for the access policy (``permissions.is_owner``): a user, or
+    an anonymous visitor by the key their Django session keeps."""
 
-    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH, unique=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -220,6 +219,16 @@ class SessionOwner(models.Model):
         verbose_name=_("user"),
     )
     anonymous_key = models.CharField(_("anonymous visitor"), max_length=64, blank=True, default="")
+
+    class Meta:
+        abstract = True
+
+
+class SessionOwner(Owned):
+    """Who a session belongs to, for the API's access policy: the user who started it, or for an
+    anonymous visitor their Django session. Kept apart from the store, so any store has owners."""
+
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH, unique=True)
     created_at = models.DateTimeField(_("created"), default=timezone.now)
 
     class Meta:
@@ -313,12 +322,13 @@ class SessionLockRow(models.Model):
         return self.key
 
 
-class Conversation(models.Model):
+class Conversation(Owned):
     """The header of a conversation of ``conversations.DjangoConversationStore``: its version
-    (grows with every write), turns, pending mark and where it was forked from. Its messages
-    are ``ConversationMessage`` rows."""
+    (grows with every write), turns, pending mark, where it was forked from and who owns it
+    (a user, or an anonymous visitor's key, as ``SessionOwner``). Its messages are
+    ``ConversationMessage`` rows."""
 
-    id = models.CharField(_("id"), max_length=255, primary_key=True)
+    id = models.CharField(_("id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
     version = models.PositiveIntegerField(_("version"), default=1)
     turns = models.PositiveIntegerField(_("turns"), default=0)
     pending = models.JSONField(_("pending turn"), null=True, blank=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import IntegrityError
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
@@ -20,17 +20,26 @@ from .models import SessionEvent, SessionOwner, SessionQuerySet, forget_records
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
-READ_ACTIONS = frozenset({"list", "retrieve", "events"})
+READ_ACTIONS = frozenset({"list", "retrieve", "events", "history"})
 
 
 #: What a socket may do once admitted, as the policy's action name.
 TURN_ACTION = "turn"
 
 
+class Owner(Protocol):
+    """What ``is_owner`` reads: a ``SessionOwner`` row, or a ``Conversation`` header."""
+
+    user_id: Any
+    anonymous_key: str
+
+
 @dataclass(frozen=True)
 class SessionAccess:
+    """What a policy judges: the session's (or conversation's) id and its owner."""
+
     session_id: str
-    owner: SessionOwner | None
+    owner: Owner | None
 
 
 @dataclass(frozen=True)
@@ -79,15 +88,17 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
     session) the owner of a session nobody owns yet, returning the new owner row; when someone
     else owns it already (or won a concurrent claim) return ``None`` and let the policy
     decide. ``request`` is a DRF request or anything with ``user`` and ``session``."""
-    user = request.user if request.user and request.user.is_authenticated else None
     try:
-        return SessionOwner.objects.create(
-            session_id=session_id,
-            user=user,
-            anonymous_key="" if user else anonymous_key(request, create=True),
-        )
+        return SessionOwner.objects.create(session_id=session_id, **owner_fields(request))
     except IntegrityError:
         return None
+
+
+def owner_fields(request: Any) -> dict[str, Any]:
+    """Who makes ``request``, as an owner row holds it: its ``user``, or for an anonymous
+    visitor their ``anonymous_key`` (kept in their Django session, created if need be)."""
+    user = request.user if request.user and request.user.is_authenticated else None
+    return {"user": user, "anonymous_key": "" if user else anonymous_key(request, create=True)}
 
 
 def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner | None:
@@ -113,7 +124,7 @@ def release_claim(owner: SessionOwner, store: Any) -> None:
         SessionOwner.objects.filter(pk=owner.pk).delete()
 
 
-def is_owner(request: Any, owner: SessionOwner | None) -> bool:
+def is_owner(request: Any, owner: Owner | None) -> bool:
     if owner is None:
         return False
     if request.user and request.user.is_authenticated:
@@ -149,7 +160,9 @@ class SessionPolicy(BasePermission, metaclass=_PolicyMeta):
     @abstractmethod
     def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
         """Whether ``action`` (``retrieve``, ``events``, ``turn``, ``update``,
-        ``partial_update``, ``destroy``) is allowed on a session the requester can see."""
+        ``partial_update``, ``destroy``; for a conversation ``retrieve``, ``history``,
+        ``send``, ``fork``, ``truncate``, ``resume``, ``destroy``) is allowed on a session or
+        conversation the requester can see."""
         raise NotImplementedError
 
     @abstractmethod

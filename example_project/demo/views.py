@@ -1,9 +1,10 @@
-"""The chat page: one conversation per browser (Django session), over the session websocket."""
+"""The demo pages: the booking chat (one per browser, over the session websocket) and the
+free-form assistant (conversations over their websocket and API)."""
 
 from uuid import uuid4
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from warlock_sessions.permissions import anonymous_key
@@ -15,3 +16,13 @@ def chat(request: HttpRequest) -> HttpResponse:
     chat_id = request.session.setdefault("chat_id", f"chat-{uuid4().hex[:12]}")
     anonymous_key(request, create=True)  # saves the session: every tab shares this identity
     return render(request, "demo/chat.html", {"chat_id": chat_id})
+
+
+@ensure_csrf_cookie
+def assistant(request: HttpRequest, conversation_id: str | None = None) -> HttpResponse:
+    """The assistant page of a conversation (``/assistant/`` goes to this browser's own)."""
+    anonymous_key(request, create=True)  # the visitor's identity owns what they start
+    if conversation_id is None:
+        own = request.session.setdefault("assistant_id", f"talk-{uuid4().hex[:12]}")
+        return redirect("assistant", conversation_id=own)
+    return render(request, "demo/assistant.html", {"conversation_id": conversation_id})

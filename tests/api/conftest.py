@@ -7,7 +7,10 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
-SETTINGS = {"AGENTS": {"booking": "example_project.demo.agents.booking_agent"}}
+SETTINGS = {
+    "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+    "CONVERSATION_AGENT": "tests.conversations.agents.assistant",
+}
 
 
 @pytest.fixture(autouse=True)

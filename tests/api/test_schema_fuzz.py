@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 SETTINGS = {
     "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
     "DEFAULT_AGENT": "booking",
+    "CONVERSATION_AGENT": "tests.conversations.agents.assistant",
 }
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
 

@@ -30,6 +30,7 @@ if not HAVE_CHROMIUM and REQUIRE_SERVICES:
 SETTINGS = {
     "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
     "DEFAULT_AGENT": "booking",
+    "CONVERSATION_AGENT": "example_project.demo.assistant.assistant",
 }
 ARGS = [
     "--no-sandbox",
@@ -47,6 +48,11 @@ def server_side(function: Any, *args: Any) -> Any:
     one, where Django refuses database calls."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(function, *args).result()
+
+
+def say(page: Any, text: str) -> None:
+    page.fill("#text", text)
+    page.press("#text", "Enter")
 
 
 def fire_the_reminder(chat_id: str) -> int:
@@ -130,3 +136,56 @@ class ChatPageTest(ChannelsLiveServerTestCase):
         assert texts[0] == "Great, let's get you booked. What's your name?"
         assert texts[-1].startswith("Booked! See you on") and "Ana Souza" in texts[-1]
         print(f"\nscreenshot: {shots / 'chat.png'}")
+
+    def test_the_assistant_streams_calls_tools_undoes_and_forks(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            for size, (width, height) in {"phone": (390, 844), "laptop": (1280, 800)}.items():
+                page = browser.new_page(viewport={"width": width, "height": height})
+                page.goto(self.live_server_url + "/assistant/")
+                assert "/assistant/talk-" in page.url
+                expect(page.locator("#status")).to_have_text("online", timeout=15000)
+                bot = page.locator(".messages li.bot")
+
+                say(page, "My name is Sara")
+                # the reply arrives word by word: seen while it is still being written
+                streaming = page.locator(".messages li.streaming")
+                expect(streaming).to_be_visible(timeout=15000)
+                partial = streaming.inner_text()
+                expect(bot.last).to_have_text(
+                    "Nice to meet you, Sara. I will remember your name.", timeout=15000
+                )
+                assert partial != bot.last.inner_text()
+                expect(page.locator(".messages li.streaming")).to_have_count(0)
+
+                say(page, "calculate 12*7")
+                expect(bot.last).to_have_text("The calculate tool says: 12*7 = 84", timeout=15000)
+                tool = page.locator(".messages li.tool")
+                expect(tool).to_have_text("Tool: calculate(12*7) → 12*7 = 84")
+                page.screenshot(path=str(shots / f"assistant-{size}.png"), full_page=True)
+
+                page.click("#undo")  # the tool turn goes
+                expect(tool).to_have_count(0, timeout=15000)
+                expect(bot.last).to_have_text("Nice to meet you, Sara. I will remember your name.")
+
+                say(page, "What is my name?")
+                expect(bot.last).to_have_text("Your name is Sara.", timeout=15000)
+                page.click("#another")  # a fork before the last turn, its question ready
+                page.wait_for_url("**-alt-*/", timeout=15000)
+                expect(page.locator("#forked")).to_contain_text("after 2 messages")
+                expect(page.locator("#status")).to_have_text("online", timeout=15000)
+                expect(page.locator("#text")).to_have_value("What is my name?")
+                expect(bot).to_have_count(1)
+                page.press("#text", "Enter")
+                expect(bot.last).to_have_text("Your name is Sara.", timeout=15000)
+                overflow = page.evaluate(
+                    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                )
+                assert overflow <= 0, f"{size}: the page scrolls sideways by {overflow}px"
+                page.screenshot(path=str(shots / f"assistant-fork-{size}.png"), full_page=True)
+                page.close()
+            browser.close()
+        print(f"\nscreenshots: {shots}")

@@ -6,18 +6,17 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connections
 
+from tests.services import REDIS_URL
 from tests.snapshots.conftest import (
     SNAPSHOT_BACKENDS,
     SnapshotFactory,
-    needs_postgres,
-    postgres_db,
+    needs_redis,
     snapshot_factory,
 )
 from warlock_sessions.conversations import session
@@ -31,27 +30,8 @@ from warlock_sessions.errors import (
 from warlock_sessions.locks import AbortSignal, InProcessLock
 from warlock_sessions.snapshots import MemorySnapshotStore
 
+from .conftest import CONVERSATION_ROWS, conversation_rows
 from .fakes import FakeAgent, NoDurableStoreError
-
-CONVERSATION_ROWS = [
-    pytest.param("rows-sqlite", id="rows-sqlite", marks=[pytest.mark.django_db(transaction=True)]),
-    pytest.param("rows-postgres", id="rows-postgres", marks=[needs_postgres, postgres_db]),
-]
-
-
-def conversation_rows(backend: str) -> Any:
-    from warlock_sessions.conversations import DjangoConversationStore
-
-    return DjangoConversationStore(using="postgres" if backend == "rows-postgres" else None)
-
-
-@pytest.fixture(params=[*SNAPSHOT_BACKENDS, *CONVERSATION_ROWS])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param.startswith("rows-"):
-        store = conversation_rows(request.param)
-        yield lambda: store
-    else:
-        yield from snapshot_factory(request.param, tmp_path)
 
 
 def test_two_turns_and_what_is_stored(make_store: SnapshotFactory) -> None:
@@ -319,3 +299,59 @@ def test_a_turn_writes_only_its_new_rows(backend: str) -> None:
     assert len(inserts) == 1 and "warlock_conversation_messages" in inserts[0]
     assert not any(sql.startswith("DELETE") for sql in writes)
     assert list(rows.values_list("id", "position"))[:6] == before and rows.count() == 8
+
+
+def send_in_child(backend: str, lock: str, conversation_id: str, name: str, log: str) -> None:
+    """Three sends from this process; each outcome logged (``ok`` or ``conflict``)."""
+    from warlock_sessions.errors import SessionConflictError
+    from warlock_sessions.locks import DatabaseLock, RedisLock
+
+    using = "postgres" if backend == "rows-postgres" else "default"
+    chosen: Any = {
+        "database": lambda: DatabaseLock(using, ttl=5),
+        "redis": lambda: RedisLock(url=REDIS_URL, prefix=f"warlock-test:{conversation_id}:"),
+        "none": lambda: False,
+    }[lock]()
+    chat = session(conversation_id, conversation_rows(backend), FakeAgent(), lock=chosen)
+    for turn in range(3):
+        try:
+            chat.send(f"{name}{turn}")
+            outcome = "ok"
+        except SessionConflictError:
+            outcome = "conflict"
+        with open(log, "a") as handle:
+            handle.write(f"{name}{turn}:{outcome}\n")
+    connections.close_all()
+
+
+@pytest.mark.parametrize("backend", CONVERSATION_ROWS)
+@pytest.mark.parametrize("lock", ["database", pytest.param("redis", marks=needs_redis), "none"])
+def test_two_processes_on_one_conversation_lose_no_turn(
+    backend: str, lock: str, tmp_path: Path
+) -> None:
+    """Scenario 21 across processes: with a distributed lock the sends take turns; with none,
+    the row store's version check makes a racing send fail, and nothing is lost either way."""
+    import uuid
+
+    conversation_id = f"race-{uuid.uuid4().hex[:8]}"
+    log = str(tmp_path / "log")
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    children = [
+        context.Process(target=send_in_child, args=(backend, lock, conversation_id, name, log))
+        for name in ("p", "q")
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(60)
+        assert child.exitcode == 0
+    outcomes = dict(line.split(":") for line in Path(log).read_text().split())
+    sent = [text for text, outcome in outcomes.items() if outcome == "ok"]
+    record = conversation_rows(backend).load(conversation_id)
+    assert record is not None and "pending" not in record
+    stored = [m["content"] for m in record["messages"] if m["role"] == "user"]
+    assert sorted(stored) == sorted(sent) and record["turns"] == len(sent)
+    assert len(record["messages"]) == 2 * len(sent)
+    if lock != "none":
+        assert len(sent) == 6  # the lock made them wait, not fail

@@ -61,9 +61,9 @@ class ScriptedModel:
         return f"{len(messages)} messages"
 
 
-def test_the_offline_agent_remembers_and_calls_tools() -> None:
+def test_the_offline_agent_remembers_and_calls_tools(make_store: Any) -> None:
     agent = ToolAgent(OfflineChatModel(), "You are helpful.", [calculate])
-    chat = session("c", MemorySnapshotStore(), agent)
+    chat = session("c", make_store(), agent)
     assert chat.send("My name is Sara.").text.startswith("Nice to meet you, Sara.")
     assert chat.send("What is my name?").text == "Your name is Sara."
     result = chat.send("please calculate 2+3")
@@ -235,11 +235,11 @@ def test_resume_of_a_finished_run_calls_no_model_and_drift_is_refused(tmp_path: 
 # -- compaction and attachments ---------------------------------------------------------------
 
 
-def test_compaction_keeps_the_newest_turns_and_a_marked_summary() -> None:
-    """Scenario 29."""
+def test_compaction_keeps_the_newest_turns_and_a_marked_summary(make_store: Any) -> None:
+    """Scenario 29, on every conversation store."""
     model = ScriptedModel(["r1", [("calculate", {"expression": "1+2"})], "r2", "r3", "r4"])
     agent = ToolAgent(model, "sys", [calculate], compaction={"after_tokens": 1, "keep": 1})
-    chat = session("long", MemorySnapshotStore(), agent)
+    chat = session("long", make_store(), agent)
     for text in ("first turn", "second turn", "third turn"):
         chat.send(text)
     stored = chat.history()
@@ -253,10 +253,10 @@ def test_compaction_keeps_the_newest_turns_and_a_marked_summary() -> None:
     assert [m["content"] for m in chat.history()[1:]] == ["fourth turn", "r4"]
 
 
-def test_compaction_never_parts_a_tool_call_from_its_result() -> None:
+def test_compaction_never_parts_a_tool_call_from_its_result(make_store: Any) -> None:
     model = ScriptedModel(["r1", [("calculate", {"expression": "1+2"})], "r2"])
     agent = ToolAgent(model, tools=[calculate], compaction={"after_tokens": 1, "keep": 2})
-    chat = session("pairs", MemorySnapshotStore(), agent)
+    chat = session("pairs", make_store(), agent)
     chat.send("one")
     chat.send("two")
     roles = [m["role"] for m in chat.history()]
@@ -265,12 +265,13 @@ def test_compaction_never_parts_a_tool_call_from_its_result() -> None:
         ToolAgent(model, compaction={"after_tokens": 10, "keep": 0})
 
 
-def test_attachments_are_stored_resolved(tmp_path: Path) -> None:
-    """Scenario 28: the file changes after turn 1; turn 2's history holds turn 1's bytes."""
+def test_attachments_are_stored_resolved(tmp_path: Path, make_store: Any) -> None:
+    """Scenario 28, on every conversation store: the file changes after turn 1; turn 2's
+    history holds turn 1's bytes."""
     attachment = tmp_path / "notes.txt"
     attachment.write_text("version one")
     model = ScriptedModel(["Read it.", "Still have it."])
-    chat = session("files", MemorySnapshotStore(), ToolAgent(model))
+    chat = session("files", make_store(), ToolAgent(model))
     chat.send([{"type": "text", "text": "read this"}, {"type": "file", "path": str(attachment)}])
     attachment.write_text("version two, longer")
     chat.send("and again?")

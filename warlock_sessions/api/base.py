@@ -15,7 +15,8 @@ from rest_framework.request import Request
 
 from ..conf import warlock_settings
 from ..errors import InvalidInputError
-from ..host.wire import loads
+from ..host.wire import loads, session_id_input
+from ..permissions import SessionPolicy
 from .errors import ApiError, exception_handler
 
 
@@ -52,3 +53,23 @@ class WarlockViewSet(viewsets.ViewSet):
             # A cookie identifies anonymous visitors too, so their writes need CSRF protection;
             # Basic or token credentials are not sent by a browser on its own.
             SessionAuthentication().enforce_csrf(request)
+
+
+class PolicyViewSet(WarlockViewSet):
+    """Endpoints on one session or conversation, judged by ``WARLOCK_SESSIONS["PERMISSION"]``,
+    whose id in the URL is checked as every store checks it (400, never a 500)."""
+
+    lookup_value_regex = r"[^/]+"
+    lookup_url_kwarg: str  # each endpoint names its id
+
+    def get_permissions(self) -> list[Any]:
+        return [self.policy()]
+
+    def policy(self) -> SessionPolicy:
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        return policy
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        if self.lookup_url_kwarg in kwargs:
+            session_id_input(kwargs[self.lookup_url_kwarg])
+        super().initial(request, *args, **kwargs)

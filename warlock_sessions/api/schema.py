@@ -99,23 +99,29 @@ class EventsSerializer(Shape):
     last_seq = serializers.IntegerField()
 
 
-def errors(*statuses: int) -> dict[int, Any]:
-    described = {
-        400: "invalid input, JSON or session",
-        403: "not allowed",
-        404: "no such session",
-        409: "the turn lost the version race after the retries",
-        412: "If-Match/If-None-Match did not hold",
-        413: "the body is too large",
-        429: "throttled",
-        503: "the model provider failed",
-    }
+def _error_responses(described: dict[int, str], statuses: tuple[int, ...]) -> dict[int, Any]:
     if not OPENAPI:
         return {}
     return {
         status: OpenApiResponse(ErrorSerializer, description=described[status])
         for status in statuses
     }
+
+
+def errors(*statuses: int) -> dict[int, Any]:
+    return _error_responses(SESSION_ERRORS, statuses)
+
+
+SESSION_ERRORS = {
+    400: "invalid input, JSON or session",
+    403: "not allowed",
+    404: "no such session",
+    409: "the turn lost the version race after the retries",
+    412: "If-Match/If-None-Match did not hold",
+    413: "the body is too large",
+    429: "throttled",
+    503: "the model provider failed",
+}
 
 
 LIST = extend_schema(
@@ -181,3 +187,88 @@ SNAPSHOT_RETRIEVE = extend_schema(
     responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404)}
 )
 SNAPSHOT_DESTROY = extend_schema(responses={204: None, **errors(400, 403, 404)})
+
+
+class ConversationSerializer(Shape):
+    id = serializers.CharField()
+    version = serializers.IntegerField()
+    turns = serializers.IntegerField()
+    pending = serializers.BooleanField(help_text="a turn was cut short: resume finishes it")
+    forked_from = serializers.JSONField(allow_null=True, help_text='{"id", "messageCount"}')
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class SendSerializer(Shape):
+    input = serializers.CharField(help_text="the user's text (end users send text only)")
+
+
+class AgentResultSerializer(Shape):
+    text = serializers.CharField(help_text="the agent's reply")
+    run_id = serializers.CharField()
+    usage = serializers.JSONField()
+    messages = serializers.ListField(
+        child=serializers.JSONField(), help_text="the turn's messages: user, tool calls, reply"
+    )
+    conversation = ConversationSerializer()
+
+
+class ResumeSerializer(AgentResultSerializer):
+    resumed = serializers.BooleanField(help_text="false: no turn was pending")
+
+
+class ForkSerializer(Shape):
+    target = serializers.CharField(help_text="the new conversation's id; it must not exist")
+    message_count = serializers.IntegerField(required=False, help_text="default: all")
+
+
+class TruncateSerializer(Shape):
+    message_count = serializers.IntegerField(help_text="how many messages to keep")
+
+
+class HistorySerializer(Shape):
+    id = serializers.CharField()
+    messages = serializers.ListField(child=serializers.JSONField())
+
+
+def conversation_errors(*statuses: int) -> dict[int, Any]:
+    return _error_responses(CONVERSATION_ERRORS, statuses)
+
+
+CONVERSATION_ERRORS = {
+    400: "invalid input, or a cut that would split a tool call from its result",
+    403: "not allowed",
+    404: "no such conversation",
+    409: "busy, conflict, an existing fork target, or a turn that cannot resume",
+    413: "the body is too large",
+    502: "the agent failed; the conversation is unchanged",
+    503: "the model provider failed, or no conversation agent is configured",
+}
+
+
+CONVERSATION_RETRIEVE = extend_schema(
+    responses={200: ConversationSerializer, **conversation_errors(403, 404)}
+)
+CONVERSATION_HISTORY = extend_schema(
+    responses={200: HistorySerializer, **conversation_errors(403, 404)}
+)
+CONVERSATION_SEND = extend_schema(
+    request=SendSerializer,
+    responses={
+        200: AgentResultSerializer,
+        **conversation_errors(400, 403, 404, 409, 413, 502, 503),
+    },
+)
+CONVERSATION_RESUME = extend_schema(
+    request=None,
+    responses={200: ResumeSerializer, **conversation_errors(403, 404, 409, 502, 503)},
+)
+CONVERSATION_FORK = extend_schema(
+    request=ForkSerializer,
+    responses={201: ConversationSerializer, **conversation_errors(400, 403, 404, 409)},
+)
+CONVERSATION_TRUNCATE = extend_schema(
+    request=TruncateSerializer,
+    responses={200: ConversationSerializer, **conversation_errors(400, 403, 404, 409)},
+)
+CONVERSATION_DESTROY = extend_schema(responses={204: None, **conversation_errors(403, 404, 409)})

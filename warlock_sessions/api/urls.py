@@ -6,6 +6,7 @@ from importlib.util import find_spec
 from django.urls import URLPattern, URLResolver, include, path
 from rest_framework.routers import DefaultRouter
 
+from .conversations import ConversationViewSet
 from .snapshots import SnapshotViewSet
 from .views import SessionViewSet
 
@@ -13,6 +14,7 @@ router = DefaultRouter()
 router.include_format_suffixes = False  # a session id or snapshot key may end in ".json"
 router.register("sessions", SessionViewSet, basename="warlock-session")
 router.register("snapshots", SnapshotViewSet, basename="warlock-snapshot")
+router.register("conversations", ConversationViewSet, basename="warlock-conversation")
 
 urlpatterns: list[URLPattern | URLResolver] = [path("", include(router.urls))]
 

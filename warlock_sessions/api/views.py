@@ -13,7 +13,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..agents import default_agent_name, get_agent
-from ..conf import warlock_settings
 from ..engine import ProviderError
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
@@ -25,18 +24,16 @@ from ..host.wire import (
     clean_text_param,
     parse_turn,
     provider_failure,
-    session_id_input,
 )
 from ..models import Session, SessionEvent, SessionOwner, SessionQuerySet
 from ..permissions import (
     SessionAccess,
-    SessionPolicy,
     claim_new_session,
     release_claim,
 )
 from ..stores import default_store
 from . import schema
-from .base import WarlockViewSet
+from .base import PolicyViewSet
 from .errors import ApiError, not_found, precondition_failed
 
 EVENTS_PAGE = 500
@@ -71,24 +68,11 @@ def etag_version(value: str) -> int:
     return int(text)
 
 
-class SessionViewSet(WarlockViewSet):
+class SessionViewSet(PolicyViewSet):
     """Sessions: list, read (with ``ETag``), write raw blobs (staff), delete, turns, events."""
 
-    lookup_value_regex = r"[^/]+"
     lookup_url_kwarg = "session_id"
     pagination_class = SessionPagination
-
-    def get_permissions(self) -> list[Any]:
-        return [self.policy()]
-
-    def policy(self) -> SessionPolicy:
-        policy: SessionPolicy = warlock_settings.PERMISSION()
-        return policy
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        if "session_id" in kwargs:
-            session_id_input(kwargs["session_id"])
-        super().initial(request, *args, **kwargs)
 
     # -- access -------------------------------------------------------------------------------
 

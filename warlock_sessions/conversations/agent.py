@@ -5,10 +5,16 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.db import connections
+from django.db import close_old_connections, connections
+
+#: Where conversation sessions run their streamed turns. Bounded, so a flood of streams
+#: queues instead of opening a connection each; an agent's own stream runs on a thread of
+#: its own, so a turn here never waits for a thread of this pool.
+STREAM_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="warlock-stream")
 
 
 @dataclass
@@ -52,7 +58,7 @@ class ConversationAgent(Protocol):
 
 class EventStream:
     """The events of a run as it goes, buffered (so the run settles whether or not anyone
-    iterates), and its ``result`` once it settled."""
+    iterates) or handed on as they come (``forward``), and its ``result`` once it settled."""
 
     _END = object()
 
@@ -61,11 +67,16 @@ class EventStream:
         self._done = threading.Event()
         self._result: AgentResult | None = None
         self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._target: Callable[[Any], None] | None = None
 
     @classmethod
-    def run(cls, work: Callable[[EventStream], AgentResult]) -> EventStream:
-        """A stream settled by ``work(stream)`` on a thread of its own (which closes the
-        database connections it opened when it ends)."""
+    def run(
+        cls, work: Callable[[EventStream], AgentResult], pool: Executor | None = None
+    ) -> EventStream:
+        """A stream settled by ``work(stream)``: in ``pool``, whose threads keep their
+        database connections as ``CONN_MAX_AGE`` allows (a turn then opens none), or on a
+        thread of its own, which closes the connections it opened when it ends."""
         stream = cls()
 
         def target() -> None:
@@ -74,23 +85,50 @@ class EventStream:
             except BaseException as error:
                 stream.fail(error)
             finally:
-                connections.close_all()
+                if pool is None:
+                    connections.close_all()
+                else:
+                    close_old_connections()
 
-        threading.Thread(target=target, daemon=True).start()
+        if pool is None:
+            threading.Thread(target=target, daemon=True).start()
+        else:
+            pool.submit(target)
         return stream
 
     def put(self, event: dict[str, Any]) -> None:
-        self._events.put(event)
+        self._deliver(event)
 
     def settle(self, result: AgentResult) -> None:
         self._result = result
         self._done.set()
-        self._events.put(self._END)
+        self._deliver(self._END)
 
     def fail(self, error: BaseException) -> None:
         self._error = error
         self._done.set()
-        self._events.put(self._END)
+        self._deliver(self._END)
+
+    def _deliver(self, item: Any) -> None:
+        with self._lock:
+            target = self._target
+            if target is None:
+                self._events.put(item)
+                return
+        target(item)
+
+    def forward(self, target: Callable[[dict[str, Any] | None], object]) -> None:
+        """Hand every event to ``target`` from the thread that makes it, the moment it is
+        made (no thread in between), then ``None`` once the run settled and its ``result``
+        is ready. Events made before are handed on first. ``target`` must not block."""
+
+        def deliver(item: Any) -> None:
+            target(None if item is self._END else item)
+
+        with self._lock:
+            while not self._events.empty():
+                deliver(self._events.get_nowait())
+            self._target = deliver
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         while (event := self._events.get()) is not self._END:

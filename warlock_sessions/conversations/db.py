@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,11 +26,28 @@ class DjangoConversationStore:
     not grow with the history. ``truncate`` deletes the tail; a history the agent rewrote
     (compaction) is stored anew."""
 
-    def __init__(self, using: str | None = None) -> None:
+    def __init__(self, using: str | None = None, owner: Mapping[str, Any] | None = None) -> None:
+        """``owner``: the ``user`` or ``anonymous_key`` the conversations this store creates
+        belong to (the API makes one store per request)."""
         self.using: str = using or router.db_for_write(Conversation) or "default"
+        self.owner = dict(owner or {})
+
+    def header(self, id: str) -> Conversation | None:
+        return Conversation.objects.using(self.using).filter(id=id).first()
+
+    def claim(self, id: str) -> Conversation | None:
+        """The conversation ``id``: created empty for this store's owner unless it exists
+        (one ``INSERT … ON CONFLICT DO NOTHING``, then its header; ``None`` if it was deleted
+        in between)."""
+        now = timezone.now()
+        Conversation.objects.using(self.using).bulk_create(
+            [Conversation(id=id, created_at=now, updated_at=now, **self.owner)],
+            ignore_conflicts=True,
+        )
+        return self.header(id)
 
     def load(self, id: str) -> dict[str, Any] | None:
-        header = Conversation.objects.using(self.using).filter(id=id).first()
+        header = self.header(id)
         if header is None:
             return None
         messages = list(
@@ -71,6 +89,7 @@ class DjangoConversationStore:
             forked_from=record.get("forkedFrom"),
             created_at=parse_datetime(record["createdAt"]) or now,
             updated_at=now,
+            **self.owner,
         )
         record["version"] = 1
 
@@ -86,7 +105,7 @@ class DjangoConversationStore:
             id=record["id"], version=record["version"]
         )
         if not rows.update(version=F("version") + 1, updated_at=timezone.now(), **fields):
-            stored = Conversation.objects.using(self.using).filter(id=record["id"]).first()
+            stored = self.header(record["id"])
             raise SessionConflictError(
                 record["id"], record["version"], stored.version if stored else None
             )
@@ -95,8 +114,14 @@ class DjangoConversationStore:
     def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
         if "version" not in record:  # the first turn of a new conversation
             record["pending"] = pending
-            with transaction.atomic(using=self.using):
-                self._insert(record)
+            try:
+                with transaction.atomic(using=self.using):
+                    self._insert(record)
+            except IntegrityError:  # another writer made it first, since it was read
+                stored = self.header(record["id"])
+                raise SessionConflictError(
+                    record["id"], 0, stored.version if stored else None
+                ) from None
             return
         self._update(record, pending=pending)
         if pending is None:

@@ -12,11 +12,11 @@ import threading
 import weakref
 from typing import Any
 
-from ..errors import SessionNotFoundError, ToolPairError
+from ..errors import InvalidInputError, SessionNotFoundError, ToolPairError
 from ..locks import InProcessLock, NoLock, SessionLock
 from ..snapshots import SnapshotStore
 from ..workflows.runs import logger, new_run_id, now_iso
-from .agent import AgentResult, ConversationAgent, EventStream
+from .agent import STREAM_THREADS, AgentResult, ConversationAgent, EventStream
 from .stores import ConversationStore, RecordConversationStore, appended, new_record
 
 #: The default lock: one per store object, shared by every session on it.
@@ -106,7 +106,8 @@ class ConversationSession:
         return EventStream.run(
             lambda stream: self.lock.with_lock(
                 self.key, lambda: self._stream(input, options, stream), signal=options.get("signal")
-            )
+            ),
+            STREAM_THREADS,
         )
 
     def resume(self, **options: Any) -> AgentResult | None:
@@ -143,8 +144,11 @@ class ConversationSession:
         history = copy.deepcopy(record["messages"])
         try:
             events = self.agent.stream(input, history=history, run_id=run_id, **options)
-            for event in events:
-                out.put(event)
+            if isinstance(events, EventStream):  # straight from the agent's thread
+                events.forward(lambda event: None if event is None else out.put(event))
+            else:
+                for event in events:
+                    out.put(event)
             result = events.result
         except BaseException:
             self._drop_pending(record)
@@ -209,7 +213,9 @@ class ConversationSession:
 
     def _cut(self, messages: list[dict[str, Any]], n: int) -> int:
         if type(n) is not int or not 0 <= n <= len(messages):
-            raise ValueError(f"a message count is a whole number from 0 to {len(messages)}")
+            raise InvalidInputError(
+                "message_count", f"must be a whole number from 0 to {len(messages)}"
+            )
         if split_tool_pair(messages, n):
             raise ToolPairError(
                 f"keeping {n} messages of {self.id!r} would split a tool call from its result"

@@ -146,11 +146,14 @@ class ToolAgent:
         run_id: str | None = None,
         signal: AbortSignal | None = None,
         session_id: str | None = None,
+        on_event: Emit | None = None,
     ) -> AgentResult:
         """Run to the final reply. A model or tool-loop failure, or a cancelled ``signal``,
-        comes back as the result's ``error``."""
+        comes back as the result's ``error``. ``on_event`` gets the events ``stream`` yields,
+        called from this thread as they happen (a websocket forwards them with no thread in
+        between)."""
         run = self._start(input, history, run_id, session_id)
-        return self._run(run, None, signal)
+        return self._run(run, on_event, signal)
 
     def stream(
         self,

@@ -18,12 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs
-
-from channels.consumer import get_handler_name
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
@@ -37,31 +33,26 @@ from ..errors import (
 from ..host import Host, HostedTurn, group_name
 from ..host.events import event_frame
 from ..host.threads import in_worker_thread
-from ..host.wire import check_allowed, loads, parse_turn, provider_failure, session_id_input
+from ..host.wire import check_allowed, parse_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
     TURN_ACTION,
-    Requester,
     SessionAccess,
     SessionPolicy,
     claim_new_session,
     release_claim,
 )
 from ..stores import default_store
+from .base import UNAUTHORISED, WarlockConsumer
 from .follow import log_follower
 
 logger = logging.getLogger("warlock_sessions.realtime")
 
-UNAUTHORISED = 4403
 OWN_FRAMES_REMEMBERED = 64
-TOO_MANY_SOCKETS = 4429
 REPLAY_BATCH = 500
 
-#: Open sockets per client in this process (``MAX_SOCKETS_PER_CLIENT``).
-_open_sockets: Counter[str] = Counter()
 
-
-class SessionConsumer(AsyncJsonWebsocketConsumer):
+class SessionConsumer(WarlockConsumer):
     async def connect(self) -> None:
         self.following = False
         self.client = ""
@@ -71,7 +62,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.own_frames: dict[int, dict[str, Any]] = {}
         self.last_active = asyncio.get_running_loop().time()
         self.sending = asyncio.Lock()
-        self.requester = Requester(user=self.scope.get("user"), session=self.scope.get("session"))
         self.last_saved: Session | None = None
         self.hosts: dict[str | None, Host] = {}
         try:
@@ -84,36 +74,15 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.last_seq = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         self.group = group_name(self.session_id)
         client, logged, self.is_trusted = await in_worker_thread(self.admitted)()
-        if client is None:
-            await self.close(code=UNAUTHORISED)
+        if not await self.admit(client):
             return
-        if _open_sockets[client] >= warlock_settings.MAX_SOCKETS_PER_CLIENT:
-            await self.close(code=TOO_MANY_SOCKETS)
-            return
-        self.client = client
-        _open_sockets[client] += 1
-        await self.accept()
         if logged is not None:
             await self.follow(logged)
         else:
             log_follower().follow(self)  # it may see the session once its owner starts it
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels tidies the event-loop thread's database connection before every handler: a
-        # hop through its one shared sync thread for each frame and each group message. The
-        # handlers here reach the database only through in_worker_thread, which tidies the
-        # connection it uses, so the hop would only queue every socket behind one thread.
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"No handler for message type {message['type']}")
-        await handler(message)
-
     async def disconnect(self, code: int) -> None:
-        if self.client:
-            _open_sockets[self.client] -= 1
-            if _open_sockets[self.client] <= 0:
-                del _open_sockets[self.client]
-            self.client = ""
+        await super().disconnect(code)
         await self.unfollow()
 
     # -- access ---------------------------------------------------------------------------------
@@ -131,15 +100,6 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return client, None, trusted  # nobody uses the id: the first frame claims it
         logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
         return client, logged, trusted
-
-    def identity(self) -> str | None:
-        user = self.requester.user
-        if user is not None and user.is_authenticated:
-            return f"user:{user.pk}"
-        session = self.requester.session
-        if session is not None and session.session_key:
-            return f"visitor:{session.session_key}"
-        return None
 
     def current_owner(self) -> SessionOwner | None:
         return SessionOwner.objects.filter(session_id=self.session_id).first()
@@ -265,28 +225,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         ):
             self.last_saved = None  # another turn (a wake, another tab) moved the session on
 
-    async def error(self, code: str, detail: str) -> None:
-        await self.send_json({"type": "error", "code": code, "detail": detail})
-
     # -- client frames ----------------------------------------------------------------------------
-
-    @classmethod
-    async def decode_json(cls, text_data: str) -> Any:
-        return loads(text_data)
-
-    async def receive(
-        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
-    ) -> None:
-        size = len(text_data or bytes_data or "")
-        if size > warlock_settings.MAX_BODY_BYTES:
-            await self.error("payload-too-large", "the frame is too large")
-            return
-        try:
-            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
-        except InvalidInputError as error:
-            await self.error("invalid-json", str(error))
-        except ValueError:  # no text frame at all
-            await self.error("invalid-json", "frames are JSON objects sent as text")
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         frame_type = content.get("type") if isinstance(content, dict) else None

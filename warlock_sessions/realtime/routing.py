@@ -9,8 +9,13 @@ application = ProtocolTypeRouter({
 from django.urls import re_path
 
 from .consumers import SessionConsumer
+from .conversations import ConversationConsumer
 
 websocket_urlpatterns = [
     # Channels' URLRouter takes ASGI applications where Django's stubs expect views.
     re_path(r"^ws/sessions/(?P<session_id>[^/]+)/$", SessionConsumer.as_asgi()),  # type: ignore[arg-type]
+    re_path(
+        r"^ws/conversations/(?P<conversation_id>[^/]+)/$",
+        ConversationConsumer.as_asgi(),  # type: ignore[arg-type]
+    ),
 ]

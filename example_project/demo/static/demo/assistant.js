@@ -1,0 +1,182 @@
+// The demo assistant: history from the API, turns over ws/conversations/<id>/ with the reply
+// streamed word by word and tool calls shown, "undo last turn" (truncate) and "try another
+// answer" (fork before the last turn, with its question ready to rephrase).
+(() => {
+  const root = document.querySelector(".chat");
+  const id = root.dataset.conversationId;
+  const api = `/api/conversations/${encodeURIComponent(id)}`;
+  const list = document.getElementById("messages");
+  const status = document.getElementById("status");
+  const form = document.getElementById("composer");
+  const input = document.getElementById("text");
+  const send = document.getElementById("send");
+  const undo = document.getElementById("undo");
+  const another = document.getElementById("another");
+  const forked = document.getElementById("forked");
+  let history = [];
+  let socket = null;
+  let retry = 0;
+  let busy = false;
+  let streaming = null;
+  const running = {};  // tool calls waiting for their result, by id
+
+  const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
+  const text = (content) => typeof content === "string" ? content
+    : (content || []).filter((part) => part.type === "text").map((part) => part.text).join(" ");
+
+  function bubble(content, who) {
+    const item = document.createElement("li");
+    item.className = who;
+    item.textContent = content;
+    list.appendChild(item);
+    list.scrollTop = list.scrollHeight;
+    return item;
+  }
+
+  function toolLine(call, outcome) {
+    const args = Object.values(call.input || {}).join(", ");
+    const said = outcome.error !== undefined ? `failed: ${outcome.error}` : outcome.output;
+    return `Tool: ${call.name}(${args}) → ${said}`;
+  }
+
+  function render() {
+    list.replaceChildren();
+    const calls = {};
+    for (const message of history) {
+      if (message.role === "user") bubble(text(message.content), message.metadata ? "tool" : "me");
+      else if (message.role === "assistant") {
+        for (const call of message.toolCalls || []) calls[call.id] = call;
+        if (text(message.content)) bubble(text(message.content), "bot");
+      } else if (message.role === "tool") {
+        const call = calls[message.toolCallId] || { name: "tool", input: {} };
+        bubble(toolLine(call, JSON.parse(message.content)), "tool");
+      }
+    }
+    setBusy(busy);
+  }
+
+  function lastUserIndex() {
+    for (let index = history.length - 1; index >= 0; index -= 1) {
+      if (history[index].role === "user" && !history[index].metadata) return index;
+    }
+    return -1;
+  }
+
+  function setBusy(on) {
+    busy = on;
+    send.disabled = on;
+    undo.disabled = on || lastUserIndex() < 0;
+    another.disabled = on || lastUserIndex() < 0;
+  }
+
+  async function call(method, path, body) {
+    const response = await fetch(`${api}/${path}`, {
+      method,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = response.status === 204 ? {} : await response.json();
+    if (!response.ok) throw Object.assign(new Error(data.detail || response.statusText), data);
+    return data;
+  }
+
+  async function load() {
+    try {
+      history = (await call("GET", "history/")).messages;
+      const header = await call("GET", "");
+      if (header.forked_from) {
+        const from = header.forked_from;
+        forked.hidden = false;
+        forked.innerHTML = "";
+        forked.append("Forked from ");
+        const link = document.createElement("a");
+        link.href = `/assistant/${encodeURIComponent(from.id)}/`;
+        link.textContent = from.id;
+        forked.append(link, ` after ${from.messageCount} messages.`);
+      }
+    } catch (error) {
+      if (error.code !== "conversation-not-found") bubble(`⚠ ${error.message}`, "bot");
+      history = [];
+    }
+    render();
+  }
+
+  function handle(frame) {
+    if (frame.type === "delta") {
+      if (!streaming) streaming = bubble("", "bot streaming");
+      streaming.textContent += frame.text;
+      list.scrollTop = list.scrollHeight;
+    } else if (frame.type === "tool-call") {
+      streaming = null;
+      running[frame.id] = { call: frame, line: bubble(`${toolLine(frame, { output: "…" })}`, "tool") };
+    } else if (frame.type === "tool-result") {
+      const started = running[frame.id];
+      if (started) started.line.textContent = toolLine(started.call, frame);
+      delete running[frame.id];
+    } else if (frame.type === "result") {
+      if (streaming) streaming.classList.remove("streaming");
+      streaming = null;
+      history = history.concat(frame.messages);
+      setBusy(false);
+    } else if (frame.type === "error") {
+      streaming = null;
+      bubble(`⚠ ${frame.detail}`, "bot");
+      setBusy(false);
+      load();
+    }
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}/ws/conversations/${encodeURIComponent(id)}/`);
+    socket.onopen = () => { retry = 0; status.textContent = "online"; status.className = "status online"; };
+    socket.onmessage = (message) => handle(JSON.parse(message.data));
+    socket.onclose = (event) => {
+      status.className = "status";
+      if (event.code === 4403) { status.textContent = "not your conversation"; setBusy(true); return; }
+      status.textContent = "reconnecting…";
+      if (busy) { setBusy(false); load(); }
+      setTimeout(connect, Math.min(5000, 250 * 2 ** retry++));
+    };
+  }
+
+  form.addEventListener("submit", (submit) => {
+    submit.preventDefault();
+    const said = input.value.trim();
+    if (!said || busy || !socket || socket.readyState !== WebSocket.OPEN) return;
+    bubble(said, "me");
+    setBusy(true);
+    socket.send(JSON.stringify({ type: "send", input: said }));
+    input.value = "";
+  });
+
+  undo.addEventListener("click", async () => {
+    const keep = lastUserIndex();
+    if (keep < 0) return;
+    setBusy(true);
+    try { await call("POST", "truncate/", { message_count: keep }); } catch (error) { bubble(`⚠ ${error.message}`, "bot"); }
+    busy = false;
+    await load();
+  });
+
+  another.addEventListener("click", async () => {
+    const keep = lastUserIndex();
+    if (keep < 0) return;
+    const question = text(history[keep].content);
+    const target = `${id.replace(/-alt-[0-9a-f]{8}$/, "")}-alt-${crypto.randomUUID().slice(0, 8)}`;
+    setBusy(true);
+    try {
+      await call("POST", "fork/", { target, message_count: keep });
+      sessionStorage.setItem(`warlock-draft:${target}`, question);
+      location.href = `/assistant/${encodeURIComponent(target)}/`;
+    } catch (error) {
+      bubble(`⚠ ${error.message}`, "bot");
+      setBusy(false);
+    }
+  });
+
+  input.value = sessionStorage.getItem(`warlock-draft:${id}`) || "";
+  sessionStorage.removeItem(`warlock-draft:${id}`);
+  window.warlockAssistant = { socket: () => socket, history: () => history, busy: () => busy };
+  load().then(connect);
+})();

@@ -1,0 +1,121 @@
+"""ws/conversations/{id}/ through channels' WebsocketCommunicator: replies streamed as deltas
+then the stored result, tool activity, owners and strangers (4403), and hostile frames."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import override_settings
+
+from warlock_sessions.models import Conversation, ConversationMessage
+
+from .test_session_socket import APPLICATION, cookie_for, socket
+
+SETTINGS = {"CONVERSATION_AGENT": "tests.conversations.agents.assistant"}
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def assistant() -> Iterator[None]:
+    layers = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    with override_settings(WARLOCK_SESSIONS=SETTINGS, CHANNEL_LAYERS=layers):
+        yield
+
+
+async def until_result(communicator: WebsocketCommunicator) -> list[dict[str, Any]]:
+    frames = []
+    while True:
+        frame = await communicator.receive_json_from(timeout=10)
+        frames.append(frame)
+        if frame["type"] in ("result", "error"):
+            return frames
+
+
+async def connected(path: str, username: str | None = "ana", cookie: bytes | None = None) -> Any:
+    communicator = await socket(path, username, cookie)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def test_a_reply_streams_word_by_word_then_the_stored_result() -> None:
+    ana = await connected("/ws/conversations/c1/")
+    await ana.send_json_to({"type": "send", "input": "My name is Sara."})
+    frames = await until_result(ana)
+    deltas = [frame["text"] for frame in frames if frame["type"] == "delta"]
+    result = frames[-1]
+    assert result["type"] == "result" and "".join(deltas) == result["text"]
+    assert len(deltas) == len(result["text"].split()) > 3
+    assert result["conversation"]["turns"] == 1 and result["conversation"]["id"] == "c1"
+
+    await ana.send_json_to({"type": "send", "input": "calculate 2+2"})
+    frames = await until_result(ana)
+    assert [f["type"] for f in frames[:2]] == ["tool-call", "tool-result"]
+    assert frames[1]["output"] == "2+2 = 4"
+    assert frames[-1]["text"] == "The calculate tool says: 2+2 = 4"
+    assert (
+        await database_sync_to_async(
+            ConversationMessage.objects.filter(conversation_id="c1").count
+        )()
+        == 6
+    )
+    await ana.disconnect()
+
+
+async def test_a_stranger_is_shut_out() -> None:
+    ana = await connected("/ws/conversations/mine/")
+    await ana.send_json_to({"type": "send", "input": "hello"})
+    await until_result(ana)
+
+    mallory = await socket("/ws/conversations/mine/", "mallory")
+    accepted, _ = await mallory.connect()
+    assert accepted  # accepted, then closed: a browser tells it from a network error
+    assert (await mallory.receive_output(timeout=5))["code"] == 4403
+
+    # on an id nobody used yet, the first send decides
+    visitor = await connected("/ws/conversations/fresh/", None)
+    other = await connected("/ws/conversations/fresh/", None)
+    await visitor.send_json_to({"type": "send", "input": "hi"})
+    assert (await until_result(visitor))[-1]["type"] == "result"
+    await other.send_json_to({"type": "send", "input": "let me in"})
+    assert (await other.receive_output(timeout=5))["code"] == 4403
+    owner = await database_sync_to_async(Conversation.objects.get)(id="fresh")
+    assert owner.user_id is None and owner.anonymous_key
+    assert owner.turns == 1
+    await ana.disconnect()
+    await visitor.disconnect()
+
+
+async def test_no_identity_no_socket() -> None:
+    nobody = WebsocketCommunicator(APPLICATION, "/ws/conversations/c/")
+    accepted, code = await nobody.connect()
+    assert not accepted and code == 4403
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", "invalid-json"),
+        ('{"type": "message", "text": "hi"}', "invalid-input"),
+        ('{"type": "send"}', "invalid-input"),
+        ('{"type": "send", "input": "hi", "history": []}', "invalid-input"),
+        ('{"type": "send", "input": "\\u0000"}', "invalid-input"),
+        ('{"type": "send", "input": "\\ud800"}', "invalid-input"),
+        ("[" * 5000 + "]" * 5000, "invalid-json"),
+        ('{"type": "send", "input": "' + "x" * 300_000 + '"}', "payload-too-large"),
+    ],
+)
+async def test_hostile_frames_get_an_error_and_the_socket_stays(frame: str, code: str) -> None:
+    cookie = await database_sync_to_async(cookie_for)("ana")
+    ana = await connected("/ws/conversations/h/", cookie=cookie)
+    await ana.send_to(text_data=frame)
+    error = await ana.receive_json_from(timeout=5)
+    assert error["type"] == "error" and error["code"] == code, error
+    assert not await database_sync_to_async(Conversation.objects.filter(id="h").exists)()
+    await ana.send_json_to({"type": "send", "input": "still here?"})
+    assert (await until_result(ana))[-1]["type"] == "result"
+    await ana.disconnect()

@@ -1,0 +1,142 @@
+"""Conversations as the API and the websockets speak them: what an end user may send (text
+only), the JSON of a conversation and of a turn's result, and every failure as a status, a
+stable code and a sentence. One place, so HTTP and websockets answer alike."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..engine import ProviderError
+from ..engine.session import text_problem
+from ..errors import (
+    AgentDriftError,
+    AgentExecutionError,
+    AgentNotConfiguredError,
+    InvalidInputError,
+    SessionConflictError,
+    SessionExistsError,
+    SessionLockTimeout,
+    SessionNotFoundError,
+    ToolPairError,
+)
+from ..host.wire import provider_failure
+from ..models import Conversation
+from .agent import AgentResult
+from .toolagent import is_summary
+
+logger = logging.getLogger("warlock_sessions.conversations")
+
+#: The longest text an end user may send in one turn, in characters.
+MAX_INPUT_CHARS = 32_000
+
+
+def send_input(body: Any) -> str:
+    """The input of a ``send`` (``{"input": "<text>"}``) from an end user: text, never
+    history, tool results or files, so nothing else is accepted."""
+    if not isinstance(body, dict):
+        raise InvalidInputError("input", "the body is a JSON object")
+    extra = sorted(key for key in body if key not in ("input", "type"))
+    if extra:
+        raise InvalidInputError(extra[0], "is not accepted: a turn takes only its input text")
+    return text_input(body.get("input"))
+
+
+def text_input(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError("input", "must be text")
+    if not value.strip():
+        raise InvalidInputError("input", "must not be empty")
+    if len(value) > MAX_INPUT_CHARS:
+        raise InvalidInputError("input", f"must be at most {MAX_INPUT_CHARS} characters")
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInputError("input", problem)
+    return value
+
+
+def message_count(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise InvalidInputError("message_count", "must be a whole number, 0 or more")
+    return value
+
+
+def conversation_json(header: Conversation) -> dict[str, Any]:
+    return {
+        "id": header.id,
+        "version": header.version,
+        "turns": header.turns,
+        "pending": header.pending is not None,
+        "forked_from": header.forked_from,
+        "created_at": header.created_at.isoformat(),
+        "updated_at": header.updated_at.isoformat(),
+    }
+
+
+def turn_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of the last turn: from its user message on."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "user" and not is_summary(message):
+            return messages[index:]
+    return []
+
+
+def result_json(result: AgentResult, header: Conversation | None) -> dict[str, Any]:
+    return {
+        "text": result.text,
+        "run_id": result.run_id,
+        "usage": result.usage,
+        "messages": turn_messages(result.messages),
+        "conversation": conversation_json(header) if header is not None else None,
+    }
+
+
+class ConversationFailure(Exception):
+    """A failure as the API and the websockets report it."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.extra = extra
+
+
+def run_failure(error: BaseException) -> ConversationFailure:
+    """A run that failed (the conversation is unchanged)."""
+    if isinstance(error, ProviderError):
+        return ConversationFailure(
+            503, error.code, provider_failure(error), retryable=error.retryable
+        )
+    logger.warning("a conversation turn failed", exc_info=error)
+    return ConversationFailure(
+        502, "agent-failed", "The agent failed; the conversation is unchanged. Send it again."
+    )
+
+
+#: Errors of the session's own, as (status, code).
+_FAILURES: list[tuple[type[BaseException], int, str]] = [
+    (InvalidInputError, 400, "invalid-input"),
+    (ToolPairError, 400, "split-tool-pair"),
+    (SessionNotFoundError, 404, "conversation-not-found"),
+    (SessionExistsError, 409, "conversation-exists"),
+    (SessionLockTimeout, 409, "conversation-busy"),
+    (SessionConflictError, 409, "conversation-conflict"),
+    (AgentDriftError, 409, "agent-drift"),
+    (AgentExecutionError, 409, "not-resumable"),
+    (AgentNotConfiguredError, 503, "no-conversation-agent"),
+]
+
+
+def failure(error: BaseException) -> ConversationFailure | None:
+    """``error`` as a reported failure, or ``None`` for an error that is a bug."""
+    if isinstance(error, ConversationFailure):
+        return error
+    for kind, status, code in _FAILURES:
+        if isinstance(error, kind):
+            extra = {"field": error.field} if isinstance(error, InvalidInputError) else {}
+            return ConversationFailure(status, code, str(error), **extra)
+    if isinstance(error, ProviderError):
+        return run_failure(error)
+    return None
