@@ -18,6 +18,7 @@ from django.dispatch import receiver
 from .conf import SETTING_NAME, import_from_string, warlock_settings
 from .engine import Agent
 from .errors import AgentNotConfiguredError
+from .locks import SessionLock
 
 DEFAULT_MODEL_CLASS = "warlock_sessions.providers.OpenAICompatibleModel"
 
@@ -116,9 +117,17 @@ def get_conversation_agent() -> Any:
     return agent
 
 
+@cache
+def conversation_lock() -> SessionLock | None:
+    """``WARLOCK_SESSIONS["CONVERSATION_LOCK"]``, built once; ``None``: the default lock."""
+    lock_class = warlock_settings.CONVERSATION_LOCK
+    return None if lock_class is None else lock_class()
+
+
 @receiver(setting_changed)
 def _forget_built(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
         get_agent.cache_clear()
         get_model.cache_clear()
         get_conversation_agent.cache_clear()
+        conversation_lock.cache_clear()

@@ -77,6 +77,11 @@ DEFAULTS: dict[str, Any] = {
     # ToolAgent, or anything with execute/stream/resume; or a function returning one). None:
     # those endpoints answer 503 no-conversation-agent.
     "CONVERSATION_AGENT": None,
+    # The SessionLock those endpoints take per conversation: a class (import string) built
+    # once with no arguments, e.g. "warlock_sessions.locks.DatabaseLock" when more than one
+    # server process serves them. None: one in-process lock per database, shared by every
+    # request of this process (the row store's version check still refuses a lost race).
+    "CONVERSATION_LOCK": None,
 }
 
 
@@ -225,6 +230,19 @@ def _conversation_agent(name: str, value: Any) -> Any:
     return found
 
 
+def _conversation_lock(name: str, value: Any) -> Any:
+    from .locks import SessionLock
+
+    if value is None:
+        return None
+    found = imported(value, name, "warlock_sessions.E024")
+    if not (inspect.isclass(found) and issubclass(found, SessionLock)):
+        raise SettingError(
+            name, f"= {value!r} is not a SessionLock class", check_id="warlock_sessions.E024"
+        )
+    return found
+
+
 def _store_options(name: str, value: Any) -> Any:
     if not isinstance(value, Mapping):
         raise SettingError(
@@ -304,6 +322,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "CHECKPOINT_STORE_OPTIONS": _store_options,
     "ORCHESTRATORS": _orchestrators,
     "CONVERSATION_AGENT": _conversation_agent,
+    "CONVERSATION_LOCK": _conversation_lock,
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),

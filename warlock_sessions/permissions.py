@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from django.db import IntegrityError
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
-from .models import SessionEvent, SessionOwner, SessionQuerySet, forget_records
+from .models import Conversation, SessionEvent, SessionOwner, SessionQuerySet, forget_records
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -73,13 +73,14 @@ def anonymous_key(request: Any, *, create: bool = False) -> str:
 
 
 def adopt_visitor_sessions(user: Any, request: Any) -> int:
-    """Give ``user`` the sessions they started as an anonymous visitor (on login): the
-    conversation goes on under their account. Returns how many were adopted."""
+    """Give ``user`` the sessions and conversations they started as an anonymous visitor (on
+    login): they go on under their account. Returns how many were adopted."""
     key = anonymous_key(request)
     if not key or not getattr(user, "pk", None):
         return 0
-    return SessionOwner.objects.filter(user=None, anonymous_key=key).update(
-        user=user, anonymous_key=""
+    return sum(
+        model.objects.filter(user=None, anonymous_key=key).update(user=user, anonymous_key="")
+        for model in (SessionOwner, Conversation)
     )
 
 

@@ -115,11 +115,15 @@ def test_fork_and_truncate() -> None:
         ({"target": "alt2", "message_count": 99}, 400, "invalid-input"),
         ({"target": "alt2", "message_count": -1}, 400, "invalid-input"),
         ({"target": "alt2", "message_count": "2"}, 400, "invalid-input"),
-        ({"target": ""}, 400, "invalid-input"),
-        ({}, 400, "invalid-input"),
+        ({"target": "x" * 300}, 400, "invalid-input"),
+        ({"target": "base"}, 409, "conversation-exists"),  # itself: refused, never a hang
     ]:
         answer = post(ana, "/api/conversations/base/fork/", body)
         assert (answer.status_code, answer.json()["code"]) == (status, code), body
+
+    named = post(ana, "/api/conversations/base/fork/", {"message_count": 0})
+    assert named.status_code == 201 and len(named.json()["id"]) == 32  # the server names it
+    assert named.json()["forked_from"] == {"id": "base", "messageCount": 0}
 
     cut = post(ana, "/api/conversations/base/truncate/", {"message_count": 4})
     assert cut.status_code == 200 and cut.json()["turns"] == 2
@@ -174,3 +178,15 @@ def test_the_openapi_document_describes_conversations() -> None:
     assert set(send_op["responses"]) >= {"200", "400", "404", "409", "503"}
     for path in ("history/", "fork/", "truncate/", "resume/"):
         assert f"/api/conversations/{{conversation_id}}/{path}" in paths
+
+
+def test_a_visitor_who_logs_in_keeps_their_conversations() -> None:
+    from django.contrib.auth.models import User
+
+    client = Client()
+    send(client, "mine", {"input": "hello"})
+    account = User.objects.create_user("sara", password="pw")
+    client.force_login(account)
+    assert client.get("/api/conversations/mine/").status_code == 200
+    assert Conversation.objects.get(id="mine").user == account
+    assert Client().get("/api/conversations/mine/").status_code == 404

@@ -7,6 +7,7 @@ under WARLOCK_REQUIRE_SERVICES=1, where CI installs it and a missing browser fai
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -174,7 +175,7 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 say(page, "What is my name?")
                 expect(bot.last).to_have_text("Your name is Sara.", timeout=15000)
                 page.click("#another")  # a fork before the last turn, its question ready
-                page.wait_for_url("**-alt-*/", timeout=15000)
+                page.wait_for_url(re.compile(r"/assistant/[0-9a-f]{32}/$"), timeout=15000)
                 expect(page.locator("#forked")).to_contain_text("after 2 messages")
                 expect(page.locator("#status")).to_have_text("online", timeout=15000)
                 expect(page.locator("#text")).to_have_value("What is my name?")

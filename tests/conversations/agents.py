@@ -20,3 +20,4 @@ class DownModel(OfflineChatModel):
 
 assistant = ToolAgent(OfflineChatModel(), tools=[calculate])
 down = ToolAgent(DownModel(), name="down")
+slow = ToolAgent(OfflineChatModel(delay=0.2), name="slow")  # a reply takes seconds

@@ -355,3 +355,26 @@ def test_two_processes_on_one_conversation_lose_no_turn(
     assert len(record["messages"]) == 2 * len(sent)
     if lock != "none":
         assert len(sent) == 6  # the lock made them wait, not fail
+
+
+def test_a_fork_onto_itself_or_two_forks_each_way_never_hang() -> None:
+    store = MemorySnapshotStore()
+    a, b = session("a", store, FakeAgent()), session("b", store, FakeAgent())
+    a.send("x")
+    b.send("y")
+    with pytest.raises(SessionExistsError):
+        a.fork("a")
+    outcomes: list[str] = []
+
+    def fork(source: Any, target: str) -> None:
+        try:
+            source.fork(target)
+        except SessionExistsError:
+            outcomes.append(target)
+
+    threads = [threading.Thread(target=fork, args=pair) for pair in ((a, "b"), (b, "a"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert sorted(outcomes) == ["a", "b"]  # both refused, neither stuck

@@ -3,6 +3,7 @@ then the stored result, tool activity, owners and strangers (4403), and hostile 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,9 +72,13 @@ async def test_a_stranger_is_shut_out() -> None:
     await ana.send_json_to({"type": "send", "input": "hello"})
     await until_result(ana)
 
-    mallory = await socket("/ws/conversations/mine/", "mallory")
-    accepted, _ = await mallory.connect()
-    assert accepted  # accepted, then closed: a browser tells it from a network error
+    for path in ("/ws/conversations/mine/", "/ws/conversations/unused/"):
+        mallory = await socket(path, "mallory")
+        accepted, _ = await mallory.connect()
+        assert accepted  # the handshake is the same for someone else's id and an unused one
+        await mallory.disconnect()
+    mallory = await connected("/ws/conversations/mine/", "mallory")
+    await mallory.send_json_to({"type": "send", "input": "what is my name?"})
     assert (await mallory.receive_output(timeout=5))["code"] == 4403
 
     # on an id nobody used yet, the first send decides
@@ -119,3 +124,34 @@ async def test_hostile_frames_get_an_error_and_the_socket_stays(frame: str, code
     await ana.send_json_to({"type": "send", "input": "still here?"})
     assert (await until_result(ana))[-1]["type"] == "result"
     await ana.disconnect()
+
+
+async def test_a_made_up_cookie_is_no_identity() -> None:
+    made_up = await socket(
+        "/ws/conversations/c/", cookie=b"sessionid=abcdefghijklmnopqrstuvwxyz012345"
+    )
+    accepted, code = await made_up.connect()
+    assert not accepted and code == 4403
+
+
+async def test_one_turn_at_a_time_and_a_closed_socket_cancels_its_turn() -> None:
+    with override_settings(
+        WARLOCK_SESSIONS={"CONVERSATION_AGENT": "tests.conversations.agents.slow"}
+    ):
+        ana = await connected("/ws/conversations/slow/")
+        await ana.send_json_to({"type": "send", "input": "My name is Sara."})
+        assert (await ana.receive_json_from(timeout=5))["type"] == "delta"
+        await ana.send_json_to({"type": "send", "input": "again"})
+        busy = await ana.receive_json_from(timeout=5)
+        while busy["type"] == "delta":
+            busy = await ana.receive_json_from(timeout=5)
+        assert busy["code"] == "conversation-busy"
+        await ana.disconnect()  # mid-reply: the turn stops and changes nothing
+        for _ in range(50):
+            header = await database_sync_to_async(Conversation.objects.get)(id="slow")
+            if header.pending is None:
+                break
+            await asyncio.sleep(0.1)
+        assert header.turns == 0 and header.pending is None
+        count = ConversationMessage.objects.filter(conversation_id="slow").count
+        assert await database_sync_to_async(count)() == 0

@@ -425,3 +425,10 @@ async def test_two_tabs_and_a_turn_from_elsewhere_see_every_event_once_in_order(
     for tab in (first_tab, second_tab):
         assert await tab.receive_nothing(timeout=0.3)
         await tab.disconnect()
+
+
+@pytest.mark.parametrize("layer", ["memory"], indirect=True)
+async def test_a_made_up_cookie_is_no_identity(layer: str) -> None:
+    made_up = await socket("/ws/sessions/s/", cookie=b"sessionid=abcdefghijklmnopqrstuvwxyz012345")
+    accepted, code = await made_up.connect()
+    assert not accepted and code == 4403

@@ -5,13 +5,14 @@ sessions decides who may do what; an end user sends text only."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import uuid4
 
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..agents import get_conversation_agent
+from ..agents import conversation_lock, get_conversation_agent
 from ..conversations import ConversationSession, DjangoConversationStore, session
 from ..conversations.wire import (
     ConversationFailure,
@@ -60,7 +61,7 @@ class ConversationViewSet(PolicyViewSet):
         if access.owner is None or not self.policy().can_see(request, access):
             raise conversation_not_found(conversation_id)
         self.check_object_permissions(request, access)
-        return session(conversation_id, store, get_conversation_agent()), store
+        return session(conversation_id, store, get_conversation_agent(), conversation_lock()), store
 
     @staticmethod
     def header(store: DjangoConversationStore, conversation_id: str) -> Conversation:
@@ -109,7 +110,9 @@ class ConversationViewSet(PolicyViewSet):
     @action(detail=True, methods=["post"])
     def fork(self, request: Request, conversation_id: str) -> Response:
         body = _body(request)
-        target = session_id_input(body.get("target"))
+        # Without a target the server names the fork: an id nobody can guess, and no 409
+        # telling whether someone else's conversation holds a chosen one.
+        target = session_id_input(body.get("target") or f"{uuid4().hex}")
         count = body.get("message_count")
         chat, store = self.open(request, conversation_id, creates=True)
         chat.fork(target, None if count is None else message_count(count))

@@ -218,7 +218,9 @@ class ResumeSerializer(AgentResultSerializer):
 
 
 class ForkSerializer(Shape):
-    target = serializers.CharField(help_text="the new conversation's id; it must not exist")
+    target = serializers.CharField(
+        required=False, help_text="the new conversation's id, unused (default: one is made)"
+    )
     message_count = serializers.IntegerField(required=False, help_text="default: all")
 
 

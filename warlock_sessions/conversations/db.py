@@ -32,6 +32,12 @@ class DjangoConversationStore:
         self.using: str = using or router.db_for_write(Conversation) or "default"
         self.owner = dict(owner or {})
 
+    @property
+    def lock_scope(self) -> tuple[str, str]:
+        """Every store on one database shares the in-process lock of its conversations (the
+        API makes a store per request)."""
+        return ("conversations", self.using)
+
     def header(self, id: str) -> Conversation | None:
         return Conversation.objects.using(self.using).filter(id=id).first()
 
@@ -105,10 +111,7 @@ class DjangoConversationStore:
             id=record["id"], version=record["version"]
         )
         if not rows.update(version=F("version") + 1, updated_at=timezone.now(), **fields):
-            stored = self.header(record["id"])
-            raise SessionConflictError(
-                record["id"], record["version"], stored.version if stored else None
-            )
+            raise SessionConflictError(record["id"], record["version"], self._version(record["id"]))
         record["version"] += 1
 
     def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
@@ -118,10 +121,7 @@ class DjangoConversationStore:
                 with transaction.atomic(using=self.using):
                     self._insert(record)
             except IntegrityError:  # another writer made it first, since it was read
-                stored = self.header(record["id"])
-                raise SessionConflictError(
-                    record["id"], 0, stored.version if stored else None
-                ) from None
+                raise SessionConflictError(record["id"], 0, self._version(record["id"])) from None
             return
         self._update(record, pending=pending)
         if pending is None:
@@ -166,9 +166,19 @@ class DjangoConversationStore:
                         " WHERE conversation_id = %s AND position < %s",
                         [target["id"], record["id"], n],
                     )
+                    copied = cursor.rowcount
+                if copied != n or self._version(record["id"]) != record["version"]:
+                    # the source moved (a truncate, a turn elsewhere) since it was read
+                    raise SessionConflictError(
+                        record["id"], record["version"], self._version(record["id"])
+                    )
         except IntegrityError:
             raise SessionExistsError(target["id"]) from None
         target["messages"] = record["messages"][:n]
+
+    def _version(self, id: str) -> int | None:
+        header = self.header(id)
+        return header.version if header else None
 
     def _messages(self, id: str) -> Any:
         return ConversationMessage.objects.using(self.using).filter(conversation_id=id)

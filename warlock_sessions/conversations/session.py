@@ -12,7 +12,7 @@ import threading
 import weakref
 from typing import Any
 
-from ..errors import InvalidInputError, SessionNotFoundError, ToolPairError
+from ..errors import InvalidInputError, SessionExistsError, SessionNotFoundError, ToolPairError
 from ..locks import InProcessLock, NoLock, SessionLock
 from ..snapshots import SnapshotStore
 from ..workflows.runs import logger, new_run_id, now_iso
@@ -21,14 +21,21 @@ from .stores import ConversationStore, RecordConversationStore, appended, new_re
 
 #: The default lock: one per store object, shared by every session on it.
 _store_locks: weakref.WeakKeyDictionary[Any, InProcessLock] = weakref.WeakKeyDictionary()
+#: Stores that name a ``lock_scope`` share the lock of that scope (a few: one per database).
+_scope_locks: dict[Any, InProcessLock] = {}
 _store_locks_guard = threading.Lock()
 
 
 def _default_lock(store: Any) -> InProcessLock:
+    """One per store object, or per what a store names as its ``lock_scope`` (the row store:
+    its database), so every session of this process on the same conversations shares it."""
+    scope = getattr(store, "lock_scope", None)
+    locks: Any = _store_locks if scope is None else _scope_locks
+    key = store if scope is None else scope
     with _store_locks_guard:
-        lock = _store_locks.get(store)
+        lock: InProcessLock | None = locks.get(key)
         if lock is None:
-            lock = _store_locks[store] = InProcessLock()
+            lock = locks[key] = InProcessLock()
         return lock
 
 
@@ -159,6 +166,9 @@ class ConversationSession:
         record = self.load()
         if record is None or "pending" not in record:
             return None
+        # Moved on before the agent resumes: a second resume elsewhere that read the same
+        # record loses the race at this write, instead of running the agent's tools again.
+        self.records.set_pending(record, {**record["pending"], "resumedAt": now_iso()})
         result = self.agent.resume(record["pending"]["runId"], **options)
         return self._settle(record, result, record["messages"])
 
@@ -186,6 +196,8 @@ class ConversationSession:
         """A new conversation ``target`` starting with this one's first ``message_count``
         messages (all by default), copied unchanged so signed provider blocks stay valid."""
         forked = ConversationSession(target, self.store, self.agent, self.lock)
+        if forked.key == self.key:
+            raise SessionExistsError(target)  # it is this one
 
         def copy_prefix() -> ConversationSession:
             record = self._existing()
@@ -193,10 +205,14 @@ class ConversationSession:
             n = self._cut(messages, len(messages) if message_count is None else message_count)
             new = new_record(target)
             new["forkedFrom"] = {"id": self.id, "messageCount": n}
-            forked.lock.with_lock(forked.key, lambda: self.records.fork(record, new, n))
+            self.records.fork(record, new, n)
             return forked
 
-        return self.lock.with_lock(self.key, copy_prefix)
+        # Both locks, always taken in the same order, so two forks each way cannot deadlock.
+        (first, first_lock), (second, second_lock) = sorted(
+            [(self.key, self.lock), (forked.key, forked.lock)], key=lambda pair: pair[0]
+        )
+        return first_lock.with_lock(first, lambda: second_lock.with_lock(second, copy_prefix))
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` messages (``turns`` and any pending mark untouched)."""

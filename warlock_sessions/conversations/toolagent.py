@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.session import storable, storable_text
 from ..errors import (
     AgentCancelledError,
     AgentDriftError,
@@ -261,12 +262,13 @@ class ToolAgent:
             _on_delta(emit, signal),
         )
         run.add_trip(reply)
-        if not reply.tool_calls:
+        calls = run.messages[-1].get("toolCalls") or []
+        if not calls:
             run.snapshot["status"] = "completed"
-        for call in reply.tool_calls:
+        for call in calls:
             if emit is not None:
                 emit({"type": "tool-call", **call})
-            outcome = self._call(call)
+            outcome = storable(self._call(call))
             run.messages.append(
                 {
                     "role": "tool",
@@ -340,9 +342,11 @@ class _Run:
         self.writer.save(self.snapshot)
 
     def add_trip(self, reply: ChatReply) -> None:
-        message: Message = {"role": "assistant", "content": reply.text}
+        # What the model wrote is kept as text any store can hold (no NUL, no lone
+        # surrogate); provider blocks are kept verbatim, as they are signed.
+        message: Message = {"role": "assistant", "content": storable_text(reply.text)}
         if reply.tool_calls:
-            message["toolCalls"] = reply.tool_calls
+            message["toolCalls"] = storable(reply.tool_calls)
         if reply.blocks:
             message["blocks"] = reply.blocks
         self.messages.append(message)

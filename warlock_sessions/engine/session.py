@@ -416,6 +416,18 @@ def storable_text(text: str) -> str:
     return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
+def storable(value: Any) -> Any:
+    """``value`` with every text in it made ``storable_text`` (keys included): what a model
+    wrote must never fail a save."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
+
 def _check_json_native(value: Any, depth: int, limit: int) -> None:
     kind = type(value)
     if kind is str:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from typing import Any
 
 from django.db import close_old_connections
 
 
-def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """``function`` for async code, run in a worker thread of the event loop's executor rather
-    than the one thread Channels keeps for database calls, tidying that thread's connection
-    before and after. (``asyncio.to_thread`` rather than asgiref's ``sync_to_async``, which
+def in_worker_thread(
+    function: Callable[..., Any], pool: Executor | None = None
+) -> Callable[..., Awaitable[Any]]:
+    """``function`` for async code, run in a worker thread of the event loop's executor (or of
+    ``pool``) rather than the one thread Channels keeps for database calls, tidying that
+    thread's connection before and after. (Rather than asgiref's ``sync_to_async``, which
     cost more per call: docs/benchmarks.md.)"""
 
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -23,6 +27,10 @@ def in_worker_thread(function: Callable[..., Any]) -> Callable[..., Awaitable[An
             close_old_connections()
 
     async def in_thread(*args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(run, *args, **kwargs)
+        if pool is None:
+            return await asyncio.to_thread(run, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, functools.partial(run, *args, **kwargs)
+        )
 
     return in_thread

@@ -16,6 +16,8 @@ from .chat import ChatReply, Message, OnDelta, ToolSchema, attachments_of, conte
 _NAME_GIVEN = re.compile(r"\bmy name is ([^\W\d_][\w'-]*)", re.IGNORECASE)
 _NAME_ASKED = re.compile(r"\bwhat(?:'s| is) my name\b", re.IGNORECASE)
 _WORDS = re.compile(r"\S+\s*|\s+")
+#: How much of a message the offline model quotes back, in characters.
+ECHOED = 120
 
 
 class OfflineChatModel:
@@ -82,6 +84,8 @@ class OfflineChatModel:
             name = _called_name(messages, last.get("toolCallId"))
             return f"The {name} tool {_outcome(content_text(last.get('content')))}"
         text = content_text(last.get("content")).strip()
+        if len(text) > ECHOED:  # the echo stays short, whatever was sent
+            text = text[:ECHOED].rsplit(" ", 1)[0] + "…"
         if given := _NAME_GIVEN.search(text):
             return f"Nice to meet you, {given.group(1)}. I will remember your name."
         if _NAME_ASKED.search(text):

@@ -13,7 +13,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from ..conf import warlock_settings
 from ..errors import InvalidInputError
 from ..host.wire import loads
-from ..permissions import Requester
+from ..permissions import VISITOR_KEY, Requester
 
 UNAUTHORISED = 4403
 TOO_MANY_SOCKETS = 4429
@@ -26,14 +26,17 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
     client = ""
 
     def identity(self) -> str | None:
-        """The client: a user, or an anonymous visitor's Django session; ``None``: nobody."""
+        """The client: a user, or an anonymous visitor's Django session; ``None``: nobody.
+        Reads the session (call it in a worker thread): a cookie naming no session is no
+        identity, or any made-up cookie would count as one more client."""
         user = self.requester.user
         if user is not None and user.is_authenticated:
             return f"user:{user.pk}"
         session = self.requester.session
-        if session is not None and session.session_key:
-            return f"visitor:{session.session_key}"
-        return None
+        if session is None:
+            return None
+        session.get(VISITOR_KEY)  # loading forgets a key that names no session
+        return f"visitor:{session.session_key}" if session.session_key else None
 
     @property
     def requester(self) -> Requester:

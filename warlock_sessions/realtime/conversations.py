@@ -4,11 +4,13 @@ The client sends ``{"type": "send", "input": "<text>"}``; the socket streams the
 events as they happen (``{"type": "delta", "text"}`` as the model writes, ``tool-call``,
 ``tool-result``, ``compaction``), then ``{"type": "result", "text", "run_id", "usage",
 "messages", "conversation"}`` once the turn is stored, or ``{"type": "error", "code",
-"detail"}`` (the conversation then unchanged). Turns of one socket run one after another.
+"detail"}`` (the conversation then unchanged). One turn at a time per socket: a ``send``
+while one runs gets ``conversation-busy``; closing the socket cancels the running turn.
 
-Access is the API's: a client with an identity is accepted; a conversation it may not use
-closes the socket with 4403 (at once when it exists, else when someone else's first send
-made it). Its first send to an id nobody uses makes the conversation its own.
+Access is the API's: a client with an identity (a user, or a visitor's existing Django
+session) is accepted whatever the id, so the handshake tells nothing. Its first send to an
+id nobody uses makes the conversation its own; a send to a conversation it may not use
+closes the socket with 4403.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ import asyncio
 import logging
 from typing import Any
 
-from ..agents import get_conversation_agent
+from ..agents import conversation_lock, get_conversation_agent
 from ..conf import warlock_settings
 from ..conversations import AgentResult, DjangoConversationStore, session
+from ..conversations.agent import STREAM_THREADS
 from ..conversations.wire import failure, result_json, run_failure, send_input
-from ..errors import InvalidInputError
+from ..errors import AgentCancelledError, InvalidInputError
 from ..host.threads import in_worker_thread
 from ..host.wire import session_id_input
+from ..locks import AbortSignal
 from ..models import Conversation
 from ..permissions import SessionAccess, SessionPolicy, owner_fields
 from .base import UNAUTHORISED, WarlockConsumer
@@ -34,6 +38,9 @@ SEND_ACTION = "send"
 
 
 class ConversationConsumer(WarlockConsumer):
+    running: asyncio.Task[None] | None = None
+    signal: AbortSignal | None = None
+
     async def connect(self) -> None:
         try:
             self.conversation_id = session_id_input(
@@ -42,23 +49,25 @@ class ConversationConsumer(WarlockConsumer):
         except InvalidInputError:
             await self.close(code=UNAUTHORISED)  # as for any id it may not use
             return
-        if not await self.admit(self.identity()):
-            return
-        if await in_worker_thread(self.may_send)(claim=False) is False:
-            await self.close(code=UNAUTHORISED)
+        # Whatever the id: the handshake says nothing of whether the conversation exists.
+        await self.admit(await in_worker_thread(self.identity)())
+
+    async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
+        if self.signal is not None:  # nobody is listening: the turn stops, changing nothing
+            self.signal.abort(AgentCancelledError("the socket closed"))
 
     def store(self, *, claim: bool) -> DjangoConversationStore:
         return DjangoConversationStore(owner=owner_fields(self.requester) if claim else None)
 
-    def may_send(self, *, claim: bool) -> bool | None:
-        """Whether this client may send to the conversation (``None``: nobody uses the id).
-        With ``claim`` an id nobody uses becomes the client's first."""
-        store = self.store(claim=False)
-        header = store.header(self.conversation_id)
-        if header is None and claim:
+    def may_send(self) -> bool:
+        """Whether this client may send to the conversation; an id nobody uses becomes its
+        own first."""
+        header = self.store(claim=False).header(self.conversation_id)
+        if header is None:
             header = self.store(claim=True).claim(self.conversation_id)
         if header is None:
-            return None
+            return False
         access = SessionAccess(self.conversation_id, header)
         policy: SessionPolicy = warlock_settings.PERMISSION()
         return policy.can_see(self.requester, access) and policy.can_act(
@@ -69,17 +78,28 @@ class ConversationConsumer(WarlockConsumer):
         if not isinstance(content, dict) or content.get("type") != "send":
             await self.error("invalid-input", 'a frame is {"type": "send", "input": "<text>"}')
             return
+        if self.running is not None and not self.running.done():
+            await self.error("conversation-busy", "A turn is running: wait for its result.")
+            return
         try:
-            await self.turn(send_input(content), get_conversation_agent())
+            text, agent = send_input(content), get_conversation_agent()
         except Exception as error:
-            reported = failure(error)
-            if reported is None:
-                logger.exception("a conversation turn on %r failed", self.conversation_id)
-                await self.error("error", "The turn failed; the conversation is unchanged.")
-            else:
-                await self.error(reported.code, reported.detail)
+            await self.report(error)
+            return
+        # The turn runs beside the socket, which stays free to refuse a second one (busy)
+        # and to notice a disconnect, which cancels it.
+        self.signal = AbortSignal()
+        self.running = asyncio.ensure_future(self.turn(text, agent, self.signal))
 
-    async def turn(self, text: str, agent: Any) -> None:
+    async def report(self, error: BaseException) -> None:
+        reported = failure(error)
+        if reported is None:
+            logger.error("a conversation turn on %r failed", self.conversation_id, exc_info=error)
+            await self.error("error", "The turn failed; the conversation is unchanged.")
+        else:
+            await self.error(reported.code, reported.detail)
+
+    async def turn(self, text: str, agent: Any, signal: AbortSignal) -> None:
         """Run the turn, sending its events as the agent makes them, then its result; the
         socket is closed with 4403 if this client may not send to the conversation."""
         loop = asyncio.get_running_loop()
@@ -89,25 +109,31 @@ class ConversationConsumer(WarlockConsumer):
             loop.call_soon_threadsafe(events.put_nowait, event)
 
         def run() -> tuple[AgentResult, Conversation | None] | None:
-            """In one worker thread: the access check (claiming an unused id), then the turn,
-            whose events the agent hands straight to this socket's loop (``on_event``)."""
+            """In one thread: the access check (claiming an unused id), then the turn, whose
+            events the agent hands straight to this socket's loop (``on_event``)."""
             try:
-                if not self.may_send(claim=True):
+                if not self.may_send():
                     return None
                 store = self.store(claim=True)
-                result = session(self.conversation_id, store, agent).send(text, on_event=push)
+                chat = session(self.conversation_id, store, agent, conversation_lock())
+                result = chat.send(text, on_event=push, signal=signal)
                 return result, store.header(self.conversation_id)
             finally:
                 push(None)
 
-        turn = asyncio.ensure_future(in_worker_thread(run)())
-        while (event := await events.get()) is not None:
-            await self.send_json(event)
-        outcome = await turn
-        if outcome is None:
-            await self.close(code=UNAUTHORISED)
-            return
-        result, header = outcome
-        if result.error is not None:
-            raise run_failure(result.error)
-        await self.send_json({"type": "result", **result_json(result, header)})
+        try:
+            # Turns wait for their model: they hold threads of their own pool, not those the
+            # sockets' short database calls use.
+            turn = asyncio.ensure_future(in_worker_thread(run, STREAM_THREADS)())
+            while (event := await events.get()) is not None:
+                await self.send_json(event)
+            outcome = await turn
+            if outcome is None:
+                await self.close(code=UNAUTHORISED)
+                return
+            result, header = outcome
+            if result.error is not None:
+                raise run_failure(result.error)
+            await self.send_json({"type": "result", **result_json(result, header)})
+        except Exception as error:
+            await self.report(error)

@@ -163,12 +163,11 @@
     const keep = lastUserIndex();
     if (keep < 0) return;
     const question = text(history[keep].content);
-    const target = `${id.replace(/-alt-[0-9a-f]{8}$/, "")}-alt-${crypto.randomUUID().slice(0, 8)}`;
     setBusy(true);
     try {
-      await call("POST", "fork/", { target, message_count: keep });
-      sessionStorage.setItem(`warlock-draft:${target}`, question);
-      location.href = `/assistant/${encodeURIComponent(target)}/`;
+      const fork = await call("POST", "fork/", { message_count: keep });  // the server names it
+      sessionStorage.setItem(`warlock-draft:${fork.id}`, question);
+      location.href = `/assistant/${encodeURIComponent(fork.id)}/`;
     } catch (error) {
       bubble(`⚠ ${error.message}`, "bot");
       setBusy(false);
