@@ -374,7 +374,8 @@ class ConversationAdmin(ReadOnlyAdmin):
     list_filter = ("updated_at",)
     search_fields = ["id"]
     date_hierarchy = "updated_at"
-    fields = ("id", "version", "turns", "user", "anonymous_key", "created_at", "updated_at")
+    # Not the anonymous visitor's key: it was their Django session key, a credential.
+    fields = ("id", "version", "turns", "owner", "created_at", "updated_at")
     readonly_fields = fields
     change_form_template = "admin/warlock_sessions/conversation/change_form.html"
 

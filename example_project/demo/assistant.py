@@ -44,7 +44,7 @@ def calculate(expression: str) -> str:
 
 
 @tool
-def time(question: str = "") -> str:
+def time() -> str:
     """The current time, in UTC."""
     return datetime.now(UTC).strftime("%H:%M UTC on %A %d %B %Y")
 

@@ -115,11 +115,20 @@ def test_fork_and_truncate() -> None:
         ({"target": "alt2", "message_count": 99}, 400, "invalid-input"),
         ({"target": "alt2", "message_count": -1}, 400, "invalid-input"),
         ({"target": "alt2", "message_count": "2"}, 400, "invalid-input"),
-        ({"target": "x" * 300}, 400, "invalid-input"),
         ({"target": "base"}, 409, "conversation-exists"),  # itself: refused, never a hang
     ]:
         answer = post(ana, "/api/conversations/base/fork/", body)
         assert (answer.status_code, answer.json()["code"]) == (status, code), body
+    for body, field in [
+        ({"target": "x" * 300}, "target"),
+        ({"target": "a/b"}, "target"),  # an id the API could never reach
+        ({"target": ""}, "target"),
+        ({"target": "nul\x00"}, "target"),
+        ({"target": 7}, "target"),
+        ({"target": "ok", "extra": 1}, "extra"),
+    ]:
+        answer = post(ana, "/api/conversations/base/fork/", body)
+        assert answer.status_code == 400 and answer.json()["field"] == field, body
 
     named = post(ana, "/api/conversations/base/fork/", {"message_count": 0})
     assert named.status_code == 201 and len(named.json()["id"]) == 32  # the server names it
@@ -132,6 +141,16 @@ def test_fork_and_truncate() -> None:
     assert split.status_code == 400 and split.json()["code"] == "split-tool-pair"
     missing = post(ana, "/api/conversations/base/truncate/", {})
     assert missing.status_code == 400 and missing.json()["field"] == "message_count"
+    extra = post(ana, "/api/conversations/base/truncate/", {"message_count": 1, "n": 2})
+    assert extra.status_code == 400 and extra.json()["field"] == "n"
+    huge = ana.post(
+        "/api/conversations/base/truncate/",
+        '{"message_count": 1e400}',
+        content_type="application/json",
+    )
+    assert huge.json()["detail"] == (
+        "The request body has the number 1e400, which is out of range."
+    )
 
 
 def test_resume_and_delete() -> None:

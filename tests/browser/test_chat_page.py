@@ -182,6 +182,12 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 expect(bot).to_have_count(1)
                 page.press("#text", "Enter")
                 expect(bot.last).to_have_text("Your name is Sara.", timeout=15000)
+                for index in range(4):  # a long chat, and a word longer than the screen
+                    say(page, f"note {index}: " + "Supercalifragilistic" * 4)
+                    expect(bot).to_have_count(3 + index, timeout=15000)
+                    expect(page.locator("#send")).to_be_enabled(timeout=15000)  # reply done
+                composer = page.locator("#text").bounding_box()
+                assert composer is not None and composer["y"] + composer["height"] <= height
                 overflow = page.evaluate(
                     "document.documentElement.scrollWidth - document.documentElement.clientWidth"
                 )

@@ -14,7 +14,7 @@ from django.test import override_settings
 
 from warlock_sessions.models import Conversation, ConversationMessage
 
-from .test_session_socket import APPLICATION, cookie_for, socket
+from .test_session_socket import APPLICATION, cookie_for, refused, socket
 
 SETTINGS = {"CONVERSATION_AGENT": "tests.conversations.agents.assistant"}
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -97,8 +97,7 @@ async def test_a_stranger_is_shut_out() -> None:
 
 async def test_no_identity_no_socket() -> None:
     nobody = WebsocketCommunicator(APPLICATION, "/ws/conversations/c/")
-    accepted, code = await nobody.connect()
-    assert not accepted and code == 4403
+    assert await refused(nobody) == 4403
 
 
 @pytest.mark.parametrize(
@@ -130,8 +129,7 @@ async def test_a_made_up_cookie_is_no_identity() -> None:
     made_up = await socket(
         "/ws/conversations/c/", cookie=b"sessionid=abcdefghijklmnopqrstuvwxyz012345"
     )
-    accepted, code = await made_up.connect()
-    assert not accepted and code == 4403
+    assert await refused(made_up) == 4403
 
 
 async def test_one_turn_at_a_time_and_a_closed_socket_cancels_its_turn() -> None:

@@ -4,7 +4,6 @@ sessions decides who may do what; an end user sends text only."""
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import uuid4
 
 from rest_framework import status
@@ -15,15 +14,14 @@ from rest_framework.response import Response
 from ..agents import conversation_lock, get_conversation_agent
 from ..conversations import ConversationSession, DjangoConversationStore, session
 from ..conversations.wire import (
-    ConversationFailure,
     conversation_json,
     failure,
-    message_count,
+    fork_input,
     result_json,
     run_failure,
     send_input,
+    truncate_input,
 )
-from ..host.wire import session_id_input
 from ..models import Conversation
 from ..permissions import SessionAccess, owner_fields
 from . import schema
@@ -109,13 +107,12 @@ class ConversationViewSet(PolicyViewSet):
     @schema.CONVERSATION_FORK
     @action(detail=True, methods=["post"])
     def fork(self, request: Request, conversation_id: str) -> Response:
-        body = _body(request)
+        target, count = fork_input(request.data)
         # Without a target the server names the fork: an id nobody can guess, and no 409
         # telling whether someone else's conversation holds a chosen one.
-        target = session_id_input(body.get("target") or f"{uuid4().hex}")
-        count = body.get("message_count")
+        target = target or uuid4().hex
         chat, store = self.open(request, conversation_id, creates=True)
-        chat.fork(target, None if count is None else message_count(count))
+        chat.fork(target, count)
         return Response(
             conversation_json(self.header(store, target)), status=status.HTTP_201_CREATED
         )
@@ -123,7 +120,7 @@ class ConversationViewSet(PolicyViewSet):
     @schema.CONVERSATION_TRUNCATE
     @action(detail=True, methods=["post"])
     def truncate(self, request: Request, conversation_id: str) -> Response:
-        count = message_count(_body(request).get("message_count"))
+        count = truncate_input(request.data)
         chat, store = self.open(request, conversation_id)
         chat.truncate(count)
         return Response(conversation_json(self.header(store, conversation_id)))
@@ -133,9 +130,3 @@ class ConversationViewSet(PolicyViewSet):
         chat, _store = self.open(request, conversation_id)
         chat.clear()
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise ConversationFailure(400, "invalid-input", "The body must be a JSON object.")
-    return request.data

@@ -20,7 +20,7 @@ from ..errors import (
     SessionNotFoundError,
     ToolPairError,
 )
-from ..host.wire import provider_failure
+from ..host.wire import provider_failure, session_id_input
 from ..models import Conversation
 from .agent import AgentResult
 from .toolagent import is_summary
@@ -31,15 +31,39 @@ logger = logging.getLogger("warlock_sessions.conversations")
 MAX_INPUT_CHARS = 32_000
 
 
+def _fields(body: Any, accepted: tuple[str, ...], first: str) -> dict[str, Any]:
+    """``body`` as a JSON object holding only ``accepted`` fields (``first`` names the field
+    at fault when the body is not an object)."""
+    if not isinstance(body, dict):
+        raise InvalidInputError(first, "the body is a JSON object")
+    extra = sorted(key for key in body if key not in accepted)
+    if extra:
+        raise InvalidInputError(extra[0], f"is not accepted here (only {', '.join(accepted)})")
+    return body
+
+
 def send_input(body: Any) -> str:
     """The input of a ``send`` (``{"input": "<text>"}``) from an end user: text, never
     history, tool results or files, so nothing else is accepted."""
-    if not isinstance(body, dict):
-        raise InvalidInputError("input", "the body is a JSON object")
-    extra = sorted(key for key in body if key not in ("input", "type"))
-    if extra:
-        raise InvalidInputError(extra[0], "is not accepted: a turn takes only its input text")
-    return text_input(body.get("input"))
+    return text_input(_fields(body, ("input", "type"), "input").get("input"))
+
+
+def fork_input(body: Any) -> tuple[str | None, int | None]:
+    """``{"target"?, "message_count"?}``: a target the API can address afterwards (no
+    ``/``), or ``None`` for the server to name one."""
+    fields = _fields(body, ("target", "message_count"), "target")
+    target = fields.get("target")
+    if target is not None:
+        if not isinstance(target, str) or not target or "/" in target:
+            raise InvalidInputError("target", "must be a conversation id: text without '/'")
+        target = session_id_input(target, "target")
+    count = fields.get("message_count")
+    return target, None if count is None else message_count(count)
+
+
+def truncate_input(body: Any) -> int:
+    """``{"message_count"}``."""
+    return message_count(_fields(body, ("message_count",), "message_count").get("message_count"))
 
 
 def text_input(value: Any) -> str:

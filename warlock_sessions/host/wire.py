@@ -44,12 +44,12 @@ def _nests_deeper_than(text: str, limit: int) -> bool:
 def _finite(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise InvalidInputError("body", f"the number {text[:40]} is out of range")
+        raise InvalidInputError("body", f"has the number {text[:40]}, which is out of range")
     return value
 
 
 def _no_constant(name: str) -> Any:
-    raise InvalidInputError("body", f"{name} is not JSON")
+    raise InvalidInputError("body", f"has {name}, which is not JSON")
 
 
 def loads(raw: str | bytes) -> Any:
@@ -69,12 +69,13 @@ def loads(raw: str | bytes) -> Any:
         raise InvalidInputError("body", f"is not JSON ({error})") from None
 
 
-def session_id_input(session_id: Any) -> str:
-    """A session id from a URL, checked like every store checks it (400, never a 500)."""
+def session_id_input(session_id: Any, field: str = "session_id") -> str:
+    """A session (or conversation) id from a URL or a body's ``field``, checked like every
+    store checks it (400, never a 500)."""
     try:
         return check_session_id(session_id)
     except (TypeError, ValueError) as error:
-        raise InvalidInputError("session_id", str(error)) from None
+        raise InvalidInputError(field, str(error)) from None
 
 
 def clean_text_param(name: str, value: str) -> str:

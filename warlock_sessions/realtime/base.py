@@ -42,14 +42,20 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
     def requester(self) -> Requester:
         return Requester(user=self.scope.get("user"), session=self.scope.get("session"))
 
+    async def refuse(self, code: int) -> None:
+        """Accepted, then closed with ``code``: a browser sees the code (a refused handshake
+        is only a 1006, like a network error)."""
+        await self.accept()
+        await self.close(code=code)
+
     async def admit(self, client: str | None) -> bool:
-        """Accept a client with an identity and room for one more socket; close the others
+        """Accept a client with an identity and room for one more socket; refuse the others
         (4403 without an identity, 4429 with too many sockets)."""
         if client is None:
-            await self.close(code=UNAUTHORISED)
+            await self.refuse(UNAUTHORISED)
             return False
         if _open_sockets[client] >= warlock_settings.MAX_SOCKETS_PER_CLIENT:
-            await self.close(code=TOO_MANY_SOCKETS)
+            await self.refuse(TOO_MANY_SOCKETS)
             return False
         self.client = client
         _open_sockets[client] += 1

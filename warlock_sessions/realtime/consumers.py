@@ -67,7 +67,7 @@ class SessionConsumer(WarlockConsumer):
         try:
             self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
         except InvalidInputError:
-            await self.close(code=UNAUTHORISED)  # as for any id it may not use
+            await self.refuse(UNAUTHORISED)  # as for any id it may not use
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         after = (query.get("after_seq") or ["0"])[0]

@@ -47,7 +47,7 @@ class ConversationConsumer(WarlockConsumer):
                 self.scope["url_route"]["kwargs"]["conversation_id"]
             )
         except InvalidInputError:
-            await self.close(code=UNAUTHORISED)  # as for any id it may not use
+            await self.refuse(UNAUTHORISED)  # as for any id it may not use
             return
         # Whatever the id: the handshake says nothing of whether the conversation exists.
         await self.admit(await in_worker_thread(self.identity)())
