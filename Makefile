@@ -16,13 +16,15 @@ $(VENV)/.bench-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $@
 
-# The wake worker runs beside the server and stops with it.
+# The wake worker runs beside the server and stops with it. `make demo PORT=8001` serves
+# on another port.
+PORT ?= 8000
 demo: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py demo_setup
-	$(BIN)/python manage.py warlock_worker & worker=$$!; \
+	$(BIN)/python manage.py demo_setup --port $(PORT)
+	$(BIN)/python manage.py warlock_worker -v 2 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
-	$(BIN)/python manage.py runserver 127.0.0.1:8000 --noreload
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
 
 # Style, types (mypy, strict for the engine) and the layers contract (import-linter).
 lint: $(STAMP)

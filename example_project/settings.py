@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     "warlock_sessions",
     "example_project.demo",
@@ -76,7 +77,15 @@ CHANNEL_LAYERS = {
     else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 }
 
-REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The browser pages use the session cookie; curl and scripts a token (or Basic).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+    ],
+}
 
 WARLOCK_SESSIONS = {
     "STORE": "warlock_sessions.stores.DjangoStore",

@@ -63,6 +63,24 @@ def test_retrieve_gives_the_blob_and_its_etag() -> None:
     assert response.status_code == 200 and response["ETag"] == '"1"'
     assert response.json()["session"]["runs"][0]["flowId"] == "booking"
 
+    for current in ('"1"', 'W/"1"', '"0", "1"', "*"):
+        unchanged = ana.get("/api/sessions/chat-1/", HTTP_IF_NONE_MATCH=current)
+        assert unchanged.status_code == 304 and not unchanged.content, current
+        assert unchanged["ETag"] == '"1"'
+    say(ana, "chat-1", "Ana", "m2")
+    moved = ana.get("/api/sessions/chat-1/", HTTP_IF_NONE_MATCH='"1"')
+    assert moved.status_code == 200 and moved["ETag"] == '"2"'
+    stranger = user("mallory").get("/api/sessions/chat-1/", HTTP_IF_NONE_MATCH='"2"')
+    assert stranger.status_code == 404  # the policy first: a 304 would tell it exists
+
+
+def test_the_openapi_document_has_a_title_and_version() -> None:
+    from warlock_sessions import __version__
+
+    info = user("ana").get("/api/schema/?format=json").json()["info"]
+    assert info["title"] == "warlock_sessions API" and info["version"] == __version__
+    assert "stable code" in info["description"]
+
 
 def test_events_replay_after_a_seq() -> None:
     ana = user("ana")

@@ -138,6 +138,51 @@ class ChatPageTest(ChannelsLiveServerTestCase):
         assert texts[-1].startswith("Booked! See you on") and "Ana Souza" in texts[-1]
         print(f"\nscreenshot: {shots / 'chat.png'}")
 
+    def test_a_second_tab_shows_both_sides_and_an_offline_message_is_sent_later(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            context = browser.new_context(viewport={"width": 390, "height": 700})
+            first = context.new_page()
+            first.goto(self.live_server_url + "/")
+            expect(first.locator("#status")).to_have_text("online", timeout=15000)
+            say(first, "I'd like to book an appointment")
+            expect(first.locator(".messages li.bot").last).to_have_text(
+                "Great, let's get you booked. What's your name?", timeout=15000
+            )
+
+            # Offline: the message stays on screen as "not sent", and goes on reconnect.
+            context.set_offline(True)
+            first.evaluate("window.warlockChat.socket().close()")
+            expect(first.locator("#status")).to_have_text("reconnecting…", timeout=5000)
+            say(first, "My name is Ana Souza")
+            unsent = first.locator(".messages li.unsent")
+            expect(unsent).to_have_text("My name is Ana Souza")
+            first.screenshot(path=str(shots / "offline.png"))
+            context.set_offline(False)
+            expect(first.locator(".messages li.bot").last).to_have_text(
+                "Thanks, Ana Souza! What's your e-mail address?", timeout=20000
+            )
+            expect(unsent).to_have_count(0)
+
+            # A second tab of the same visitor shows both sides, in order.
+            second = context.new_page()
+            second.goto(self.live_server_url + "/")
+            expect(second.locator(".messages li")).to_have_count(4, timeout=15000)
+            assert second.locator(".messages li").evaluate_all(
+                "items => items.map(item => [item.className, item.textContent])"
+            ) == [
+                ["me", "I'd like to book an appointment"],
+                ["bot", "Great, let's get you booked. What's your name?"],
+                ["me", "My name is Ana Souza"],
+                ["bot", "Thanks, Ana Souza! What's your e-mail address?"],
+            ]
+            second.screenshot(path=str(shots / "second-tab.png"))
+            browser.close()
+        print(f"\nscreenshots: {shots}")
+
     def test_the_assistant_streams_calls_tools_undoes_and_forks(self) -> None:
         from playwright.sync_api import expect, sync_playwright
 

@@ -431,7 +431,7 @@ def test_the_memory_scheduler_replaces_and_orders() -> None:
             {"key": "b", "at": "2026-09-20T11:00:00.000Z"},
         ]
     )
-    scheduler.add([{"key": "c", "at": "2026-09-20T10:30:00.000Z", "replaces": "a"}])
+    scheduler.add({"key": "c", "at": "2026-09-20T10:30:00.000Z", "replaces": "a"})  # one entry
     assert scheduler.size == 2
     assert [e["key"] for e in scheduler.due("2026-09-20T11:00:00.000Z")] == ["c", "b"]
     assert scheduler.size == 0

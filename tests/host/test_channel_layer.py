@@ -29,11 +29,16 @@ def test_committed_events_reach_the_session_group_in_seq_order() -> None:
 
     assert pushed["type"] == "warlock.events" and pushed["session_id"] == "s1"
     events = pushed["events"]
-    assert [event["seq"] for event in events] == [1, 2, 3, 4]
-    assert [event["type"] for event in events] == ["run_started", "outcome", "message", "turn"]
-    message = events[2]
-    assert (message["key"], message["kind"], message["after_ms"]) == ("triagem#m1:quem:1", "ai", 0)
-    assert events[3]["version"] == 1 and events[3]["changed"] is True
+    assert [event["seq"] for event in events] == [1, 2, 3, 4, 5]
+    assert [event["type"] for event in events] == [
+        "message", "run_started", "outcome", "message", "turn",
+    ]  # fmt: skip
+    assert events[0] == {"seq": 1, "type": "message", "role": "user", "text": "x", "id": "m1"}
+    message = events[3]
+    assert (message["role"], message["key"], message["kind"], message["after_ms"]) == (
+        "bot", "triagem#m1:quem:1", "ai", 0,
+    )  # fmt: skip
+    assert events[4]["version"] == 1 and events[4]["changed"] is True
 
 
 def test_group_names_are_valid_for_any_session_id() -> None:

@@ -43,7 +43,8 @@ def test_a_turn_commits_session_outbox_events_and_wakes_together(alias: str) -> 
     ]
     seqs = events_of(alias, "s1")
     assert [seq for seq, _ in seqs] == list(range(1, len(seqs) + 1))
-    assert [kind for _, kind in seqs] == ["run_started", "outcome", "message", "turn"]
+    # the user's message first, then the bot's side
+    assert [kind for _, kind in seqs] == ["message", "run_started", "outcome", "message", "turn"]
     turn_event = SessionEvent.objects.using(alias).get(session_id="s1", type="turn")
     assert turn_event.payload["version"] == 1 and turn_event.payload["input"] == {
         "kind": "message",
@@ -195,7 +196,7 @@ def test_a_store_outside_the_database_still_gets_outbox_events_and_wakes(alias: 
     assert host.using == alias
     host.handle("s1", {"message": {"text": "x", "id": "m1"}})
     assert OutboundMessage.objects.using(alias).filter(key="triagem#m1:quem:1").count() == 1
-    assert Wake.objects.using(alias).count() == 1 and len(events_of(alias, "s1")) == 4
+    assert Wake.objects.using(alias).count() == 1 and len(events_of(alias, "s1")) == 5
 
 
 def test_a_rescheduled_silence_replaces_the_old_wake(alias: str) -> None:
@@ -292,7 +293,10 @@ def test_handle_returns_the_events_it_logged(alias: str) -> None:
         .values("seq", "type", "payload")
     )
     assert first.events + second.events == logged
-    assert first.events[-1]["type"] == "turn" and second.events[0]["seq"] == 5
+    assert first.events[-1]["type"] == "turn" and second.events[0]["seq"] == 6
+    assert second.events[0]["payload"] == {"role": "user", "text": "y", "id": "m2"}
+    again = host.handle("s1", {"message": {"text": "y", "id": "m2"}})  # a resend
+    assert again.events == []  # a resend changes nothing and logs nothing
 
 
 def test_a_current_last_saved_session_spares_the_load(alias: str) -> None:

@@ -110,7 +110,9 @@ async def booking_begun(chat: WebsocketCommunicator) -> tuple[list[Any], list[An
     events = first + second
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     assert [event["text"] for event in events if event["type"] == "message"] == [
+        "I'd like to book",
         "Great, let's get you booked. What's your name?",
+        "Ana Souza",
         "Thanks, Ana Souza! What's your e-mail address?",
     ]
     return first, second
@@ -121,8 +123,10 @@ async def test_a_chat_over_the_socket_in_seq_order(layer: str) -> None:
     assert (await chat.connect())[0]
     first, second = await booking_begun(chat)
 
-    replies = [event for event in first + second if event["type"] == "message"]
-    assert set(replies[0]) == {"type", "seq", "key", "text", "kind", "after_ms"}
+    said = [event for event in first + second if event["type"] == "message"]
+    assert [event["role"] for event in said] == ["user", "bot", "user", "bot"]
+    assert set(said[0]) == {"type", "seq", "role", "text", "id"}
+    assert set(said[1]) == {"type", "seq", "role", "key", "text", "kind", "after_ms"}
     assert first[-1]["version"] == 1 and second[-1]["version"] == 2
     assert await chat.receive_nothing(timeout=0.3)
     await chat.disconnect()
@@ -426,11 +430,17 @@ async def test_two_tabs_and_a_turn_from_elsewhere_see_every_event_once_in_order(
     assert seen_second == seen_first[len(seen_first) - len(seen_second) :]
     turns = [event for event in seen_first if event["type"] == "turn"]
     assert [turn["version"] for turn in turns] == [1, 2, 3]
-    replies = [event["text"] for event in seen_first if event["type"] == "message"]
+    replies = [
+        event["text"]
+        for event in seen_first
+        if event["type"] == "message" and event["role"] == "bot"
+    ]
     assert replies[1:] == [
         "Thanks, Ana! What's your e-mail address?",
         "Which day would suit you?",
     ]
+    said = [event["text"] for event in seen_second if event.get("role") == "user"]
+    assert said == ["Ana", "ana@example.com"]  # the other tab sees what the user wrote
     for tab in (first_tab, second_tab):
         assert await tab.receive_nothing(timeout=0.3)
         await tab.disconnect()

@@ -139,7 +139,19 @@ LIST = extend_schema(
     if OPENAPI
     else None,
 )
-RETRIEVE = extend_schema(responses={200: SessionEnvelopeSerializer, **errors(403, 404, 429)})
+RETRIEVE = extend_schema(
+    responses={200: SessionEnvelopeSerializer, 304: None, **errors(403, 404, 429)},
+    parameters=[
+        OpenApiParameter(
+            "If-None-Match",
+            str,
+            OpenApiParameter.HEADER,
+            description='"<version>" you hold: 304 with no body while it is current',
+        )
+    ]
+    if OPENAPI
+    else None,
+)
 UPDATE = extend_schema(
     request=SessionEnvelopeSerializer,
     responses={

@@ -21,4 +21,20 @@ urlpatterns: list[URLPattern | URLResolver] = [path("", include(router.urls))]
 if find_spec("drf_spectacular") is not None:
     from drf_spectacular.views import SpectacularAPIView
 
-    urlpatterns.append(path("schema/", SpectacularAPIView.as_view(), name="warlock-schema"))
+    from .. import __version__
+
+    urlpatterns.append(
+        path(
+            "schema/",
+            SpectacularAPIView.as_view(
+                custom_settings={
+                    "TITLE": "warlock_sessions API",
+                    "VERSION": __version__,
+                    "DESCRIPTION": "Durable conversation state for chatbots and AI agents: "
+                    "sessions and their turns, conversations with an agent, run snapshots. "
+                    "Every error is JSON with a stable code. See docs/api.md.",
+                }
+            ),
+            name="warlock-schema",
+        )
+    )

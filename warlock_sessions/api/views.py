@@ -56,6 +56,15 @@ def version_header(request: Request, name: str) -> str | None:
     return None if value is None else value.strip()
 
 
+def if_none_match_holds(header: str | None, etag: str) -> bool:
+    """Whether a GET's ``If-None-Match`` names the current ``etag`` (or ``*``): the client's
+    copy is current, so the answer is 304 with no body."""
+    if not header:
+        return False
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in tags or etag in tags
+
+
 def etag_version(value: str) -> int:
     text = value.removeprefix("W/").strip().strip('"')
     if not (text.isascii() and text.isdigit()) or len(text) > 18:
@@ -135,9 +144,12 @@ class SessionViewSet(PolicyViewSet):
         session = default_store().load(session_id)
         if session is None:
             raise not_found(session_id)
+        etag = f'"{session["version"]}"'
+        if if_none_match_holds(request.headers.get("If-None-Match"), etag):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
         return Response(
             {"id": session_id, "version": session["version"], "session": session},
-            headers={"ETag": f'"{session["version"]}"'},
+            headers={"ETag": etag},
         )
 
     @schema.UPDATE

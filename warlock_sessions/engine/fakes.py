@@ -110,8 +110,9 @@ class MemoryScheduler:
     def __init__(self) -> None:
         self._entries: dict[str, dict[str, Any]] = {}
 
-    def add(self, entries: Iterable[Mapping[str, Any]]) -> None:
-        for entry in entries:
+    def add(self, entries: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> None:
+        """Add one entry, or many (a TurnResult's ``schedule``)."""
+        for entry in [entries] if isinstance(entries, Mapping) else entries:
             if entry.get("replaces"):
                 self._entries.pop(entry["replaces"], None)
             self._entries[entry["key"]] = dict(entry)

@@ -12,8 +12,14 @@ from ..engine import TurnResult
 def turn_events(
     result: TurnResult, version: int, turn_input: Mapping[str, Any]
 ) -> list[tuple[str, Any]]:
-    """The events a chat UI sees for one committed turn, in order, ending with its summary."""
-    events: list[tuple[str, Any]] = [("run_started", started) for started in result.started]
+    """The events a chat UI sees for one committed turn, in order, ending with its summary. A
+    message the user sent comes first (not a resend: that turn changed nothing), so every tab
+    and the admin show both sides of the conversation."""
+    events: list[tuple[str, Any]] = []
+    said = turn_input.get("message")
+    if said is not None and result.code != "duplicate-input":
+        events.append(("message", {"role": "user", "text": said["text"], "id": said.get("id")}))
+    events += [("run_started", started) for started in result.started]
     events += [("outcome", line) for line in result.outcomes]
     events += [("message", message) for message in result.messages]
     events += [
@@ -56,8 +62,11 @@ def event_frame(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
+    if kind == "message" and payload.get("role") == "user":
+        return {"role": "user", "text": payload["text"], "id": payload["id"]}
     if kind == "message":
         return {
+            "role": "bot",
             "key": payload["key"],
             "text": payload["text"],
             "kind": payload["kind"],

@@ -44,6 +44,12 @@ class Command(BaseCommand):
             poll_interval=options["poll_interval"],
             using=options["database"],
         )
+        if options["verbosity"] >= 2:  # each wake fired and message delivered, as it happens
+            handler = logging.StreamHandler(self.stdout)
+            handler.setFormatter(logging.Formatter("warlock_worker: %(asctime)s %(message)s"))
+            worker_log = logging.getLogger("warlock_sessions.worker")
+            worker_log.addHandler(handler)
+            worker_log.setLevel(logging.INFO)
         if options["verbosity"] >= 1:
             self.stdout.write("warlock_worker: firing due wakes (Ctrl-C to stop)")
         done = worker.run(once=options["once"], until_idle=options["until_idle"])
