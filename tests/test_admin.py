@@ -84,6 +84,50 @@ def test_the_detail_page_shows_runs_claims_inputs_and_the_event_timeline(
     assert f"silence:retomar:{session_id}:" in page  # the pending wake
 
 
+def test_the_session_page_leads_with_the_transcript_and_folds_the_blob(
+    staff_client: Client,
+) -> None:
+    from warlock_sessions.host import Host
+    from warlock_sessions.models import OutboundMessage
+    from warlock_sessions.stores import DjangoStore
+
+    from .host.conftest import echo_agent
+
+    host = Host(echo_agent(), DjangoStore())
+    host.handle("chat", {"message": {"text": "hello <b>there</b>", "id": "m1"}})
+    host.handle("chat", {"message": {"text": "and again", "id": "m2"}})
+    page = staff_client.get(f"{CHANGELIST}chat/change/").content.decode()
+
+    transcript = page[page.index("Transcript") : page.index("Live runs")]
+    bubbles = transcript.split('<li class="')[1:]
+    assert [bubble.split('"')[0] for bubble in bubbles] == ["user", "bot", "user", "bot"]
+    assert "hello &lt;b&gt;there&lt;/b&gt;" in bubbles[0] and "<time datetime=" in bubbles[0]
+    assert "ok" in bubbles[1]
+    outbox = page[page.index("Outbox") : page.index("Claims")]
+    assert outbox.count("<tr>") == 1 + OutboundMessage.objects.filter(session_id="chat").count()
+    # The timeline is JSON, not Python's repr; the blob comes last, folded.
+    assert "&quot;role&quot;: &quot;user&quot;" in page and "&#x27;role&#x27;" not in page
+    assert page.index('<details id="raw-blob">') > page.index("Event timeline")
+
+
+def test_sessions_are_found_by_what_their_data_says_and_show_their_agent_and_size(
+    staff_client: Client,
+) -> None:
+    from warlock_sessions.host import Host
+    from warlock_sessions.stores import DjangoStore
+
+    from .host.conftest import echo_agent
+
+    Host(echo_agent(), DjangoStore()).handle("found", {"message": {"text": "hi", "id": "m1"}})
+    SessionFactory(id="other")
+
+    page = staff_client.get(CHANGELIST + "?q=m1").content.decode()
+
+    assert "found</a>" in page and "other</a>" not in page
+    assert '<td class="field-agent">echo</td>' in page
+    assert "bytes</td>" in page or "KB</td>" in page
+
+
 def test_export_json_downloads_the_selected_sessions(staff_client: Client) -> None:
     SessionFactory(id="s1", runs=[run_blob("bv")])
     response = staff_client.post(CHANGELIST, {"action": "export_json", "_selected_action": ["s1"]})

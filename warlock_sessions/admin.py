@@ -11,8 +11,10 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote, unquote
 from django.db.models import QuerySet
+from django.db.models.functions import Length
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
@@ -111,11 +113,22 @@ class SessionAdmin(ReadOnlyAdmin):
         # Deleting the row forgets the session whole (log, outbox, wakes, owner).
         return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
-    list_display = ["id", "agent", "version", "run_statuses", "run_flows", "updated_at"]
+    list_display = [
+        "id",
+        "agent",
+        "version",
+        "run_statuses",
+        "run_flows",
+        "blob_size",
+        "updated_at",
+    ]
     list_filter = ("agent", RunStatusFilter, RunFlowFilter, "updated_at")
-    search_fields = ["id"]
+    # The blob is searched as text, so what a person knows of a conversation (a name, an
+    # e-mail given as data) finds it.
+    search_fields = ["id", "blob"]
+    search_help_text = _("An id, or any text in the session: a name, an e-mail, a flow.")
     date_hierarchy = "updated_at"
-    fields = ("id", "agent", "version", "created_at", "updated_at", "pretty_blob")
+    fields = ("id", "agent", "version", "created_at", "updated_at")
     readonly_fields = fields
     actions = ["fire_due_wakes", "export_json"]
     change_form_template = "admin/warlock_sessions/session/change_form.html"
@@ -148,13 +161,32 @@ class SessionAdmin(ReadOnlyAdmin):
             ]
             context["claims"] = sorted((blob or {}).get("claims", {}).items())
             context["inputs"] = list(reversed((blob or {}).get("inputs", [])))[:20]
-            context["timeline"] = SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
-                :TIMELINE_LENGTH
+            context["timeline"] = [
+                {
+                    "seq": event.seq,
+                    "type": event.type,
+                    "created_at": event.created_at,
+                    "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
+                }
+                for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
+                    :TIMELINE_LENGTH
+                ]
             ]
+            context["transcript"] = session_transcript(row.id)
             context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
+            context["outbox"] = OutboundMessage.objects.filter(session_id=row.id).order_by(
+                "-created_at", "-id"
+            )[:TIMELINE_LENGTH]
+            context["raw_blob"] = self.pretty_blob(row)
         return super().change_view(request, object_id, form_url, extra_context=context)
 
-    @admin.display(description=_("session blob"))
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).annotate(stored_size=Length("blob"))
+
+    @admin.display(description=_("blob size"), ordering="stored_size")
+    def blob_size(self, obj: Any) -> str:
+        return filesizeformat(obj.stored_size)
+
     def pretty_blob(self, obj: Session) -> str:
         try:
             text = json.dumps(obj.session, indent=2, ensure_ascii=False)
@@ -215,6 +247,20 @@ class WakeAdmin(ReadOnlyAdmin):
     list_display = ["session_id", "key", "agent", "due_at", "status", "attempts"]
     list_filter = ["status", "agent"]
     search_fields = ["session_id", "key"]
+
+
+def session_transcript(session_id: str) -> list[dict[str, Any]]:
+    """Both sides of a session's conversation from its log, oldest first (the latest
+    ``TIMELINE_LENGTH`` messages)."""
+    said = SessionEvent.objects.filter(session_id=session_id, type="message").order_by("-seq")
+    return [
+        {
+            "who": "user" if event.payload.get("role") == "user" else "bot",
+            "text": event.payload.get("text", ""),
+            "at": event.created_at,
+        }
+        for event in reversed(said[:TIMELINE_LENGTH])
+    ]
 
 
 def pretty_json(value: Any) -> str:
