@@ -181,7 +181,8 @@ class SessionAdmin(ReadOnlyAdmin):
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).annotate(stored_size=Length("blob"))
+        queryset: QuerySet[Any] = super().get_queryset(request)
+        return queryset.annotate(stored_size=Length("blob"))
 
     @admin.display(description=_("blob size"), ordering="stored_size")
     def blob_size(self, obj: Any) -> str:
