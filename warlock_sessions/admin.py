@@ -181,8 +181,8 @@ class SessionAdmin(ReadOnlyAdmin):
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        queryset: QuerySet[Any] = super().get_queryset(request)
-        return queryset.annotate(stored_size=Length("blob"))
+        queryset = super().get_queryset(request).annotate(stored_size=Length("blob"))
+        return cast("QuerySet[Any]", queryset)
 
     @admin.display(description=_("blob size"), ordering="stored_size")
     def blob_size(self, obj: Any) -> str:
