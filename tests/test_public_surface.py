@@ -56,8 +56,8 @@ PUBLIC = {
         "PostgresAdvisoryLock", "RedisLock", "SessionLock",
     },
     "warlock_sessions.testing": {
-        "FakeClock", "FakeModel", "FakeModelExhausted", "MemoryScheduler", "T0", "T0_MS",
-        "outcome_line", "realistic_session", "run_blob", "session_blob",
+        "Dialogue", "FakeClock", "FakeModel", "FakeModelExhausted", "MemoryScheduler", "Said",
+        "T0", "T0_MS", "outcome_line", "realistic_session", "run_blob", "session_blob",
     },
 }  # fmt: skip
 

@@ -10,7 +10,7 @@ from example_project.demo.agents import booking_agent
 from tests.engine.test_scenarios import HOUR, T0_MS, Host, S, U, payment_agent
 from warlock_sessions.engine import Agent, FakeClock, turn
 from warlock_sessions.engine.predicates import PredicateContext, evaluate
-from warlock_sessions.stores import MemoryStore
+from warlock_sessions.testing import Dialogue
 
 
 def test_an_event_that_arrives_retires_the_wait_timeout() -> None:
@@ -118,28 +118,16 @@ def test_running_holds_only_while_another_run_of_the_flows_is_live() -> None:
     assert evaluate({"running": True}, ctx(booking), {})
 
 
-def _demo_turn(store: MemoryStore, clock: FakeClock, text: str, message_id: str) -> Any:
-    loaded = store.load("demo")
-    result = turn(
-        agent=booking_agent(),
-        session_id="demo",
-        session=loaded,
-        message={"text": text, "id": message_id},
-        clock=clock,
-    )
-    if result.changed:
-        store.save(result.session, loaded["version"] if loaded else 0)
-    clock.advance(1000)
-    return result
-
-
 def test_the_demo_reminds_during_a_booking_and_not_after_it() -> None:
-    store, clock = MemoryStore(), FakeClock(T0_MS)
-    _demo_turn(store, clock, "hi", "m0")
-    asking = _demo_turn(store, clock, "book", "m1")
-    assert [wake["key"].split(":")[1] for wake in asking.schedule] == ["reminder"]
-    for index, text in enumerate(["Ana Souza", "ana@example.com", "2030-05-02", "yes"], start=2):
-        last = _demo_turn(store, clock, text, f"m{index}")
-    assert "Booked!" in last.messages[-1]["text"]
+    dialogue = Dialogue(booking_agent(), session_id="demo", clock=FakeClock(T0_MS))
+    dialogue.say("hi")
+    dialogue.say("book")
+    assert dialogue.last is not None
+    assert [wake["key"].split(":")[1] for wake in dialogue.last.schedule] == ["reminder"]
+    for text in ["Ana Souza", "ana@example.com", "2030-05-02"]:
+        dialogue.say(text)
+    assert "Booked!" in dialogue.say("yes")[-1]
+    last = dialogue.last
     assert last.schedule == []  # nobody is left to remind
     assert len(last.retired) == 1 and last.retired[0].startswith("silence:reminder:demo:")
+    assert dialogue.wakes.size == 0

@@ -117,6 +117,11 @@ class MemoryScheduler:
                 self._entries.pop(entry["replaces"], None)
             self._entries[entry["key"]] = dict(entry)
 
+    def drop(self, keys: Iterable[str]) -> None:
+        """Forget the wakes a turn retired (a TurnResult's ``retired``)."""
+        for key in keys:
+            self._entries.pop(key, None)
+
     def due(self, now: str | datetime, *, pop: bool = True) -> list[dict[str, Any]]:
         """Entries due at ``now``, earliest first (removed unless ``pop=False``)."""
         limit = ms_from_iso(now) if isinstance(now, str) else round(now.timestamp() * 1000)

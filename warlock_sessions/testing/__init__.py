@@ -8,14 +8,17 @@ pytest fixtures.
 
 from ..engine.fakes import FakeClock, FakeModel, FakeModelExhausted, MemoryScheduler
 from .blobs import T0, T0_MS, outcome_line, realistic_session, run_blob, session_blob
+from .dialogue import Dialogue, Said
 
 __all__ = [
     "T0",
     "T0_MS",
+    "Dialogue",
     "FakeClock",
     "FakeModel",
     "FakeModelExhausted",
     "MemoryScheduler",
+    "Said",
     "outcome_line",
     "realistic_session",
     "run_blob",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from ..engine.session import Session
 from ..stores.memory import MemoryStore
 from .blobs import realistic_session, session_blob
+from .dialogue import Dialogue
 
 
 @pytest.fixture
@@ -21,6 +24,12 @@ def django_store(db: None):  # type: ignore[no-untyped-def]
     from ..stores.db import DjangoStore
 
     return DjangoStore()
+
+
+@pytest.fixture
+def dialogue() -> Callable[..., Dialogue]:
+    """Makes a ``Dialogue``: ``dialogue(agent, store=..., clock=..., model=...)``."""
+    return Dialogue
 
 
 @pytest.fixture
