@@ -1,8 +1,10 @@
 """The demo's booking assistant: runs on the offline RuleModel, so `make demo` needs no network.
 
 It exercises the engine for real: a catch-all greeting said once, a booking flow collecting
-name, e-mail and preferred date (validated, re-asked up to three times), a confirmation that
-loops back to the date on "no", and a reminder after two minutes of silence while a
+name, e-mail and preferred date (validated, not in the past, re-asked up to three times and
+then given up out loud), a confirmation that takes a changed date or e-mail and asks again,
+and loops back to the date on "no", ways out at any step ("cancel", "start over", "talk to a
+person"), one booking after another, and a reminder after two minutes of silence while a
 booking is open.
 """
 
@@ -17,13 +19,15 @@ FIELDS = {
         "type": "string",
         "format": "email",
         "label": "e-mail",
-        "ask": "Thanks, {{data.name}}! What's your e-mail address?",
+        "ask": "Thanks, {{data.name|}}! What's your e-mail address?",
     },
     "date": {
         "type": "string",
         "format": "date",
         "label": "preferred date",
         "ask": "Which day would suit you?",
+        "min": "today",
+        "invalid": "That day has already passed: which day from today on would suit you?",
     },
     "confirmed": {"type": "boolean"},
 }
@@ -52,8 +56,26 @@ FLOWS = [
                     "reserve",
                     "agendar",
                     "marcar",
-                ]
+                ],
+                # One booking after another: each starts afresh on the day, keeping who.
+                "repeat": "always",
             }
+        ],
+        "clearOnStart": ["date", "confirmed"],
+        "interrupts": [
+            {
+                "when": "cancel|never mind|forget it|stop|cancelar|deixa pra la|esquece",
+                "say": 'OK, I\'ve cancelled that booking. Say "book" whenever you want.',
+            },
+            {
+                "when": "start over|start again|restart|recomecar|comecar de novo",
+                "say": "Sure, let's start again.",
+                "then": {"step": "ask_name", "clear": ["name", "email", "date", "confirmed"]},
+            },
+            {
+                "when": "talk to a person|human|agent|falar com atendente|atendente",
+                "say": "I've passed this conversation to a colleague, who will answer you here.",
+            },
         ],
         "steps": [
             {"id": "ask_name", "collect": ["name"], "prompt": "Great, let's get you booked."},
@@ -62,8 +84,12 @@ FLOWS = [
             {
                 "id": "confirm",
                 "collect": ["confirmed"],
-                "ask": "So that's {{data.date}} for {{data.name}} ({{data.email}}). "
-                "Shall I book it?",
+                "ask": "So that's {{data.date|the day you chose}} for {{data.name|you}} "
+                "({{data.email|no e-mail}}). Shall I book it?",
+                # "Make it friday instead" or a new e-mail changes it, and it asks again.
+                "amend": ["date", "email", "name"],
+                "giveUp": "I'll leave it unbooked for now.",
+                "onGiveUp": "end",
             },
             {
                 "id": "check",
@@ -71,10 +97,16 @@ FLOWS = [
                 "then": "done",
                 "else": {"step": "ask_date", "clear": ["date", "confirmed"]},
             },
+            {"id": "done", "if": {"known": ["email"]}, "then": "mailed", "else": "unmailed"},
             {
-                "id": "done",
-                "say": "Booked! See you on {{data.date}}, {{data.name}}. "
-                "A confirmation is on its way to {{data.email}}.",
+                "id": "mailed",
+                "say": "Booked! See you on {{data.date|the day you chose}}, {{data.name|friend}}. "
+                "A confirmation is on its way to {{data.email|you}}.",
+                "then": "end",
+            },
+            {
+                "id": "unmailed",
+                "say": "Booked! See you on {{data.date|the day you chose}}, {{data.name|friend}}.",
             },
         ],
     },

@@ -172,7 +172,7 @@ def test_a_complete_flow_in_json_form_is_accepted() -> None:
                         "else": {"step": "q", "clear": ["nome"]},
                         "branches": [{"if": {"equals": {"nome": "Ana"}}, "then": "s"}],
                     },
-                    {"id": "s", "say": "Oi {{data.nome}}", "once": True},
+                    {"id": "s", "say": "Oi {{data.nome|}}", "once": True},
                     {"id": "d", "do": "salvar", "with": {"quem": "{{data.nome}}"}, "onFail": "end"},
                     {"id": "e", "wait": {"event": "pago", "upTo": "7d"}, "else": {"flow": "venda"}},
                 ],

@@ -125,9 +125,9 @@ def steps(draw: Any, count: int) -> list[dict[str, Any]]:
                     {"if": {"known": ["nome"]}, "then": draw(next_moves(ids))},
                 ]
         elif kind == "prompt":
-            step["prompt"] = "Olá {{data.nome}}"
+            step["prompt"] = "Olá {{data.nome|você}}"
         elif kind == "say":
-            step["say"] = "Oi {{data.nome}}"
+            step["say"] = "Oi {{data.nome|}}"
             step["once"] = draw(st.booleans())
         elif kind == "do":
             step["do"] = draw(st.sampled_from(["act", "crash"]))

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from example_project.demo.agents import booking_agent
-from warlock_sessions.engine import Agent, FakeClock, TurnResult, turn
+from warlock_sessions.engine import Agent, FakeClock, turn
 from warlock_sessions.providers import RuleModel
 from warlock_sessions.providers.recognisers import language_of, value_for
 from warlock_sessions.providers.text import fold, phrases_score
-from warlock_sessions.stores import MemoryStore
+from warlock_sessions.testing import Dialogue
 
 NOW = datetime(2026, 9, 20, 10, tzinfo=UTC)  # a Sunday
 
@@ -138,56 +138,15 @@ def test_routing_scores_and_mentions() -> None:
     assert result.llm_calls == 0
 
 
-class Conversation:
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.store = MemoryStore()
-        self.clock = FakeClock("2026-09-20T10:00:00.000Z")
-        self.count = 0
-        self.wakes: list[dict[str, Any]] = []
-
-    def _apply(self, **turn_input: Any) -> TurnResult:
-        session = self.store.load("c1")
-        result = turn(
-            agent=self.agent, session_id="c1", session=session, clock=self.clock, **turn_input
-        )
-        if result.changed:
-            self.store.save(result.session, session["version"] if session else 0)
-            self.wakes.extend(result.schedule)
-        return result
-
-    def say(self, text: str) -> list[str]:
-        self.count += 1
-        self.clock.advance("10s")
-        return [
-            m["text"] for m in self._apply(message={"text": text, "id": f"m{self.count}"}).messages
-        ]
-
-    def wait(self, duration: str) -> list[str]:
-        self.clock.advance(duration)
-        due = [w for w in self.wakes if w["at"] <= self.clock.iso]
-        self.wakes = [w for w in self.wakes if w["at"] > self.clock.iso]
-        replies: list[str] = []
-        for wake in due:
-            replies += [m["text"] for m in self._apply(wake=wake["key"]).messages]
-        return replies
-
-    @property
-    def data(self) -> dict[str, Any]:
-        session = self.store.load("c1")
-        assert session is not None
-        return session["data"]
-
-
 def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> None:
-    chat = Conversation(booking_agent())
+    chat = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     assert chat.say("hi there") == [
         'Hi! I\'m the booking assistant. Say "book" to make an appointment.'
     ]
     assert chat.say("I'd like to book an appointment") == [
         "Great, let's get you booked. What's your name?"
     ]
-    assert chat.wait("2m") == ["Are you still there? I'm here whenever you're ready."]
+    assert chat.advance("2m") == ["Are you still there? I'm here whenever you're ready."]
     assert chat.say("My name is Ana Souza") == ["Thanks, Ana Souza! What's your e-mail address?"]
     assert chat.say("ana at example dot com") == [
         "That doesn't look like an e-mail address. Thanks, Ana Souza! What's your e-mail address?"
@@ -216,7 +175,7 @@ def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> No
 
 
 def test_a_field_given_early_is_not_asked_again_and_portuguese_works() -> None:
-    chat = Conversation(booking_agent())
+    chat = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     assert chat.say("quero agendar, meu email é ana@exemplo.com.br") == [
         "Great, let's get you booked. What's your name?"
     ]
@@ -230,12 +189,15 @@ def test_a_field_given_early_is_not_asked_again_and_portuguese_works() -> None:
 
 
 def test_max_asks_moves_on_after_the_step_re_asked_three_times() -> None:
-    chat = Conversation(booking_agent())
+    chat = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     chat.say("book")
     assert chat.say("Ana") == ["Thanks, Ana! What's your e-mail address?"]  # asked by look-ahead
-    for _ in range(3):  # the e-mail step itself re-asks maxAsks (3) times
+    for _ in range(2):  # the look-ahead was the first of maxAsks (3) asks
         assert chat.say("no idea")[0].startswith("That doesn't look like an e-mail address.")
-    assert chat.say("still no idea") == ["Which day would suit you?"]
+    assert chat.say("still no idea") == [
+        "Sorry, I couldn't get your e-mail, so let's go on without it.",
+        "Which day would suit you?",
+    ]
     assert "email" not in chat.data
 
 

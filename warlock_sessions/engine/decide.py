@@ -10,7 +10,7 @@ from typing import Any
 
 from .fields import coerce_field, extract_mode, is_known
 from .flows import Flow, Step, Trigger
-from .lifecycle import draft_run, follow, repeat_allows, start_run
+from .lifecycle import draft_run, end_run, follow, repeat_allows, start_run
 from .ports import (
     BranchQuestion,
     Understanding,
@@ -19,6 +19,8 @@ from .ports import (
 from .session import Run
 from .state import TurnState, next_label
 
+#: The step id in the key of an interrupt question ('#' is never in a step's id).
+INTERRUPTS = "#interrupts"
 ROUTE_MIN = 40
 ROUTE_STICKY = 15
 
@@ -73,6 +75,9 @@ def understand_request(state: TurnState) -> UnderstandRequest | None:
     ]
     branches = _branch_questions(floor, floor_flow)
     fields = _fields_to_extract(state, ([floor_flow] if floor_flow else []) + eligible)
+    for name in _amendable(floor, floor_flow):
+        if extract_mode(state.agent.fields[name]) == "anywhere":
+            fields[name] = state.agent.fields[name]
     if not (scored or mentioned or branches or fields):
         return None
     return UnderstandRequest(
@@ -98,17 +103,31 @@ def _model_reads(state: TurnState) -> bool:
 
 
 def _branch_questions(floor: Run | None, floor_flow: Flow | None) -> list[BranchQuestion]:
-    """The ``when`` branches of the step that holds the floor, as yes/no questions."""
+    """The floor flow's interrupts and the ``when`` branches of the step that holds the floor,
+    as yes/no questions."""
     if floor is None or floor_flow is None:
         return []
+    questions = [
+        BranchQuestion(floor["id"], INTERRUPTS, index, interrupt["when"])
+        for index, interrupt in enumerate(floor_flow.raw.get("interrupts") or [])
+    ]
     step = floor_flow.step(floor["stepId"])
     if step is None or step.kind != "talk":
-        return []
-    return [
+        return questions
+    return questions + [
         BranchQuestion(floor["id"], step.id, index, branch["when"])
         for index, branch in enumerate(step.raw.get("branches") or [])
         if "when" in branch
     ]
+
+
+def _amendable(run: Run | None, flow: Flow | None) -> list[str]:
+    """The fields the step ``run`` asks lets the user change while it asks (its ``amend``):
+    a confirmation's "make it friday instead"."""
+    step = flow.step(run["stepId"]) if run is not None and flow is not None else None
+    if run is None or step is None or step.kind != "talk" or run["status"] != "asking":
+        return []
+    return list(step.raw.get("amend") or [])
 
 
 def _fields_to_extract(state: TurnState, flows: list[Flow]) -> dict[str, Mapping[str, Any]]:
@@ -134,18 +153,94 @@ def decide(state: TurnState, understanding: Understanding | None) -> None:
     if understanding is not None:
         state.llm_calls += understanding.llm_calls
     asker = state.asker()
+    if _interrupt(state, understanding):
+        asker = None
     # A run that ingest put on the floor (a reply to a wait, an arrived event) keeps it.
-    route = None if state.floor_from_ingest else _route(state, understanding, asker)
+    route = (
+        None
+        if state.floor_from_ingest or state.interrupted
+        else _route(state, understanding, asker)
+    )
     _start_mentions(state, understanding)
     if route is not None:
         _take_route(state, route)
+    if not _write_fields(state, understanding, asker) and asker is not None:
+        _answer_asker(state, asker, understanding)
+
+
+def _answer_asker(state: TurnState, asker: Run, understanding: Understanding | None) -> None:
+    """The message answers the asking step: fire its branch, if one holds."""
+    if not state.live(asker) or asker["status"] != "asking":
+        return
+    flow = state.flows.get(asker["flowId"])
+    step = flow.step(asker["stepId"]) if flow else None
+    if flow is not None and step is not None and step.kind == "talk":
+        fire_branch(state, asker, flow, step, understanding)
+
+
+def _write_fields(state: TurnState, understanding: Understanding | None, asker: Run | None) -> bool:
+    """Write the fields the message carried; ``True`` when that changed a value the asking
+    step confirms, which then asks again (``amend``)."""
+    flow = state.flows.get(asker["flowId"]) if asker is not None else None
+    amendable = _amendable(asker, flow)
+    data = state.session["data"]
+    before = {name: data.get(name) for name in amendable}
     for name, raw in (understanding.fields if understanding else {}).items():
         write_field(state, name, raw)
-    if asker is not None and state.live(asker) and asker["status"] == "asking":
-        flow = state.flows.get(asker["flowId"])
-        step = flow.step(asker["stepId"]) if flow else None
-        if flow is not None and step is not None and step.kind == "talk":
-            fire_branch(state, asker, flow, step, understanding)
+    amended = [n for n in amendable if is_known(data.get(n)) and data[n] != before[n]]
+    if not amended or asker is None or flow is None or not state.live(asker):
+        return False
+    _ask_again_amended(state, asker, flow, amended)
+    return True
+
+
+def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
+    """The user asked to leave the flow that holds the floor ("cancel", "start over"): the
+    first of its ``interrupts`` the model heard says its sentence and moves the run to its
+    ``then`` (by default, the run ends)."""
+    floor = state.floor_run()
+    flow = state.flows.get(floor["flowId"]) if floor else None
+    if floor is None or flow is None or understanding is None:
+        return False
+    for index, interrupt in enumerate(flow.raw.get("interrupts") or []):
+        if understanding.branches.get(f"{floor['id']}/{INTERRUPTS}/{index}") is not True:
+            continue
+        state.interrupted = True
+        target = interrupt.get("then", "end")
+        key = f"{floor['id']}:{INTERRUPTS}:{index}:{state.trigger_key}"
+        state.outcome(
+            floor, "interrupt", "ok", key=key, code="interrupted", next=next_label(target)
+        )
+        step = flow.step(floor["stepId"])
+        if interrupt.get("say"):
+            said = state.render(interrupt["say"], floor, "interrupt")
+            state.emit(said, "verbatim", key, floor, step)
+        if target == "end" or step is None:
+            end_run(state, floor, "interrupted")
+        else:
+            floor["status"] = "running"
+            state.floor_run_id = floor["id"]
+            follow(state, floor, flow, step, target)
+        return True
+    return False
+
+
+def _ask_again_amended(state: TurnState, run: Run, flow: Flow, amended: list[str]) -> None:
+    """The user changed a value the asking step confirms: the step starts over (a new visit,
+    its own fields cleared) and so asks again with the new value."""
+    step = flow.step(run["stepId"])
+    assert step is not None  # _amendable found it
+    state.outcome(
+        run,
+        step.outcome_kind,
+        "ok",
+        key=state.step_key(run, step),
+        code="amended",
+        detail=", ".join(amended),
+    )
+    run["status"] = "running"
+    state.floor_run_id = run["id"]
+    follow(state, run, flow, step, {"step": step.id, "clear": step.collect})
 
 
 def _route(state: TurnState, understanding: Understanding | None, asker: Run | None) -> Flow | None:
@@ -246,7 +341,7 @@ def write_field(state: TurnState, name: str, raw: Any) -> None:
     if definition is None:
         state.outcome(None, "collect", "skipped", code="unknown-field", detail=name)
         return
-    ok, value = coerce_field(definition, raw)
+    ok, value = coerce_field(definition, raw, state.now)
     if not ok:
         state.outcome(None, "collect", "skipped", code=value, detail=name)
         return

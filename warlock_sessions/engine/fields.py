@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 DEFAULT_MAX_ASKS = 3
@@ -14,6 +15,7 @@ FIELD_FORMATS = frozenset({"email", "phone", "date", "name"})
 _TRUE_WORDS = frozenset({"true", "sim", "yes", "1"})
 _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
 # A plain decimal (JavaScript's Number() also takes hex and empty text; a person never means those).
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -23,13 +25,30 @@ def is_known(value: object) -> bool:
 
 
 def pending_fields(
+    collect: Sequence[str],
+    max_asks: int,
+    data: Mapping[str, Any],
+    asked: Mapping[str, int],
+    answering: bool = False,
+) -> list[str]:
+    """The step's fields still unknown and not yet asked ``max_asks`` times, in order. When
+    the message ``answering`` the step is read, a field asked exactly ``max_asks`` times is
+    pending too: the answer to its last ask is read before the limit applies."""
+    limit = max_asks + 1 if answering else max_asks
+    return [
+        field for field in collect if not is_known(data.get(field)) and asked.get(field, 0) < limit
+    ]
+
+
+def given_up(
     collect: Sequence[str], max_asks: int, data: Mapping[str, Any], asked: Mapping[str, int]
 ) -> list[str]:
-    """The step's fields still unknown and not yet asked ``max_asks`` times, in order."""
+    """The step's fields still unknown after ``max_asks`` asks, whose give-up is not yet
+    told (a told give-up counts one ask past the limit)."""
     return [
         field
         for field in collect
-        if not is_known(data.get(field)) and asked.get(field, 0) < max_asks
+        if not is_known(data.get(field)) and asked.get(field, 0) == max_asks
     ]
 
 
@@ -38,12 +57,17 @@ def extract_mode(field: Mapping[str, Any]) -> str:
     return field.get("extract") or ("asked" if field["type"] == "boolean" else "anywhere")
 
 
-def coerce_field(field: Mapping[str, Any], raw: object) -> tuple[bool, Any]:
-    """``(True, value)`` typed for the field, or ``(False, code)`` (bad-value, not-in-enum).
+def coerce_field(
+    field: Mapping[str, Any], raw: object, now: datetime | None = None
+) -> tuple[bool, Any]:
+    """``(True, value)`` typed for the field, or ``(False, code)`` (bad-value, not-in-enum,
+    out-of-range, no-match).
 
     Numbers accept a decimal comma (``"1500,50"`` -> 1500.5) but not thousands separators
     (``"1.500,50"`` is a bad value); integers truncate; booleans accept true/sim/yes/1 and
-    false/não/nao/no/0.
+    false/não/nao/no/0. Then the field's constraints: ``min``/``max`` for numbers and for
+    dates (``format: "date"``, ISO dates or ``"today"``, which needs ``now``), and
+    ``pattern`` (a regular expression the whole text must match).
     """
     value = _coerce_scalar(field["type"], raw)
     if value is None:
@@ -53,7 +77,34 @@ def coerce_field(field: Mapping[str, Any], raw: object) -> tuple[bool, Any]:
         type(value) is type(option) and value == option for option in allowed
     ):
         return False, "not-in-enum"
-    return True, value
+    problem = _constraint_problem(field, value, now)
+    return (False, problem) if problem else (True, value)
+
+
+def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | None) -> str | None:
+    pattern = field.get("pattern")
+    if pattern is not None and isinstance(value, str) and not re.fullmatch(pattern, value):
+        return "no-match"
+    low, high = field.get("min"), field.get("max")
+    if low is None and high is None:
+        return None
+    if field.get("format") == "date":
+        if not isinstance(value, str) or not _ISO_DATE.match(value):
+            return None
+        value = value[:10]
+        low, high = _date_bound(low, now), _date_bound(high, now)
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if (low is not None and value < low) or (high is not None and value > high):
+        return "out-of-range"
+    return None
+
+
+def _date_bound(bound: str | None, now: datetime | None) -> str | None:
+    """An ISO date bound; ``"today"`` is ``now``'s date (no bound without a clock)."""
+    if bound != "today":
+        return bound
+    return now.date().isoformat() if now is not None else None
 
 
 def _coerce_scalar(kind: str, raw: object) -> Any:

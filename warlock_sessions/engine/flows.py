@@ -16,10 +16,12 @@ from ..errors import FlowConfigurationError
 from .durations import is_duration, parse_duration
 from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES
 from .predicates import BUILT_IN, Predicate
+from .templates import placeholders
 
 TRIGGER_KINDS = ("message", "mention", "silence", "event")
 ON_END = frozenset({"end", "stay", "reset"})
 _ID = re.compile(r"^[^:#\s]+$")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TEMPLATE = re.compile(r"\{\{")
 
 Repeat = str | int  # "once", "always", or a cooldown in milliseconds
@@ -137,7 +139,7 @@ class _Checker:
         spec = self.mapping(value, path)
         for name, arg in spec.items():
             where = f"{path}.{name}"
-            if name == "equals":
+            if name in ("equals", "input", "context"):
                 self.mapping(arg, where)
             elif name == "known":
                 self.text_list(arg, where)
@@ -268,9 +270,15 @@ class _Checker:
                 )
         if "maxAsks" in spec and (type(spec["maxAsks"]) is not int or spec["maxAsks"] < 1):
             raise self.fail(f"{path}.maxAsks", "expected a whole number >= 1")
-        for key in ("prompt", "ask", "question"):
+        for key in ("prompt", "ask", "question", "giveUp"):
             if key in spec and not isinstance(spec[key], str):
                 raise self.fail(f"{path}.{key}", "expected text")
+        for index, name in enumerate(self.text_list(spec.get("amend") or [], f"{path}.amend")):
+            if name not in self.fields:
+                raise self.fail(
+                    f"{path}.amend[{index}]",
+                    f"unknown field {name!r}; declare it in the agent's fields",
+                )
         for index, branch in enumerate(spec.get("branches") or []):
             where = f"{path}.branches[{index}]"
             branch = self.mapping(branch, where)
@@ -303,6 +311,24 @@ class _Checker:
         else:
             raise self.fail(path, "expected a step id, 'end', {step, clear?} or {flow, input?}")
 
+    def interrupts(self, value: object, path: str, step_ids: set[str]) -> None:
+        """``[{when, say?, then?}]``: ways out of the flow the user may take at any step."""
+        if not isinstance(value, list | tuple):
+            raise self.fail(path, "expected a list of {when, say?, then?}")
+        for index, raw in enumerate(value):
+            where = f"{path}[{index}]"
+            interrupt = self.mapping(raw, where)
+            unknown = set(interrupt) - {"when", "say", "then"}
+            if unknown:
+                raise self.fail(f"{where}.{sorted(unknown)[0]}", "not a key of an interrupt")
+            for key in ("when", "say"):
+                if key in interrupt and not isinstance(interrupt[key], str):
+                    raise self.fail(f"{where}.{key}", "expected text")
+            if not interrupt.get("when"):
+                raise self.fail(f"{where}.when", "expected what the user says to leave")
+            if "then" in interrupt:
+                self.next(interrupt["then"], f"{where}.then", step_ids)
+
     def steps(self, raw_steps: object, path: str) -> tuple[Step, ...]:
         """A flow's steps, with unique ids, every ``then``/``else``/``onFail`` and branch
         pointing at a step of the flow, ``end`` or another flow."""
@@ -319,7 +345,7 @@ class _Checker:
         return steps
 
     def targets(self, step: Step, where: str, step_ids: set[str]) -> None:
-        for key in ("then", "else", "onFail"):
+        for key in ("then", "else", "onFail", "onGiveUp"):
             if key in step.raw:
                 self.next(step.raw[key], f"{where}.{key}", step_ids)
         for b, branch in enumerate(step.raw.get("branches") or []):
@@ -342,6 +368,9 @@ class _Checker:
         if anchor is not None and not isinstance(anchor, str):
             raise self.fail(f"{path}.anchor", "expected an anchor name")
         premise = self.predicate(spec["while"], f"{path}.while") if "while" in spec else None
+        self.interrupts(
+            spec.get("interrupts", []), f"{path}.interrupts", {step.id for step in steps}
+        )
         clear = tuple(self.text_list(spec.get("clearOnStart", []), f"{path}.clearOnStart"))
         return Flow(
             id=flow_id,
@@ -375,7 +404,37 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
             raise FlowConfigurationError(
                 f"{path}.format", f"expected one of {', '.join(sorted(FIELD_FORMATS))}"
             )
+        _check_constraints(definition, path)
     return dict(fields)
+
+
+def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
+    """``min``/``max`` fit the field (numbers, or ISO dates and "today" for a date),
+    ``pattern`` compiles, and the sentences are text."""
+    is_date = definition.get("format") == "date"
+    for key in ("min", "max"):
+        if key not in definition:
+            continue
+        bound = definition[key]
+        if is_date:
+            if bound != "today" and not (isinstance(bound, str) and _ISO_DATE.fullmatch(bound)):
+                raise FlowConfigurationError(f"{path}.{key}", "expected an ISO date or 'today'")
+        elif definition["type"] not in ("number", "integer"):
+            raise FlowConfigurationError(
+                f"{path}.{key}", "only number fields and date fields take min and max"
+            )
+        elif isinstance(bound, bool) or not isinstance(bound, int | float):
+            raise FlowConfigurationError(f"{path}.{key}", "expected a number")
+    if "pattern" in definition:
+        try:
+            re.compile(definition["pattern"])
+        except (re.error, TypeError) as error:
+            raise FlowConfigurationError(
+                f"{path}.pattern", f"not a regular expression: {error}"
+            ) from None
+    for key in ("ask", "label", "invalid", "giveUp"):
+        if key in definition and not isinstance(definition[key], str):
+            raise FlowConfigurationError(f"{path}.{key}", "expected text")
 
 
 def compile_flows(
@@ -395,4 +454,47 @@ def compile_flows(
         if flow.id in compiled:
             raise FlowConfigurationError(f"flows[{index}].id", f"flow id {flow.id!r} is used twice")
         compiled[flow.id] = flow
+    check_templates(compiled, fields)
     return compiled
+
+
+#: The texts a person reads: a step's, an interrupt's and a field's.
+READ_STEP_TEXTS = ("say", "question", "ask", "prompt", "giveUp")
+READ_FIELD_TEXTS = ("ask", "giveUp", "invalid")
+
+
+def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
+    """A text a person reads must not depend on a field that may be given up (any collected
+    field, after its ``maxAsks``) without a fallback: ``{{data.name|there}}``."""
+    collected = {name for flow in flows.values() for step in flow.steps for name in step.collect}
+    texts = (
+        [
+            (f"flows[{f}].steps[{s}].{key}", step.raw[key])
+            for f, flow in enumerate(flows.values())
+            for s, step in enumerate(flow.steps)
+            for key in READ_STEP_TEXTS
+            if isinstance(step.raw.get(key), str)
+        ]
+        + [
+            (f"flows[{f}].interrupts[{i}].say", interrupt["say"])
+            for f, flow in enumerate(flows.values())
+            for i, interrupt in enumerate(flow.raw.get("interrupts") or [])
+            if "say" in interrupt
+        ]
+        + [
+            (f"fields.{name}.{key}", definition[key])
+            for name, definition in fields.items()
+            for key in READ_FIELD_TEXTS
+            if isinstance(definition.get(key), str)
+        ]
+    )
+    for path, text in texts:
+        for placeholder, fallback in placeholders(text):
+            scope, _, name = placeholder.partition(".")
+            if scope == "data" and name.split(".")[0] in collected and fallback is None:
+                raise FlowConfigurationError(
+                    path,
+                    f"{{{{{placeholder}}}}} reads a field that is given up when it is not "
+                    f"answered after maxAsks; give it a fallback, like "
+                    f"{{{{{placeholder}|...}}}}",
+                )

@@ -262,7 +262,7 @@ def follow(state: TurnState, run: Run, flow: Flow, step: Step, target: Any) -> N
             run["asked"].pop(name, None)
         jump(state, run, flow, target["step"])
     else:
-        child_id = render(target["flow"], state.scope(run))
+        child_id = render(target["flow"], state.scope(run), keep_missing=True)
         key = state.step_key(run, step)
         end_run(state, run, "flow")
         chain(state, child_id, key, target.get("input", run.get("input")), run["hop"] + 1)

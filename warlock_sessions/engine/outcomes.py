@@ -31,6 +31,8 @@ OUTCOME_MESSAGES: dict[str, str] = {
     "already-sent": "this message was already sent once",
     "branch": "a branch of this step fired",
     "max-asks": "the field was asked the most times allowed",
+    "interrupted": "the user asked to leave the flow (one of its interrupts)",
+    "unresolved-placeholder": "a placeholder had no value and no fallback, so it was left out",
     # Waits
     "inline-delay": "a short wait rides on the next message",
     "awaiting-trigger": "the trigger's delay has not passed",
@@ -47,6 +49,9 @@ OUTCOME_MESSAGES: dict[str, str] = {
     "unknown-field": "no field by that name is declared on the agent",
     "bad-value": "the value did not fit the field's type",
     "not-in-enum": "the value is not one of the field's options",
+    "out-of-range": "the value is outside the field's min and max",
+    "no-match": "the value does not match the field's pattern",
+    "amended": "the user changed a value the step was confirming, so it asks again",
     # Provider
     "provider-unavailable": "the model call failed or came back empty",
     "provider-quota": "the provider's usage limit is spent",

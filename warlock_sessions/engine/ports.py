@@ -64,12 +64,19 @@ class Understanding:
 
 @dataclass(frozen=True)
 class TalkRequest:
-    """A talk step queued to speak, with its pending fields (collect - known - at maxAsks)."""
+    """A talk step queued to speak, with its pending fields (collect - known - at maxAsks).
+
+    ``answering``: the message answers this step's question (the run was asking it when the
+    message came), so a model reads the pending fields from it. ``final`` names the pending
+    fields on their last ask: if this answer does not give them, they are given up and the
+    engine tells the user so in place of the reply."""
 
     run: Run
     flow: Flow
     step: Step
     pending: Sequence[str]
+    answering: bool = False
+    final: Sequence[str] = ()
 
 
 @dataclass(frozen=True)

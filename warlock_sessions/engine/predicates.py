@@ -1,9 +1,11 @@
 """Code predicates: a callable runs as is; a spec dict is AND over its keys.
 
-``equals`` ({field: value}), ``known`` ([fields]), ``silenced`` (bool) and ``running`` (a list of
-flow ids: some other live run is of one of them; or a bool: whether any other run is live) are
-built in; any other key names one of the agent's ``conditions``, called as
-``condition(ctx, arg)``.
+``equals`` ({field: value}), ``known`` ([fields]), ``silenced`` (bool), ``running`` (a list of
+flow ids: some other live run is of one of them; or a bool: whether any other run is live),
+``input`` and ``context`` ({"dotted.path": value}: the run's input, which for an event flow is
+the event's payload, or the host's context, holds that value there) are built in, so a flow
+needs no Python to branch on what an event carried; any other key names one of the agent's
+``conditions``, called as ``condition(ctx, arg)``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from .fields import is_known
 
-BUILT_IN = frozenset({"equals", "known", "silenced", "running"})
+BUILT_IN = frozenset({"equals", "known", "silenced", "running", "input", "context"})
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,27 @@ def evaluate(
             holds = (ctx.silenced is not None) == bool(arg)
         elif name == "running":
             holds = _running(ctx, arg)
+        elif name in ("input", "context"):
+            root = ctx.input if name == "input" else ctx.context
+            holds = all(json_equal(_at(root, path), value) for path, value in arg.items())
         else:
             holds = bool(conditions[name](ctx, arg))
         if not holds:
             return False
     return True
+
+
+def _at(root: Any, path: str) -> Any:
+    """The value at a dotted ``path`` in JSON-like ``root`` (``None`` where there is none)."""
+    current = root
+    for key in path.split("."):
+        if isinstance(current, Mapping):
+            current = current.get(key)
+        elif isinstance(current, list | tuple) and key.isdigit() and int(key) < len(current):
+            current = current[int(key)]
+        else:
+            return None
+    return current
 
 
 def _running(ctx: PredicateContext, flows: Any) -> bool:

@@ -20,7 +20,7 @@ from .ports import (
     TalkRequest,
 )
 from .state import TurnState
-from .steps import drain, report_max_asks
+from .steps import drain, give_up
 
 # When the model cannot speak (rate limit, outage), the talk step retries at growing
 # intervals: most outages last minutes, so the first retries come soon, and the later ones
@@ -92,13 +92,19 @@ def settle(state: TurnState, outcome: Spoken | Deferral | None) -> None:
 
 
 def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
+    """The model spoke for a talk step: write the fields it heard; a field whose last answer
+    this was and that is still unknown is given up, told before the model's reply (which,
+    told the field was ``final``, goes on to what comes next)."""
     run, flow, step = talk.run, talk.flow, talk.step
     key = state.step_key(run, step)
-    if spoken.message:
-        state.emit(spoken.message, "ai", state.message_key(run, step), run, step)
+    message_key = state.message_key(run, step)
     for name, raw in spoken.fields.items():
         write_field(state, name, raw)
     state.session["data"].update(spoken.data)
+    retrying = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
+    target = give_up(state, run, step) if step.collect else step.then
+    if spoken.message:
+        state.emit(spoken.message, "ai", message_key, run, step)
     state.outcome(
         run,
         step.outcome_kind,
@@ -109,20 +115,16 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     )
     if not state.live(run):
         return
-    if step.collect:
-        pending = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
-        if pending:
-            for name in pending:
-                run["asked"][name] = run["asked"].get(name, 0) + 1
-            run["status"] = "asking"
-            return
-        if not run.get("staying"):
-            report_max_asks(state, run, step)
+    if retrying:
+        for name in retrying:
+            run["asked"][name] = run["asked"].get(name, 0) + 1
+        run["status"] = "asking"
+        return
     if run.get("staying"):
         stay_at(run, step)
         return
     run["status"] = "running"
-    follow(state, run, flow, step, step.then)
+    follow(state, run, flow, step, target)
     if state.live(run) and run["status"] == "running":
         state.queue.append(run)
 

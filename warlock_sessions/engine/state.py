@@ -19,6 +19,7 @@ from .ports import (
 )
 from .predicates import PredicateContext, evaluate, json_equal
 from .session import Run, Session, StepOutcome, new_session, storable_text
+from .templates import render
 
 KEEP = 50  # input ids, always-claims per flow and anchor, outcome lines per run
 
@@ -143,6 +144,7 @@ class TurnState:
         # Who holds the floor: the run the lead's message is about.
         self.floor_run_id: str | None = None
         self.floor_from_ingest = False  # ingest chose it (a reply, an event); routing keeps it
+        self.interrupted = False  # the user left the floor flow by one of its interrupts
         self.ingesting = False  # runs chained during ingest take the floor too
         # Speaking: at most one model-spoken talk per turn, after every verbatim message.
         self.spoke_by: set[str] = set()  # runs that said something this turn
@@ -178,6 +180,14 @@ class TurnState:
 
     def scope(self, run: Run) -> dict[str, Any]:
         return {"data": self.session["data"], "context": self.context, "input": run.get("input")}
+
+    def render(self, template: str, run: Run, kind: str) -> str:
+        """``template`` as the user reads it; a placeholder left out is logged on the run."""
+
+        def unresolved(path: str) -> None:
+            self.outcome(run, kind, "ok", code="unresolved-placeholder", detail=path)
+
+        return render(template, self.scope(run), unresolved=unresolved)
 
     def asker(self) -> Run | None:
         return next((run for run in self.runs if run["status"] == "asking"), None)

@@ -6,10 +6,11 @@ step kind.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .agent import ActionContext
 from .durations import parse_duration
-from .fields import is_known, pending_fields
+from .fields import given_up, pending_fields
 from .flows import Flow, Step
 from .isotime import iso_from_ms
 from .lifecycle import end_run, enter, finish_flow, follow, park, resume_suspended
@@ -19,7 +20,10 @@ from .ports import (
 )
 from .session import Run
 from .state import TurnState, next_label
-from .templates import render, render_deep
+from .templates import render_deep
+
+#: What the user is told when a field is given up and neither the step nor the field says.
+DEFAULT_GIVE_UP = "Sorry, I couldn't get your {label}, so let's go on without it."
 
 # A wait this short before a say or talk step is a pause in the conversation, not a timer: it
 # rides on the next message as ``afterMs`` (the host delays that send) instead of costing a wake,
@@ -131,8 +135,11 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
     """Ask for the step's missing fields: its fixed ``question`` the first time, otherwise the
     model speaks in Settle. Only one run asks at a time, so another asker is suspended."""
     pending: list[str] = []
+    answering = resuming and state.kind == "message"
     if step.collect:
-        pending = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
+        pending = pending_fields(
+            step.collect, step.max_asks, state.session["data"], run["asked"], answering
+        )
         if not pending and not run.get("staying"):
             _pass_known(state, run, flow, step, resuming)
             return
@@ -149,25 +156,42 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
                 detail=state.silenced or None,
             )
         return
+    _take_the_question(state, run)
+    if state.speak_done:
+        if state.spoke and not resuming:
+            _count_asked_ahead(run, pending)
+        return
+    if _asks_first_time(run, step, pending):
+        _ask_fixed_question(state, run, step, pending)
+    else:
+        final = [name for name in pending if run["asked"].get(name, 0) >= step.max_asks]
+        state.talk = TalkRequest(
+            run=run, flow=flow, step=step, pending=pending, answering=answering, final=final
+        )
+
+
+def _take_the_question(state: TurnState, run: Run) -> None:
+    """Only one run asks at a time: any other asker is suspended."""
     for other in state.runs:
         if other is not run and other["status"] == "asking":
             other["status"] = "suspended"
             other["suspendedAt"] = state.now_iso
     run["status"] = "asking"
-    if state.speak_done:
-        return
-    if _asks_first_time(run, step, pending):
-        _ask_fixed_question(state, run, step, pending)
-    else:
-        state.talk = TalkRequest(run=run, flow=flow, step=step, pending=pending)
+
+
+def _count_asked_ahead(run: Run, pending: list[str]) -> None:
+    """The turn's reply went out before the run came to this step; a model's reply asks what
+    comes next, so that counts as this step's first ask like any other."""
+    for name in pending:
+        run["asked"][name] = max(run["asked"].get(name, 0), 1)
 
 
 def _pass_known(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
-    """Every field is known (or asked ``max_asks`` times): the step passes without asking."""
+    """Every field is known (or given up): the step passes without asking."""
     key = state.step_key(run, step)
-    report_max_asks(state, run, step)
+    target = give_up(state, run, step)
     if resuming:
-        state.outcome(run, step.outcome_kind, "ok", key=key, next=next_label(step.then))
+        state.outcome(run, step.outcome_kind, "ok", key=key, next=next_label(target))
     else:
         state.outcome(
             run,
@@ -175,9 +199,9 @@ def _pass_known(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bo
             "skipped",
             key=key,
             code="already-known",
-            next=next_label(step.then),
+            next=next_label(target),
         )
-    follow(state, run, flow, step, step.then)
+    follow(state, run, flow, step, target)
 
 
 def _asks_first_time(run: Run, step: Step, pending: list[str]) -> bool:
@@ -190,9 +214,12 @@ def _asks_first_time(run: Run, step: Step, pending: list[str]) -> bool:
 
 
 def _ask_fixed_question(state: TurnState, run: Run, step: Step, pending: list[str]) -> None:
-    scope = state.scope(run)
     state.emit(
-        render(step.raw["question"], scope), "verbatim", state.message_key(run, step), run, step
+        state.render(step.raw["question"], run, step.outcome_kind),
+        "verbatim",
+        state.message_key(run, step),
+        run,
+        step,
     )
     for name in pending:
         run["asked"][name] = run["asked"].get(name, 0) + 1
@@ -214,7 +241,7 @@ def _execute_say(state: TurnState, run: Run, flow: Flow, step: Step, resuming: b
             return
         state.session["claims"][claim] = {"at": state.now_iso}
     state.emit(
-        render(step.raw["say"], state.scope(run)),
+        state.render(step.raw["say"], run, "say"),
         "verbatim",
         key,
         run,
@@ -346,18 +373,41 @@ def peek(flow: Flow, step: Step) -> Step | None:
     return flow.step(target["step"]) if "step" in target else None
 
 
-def report_max_asks(state: TurnState, run: Run, step: Step) -> None:
-    data = state.session["data"]
-    for name in step.collect:
-        if not is_known(data.get(name)) and run["asked"].get(name, 0) >= step.max_asks:
-            state.outcome(
-                run,
-                "collect",
-                "skipped",
-                key=state.step_key(run, step),
-                code="max-asks",
-                detail=name,
-            )
+def give_up(state: TurnState, run: Run, step: Step) -> Any:
+    """Give up the step's fields asked ``max_asks`` times and still unknown: a max-asks line
+    each, and the user is told (the step's or the field's ``giveUp`` sentence, or the default)
+    unless silenced. Returns where the run goes next: ``onGiveUp`` when a field was given up,
+    else ``then``."""
+    names = given_up(step.collect, step.max_asks, state.session["data"], run["asked"])
+    if not names:
+        return step.then
+    key = state.step_key(run, step)
+    for name in names:
+        run["asked"][name] = step.max_asks + 1
+        state.outcome(run, "collect", "skipped", key=key, code="max-asks", detail=name)
+    if state.silenced is None:
+        state.emit(
+            give_up_sentence(state, run, step, names),
+            "verbatim",
+            f"{key}:gave-up:{'+'.join(names)}",
+            run,
+            step,
+        )
+    return step.raw.get("onGiveUp", step.then)
+
+
+def give_up_sentence(state: TurnState, run: Run, step: Step, names: list[str]) -> str:
+    if "giveUp" in step.raw:
+        return state.render(step.raw["giveUp"], run, "collect")
+    sentences = []
+    for name in names:
+        definition = state.agent.fields[name]
+        if "giveUp" in definition:
+            sentences.append(state.render(definition["giveUp"], run, "collect"))
+        else:
+            label = definition.get("label") or name
+            sentences.append(DEFAULT_GIVE_UP.format(label=label))
+    return " ".join(dict.fromkeys(sentences))
 
 
 EXECUTORS = {

@@ -1,35 +1,49 @@
 """``{{data.x}}``, ``{{context.x}}`` and ``{{input.x}}`` substitution in prompts, says and params.
 
-A path that resolves to nothing keeps its placeholder, so a typo stays visible. A path the
-host answered with nothing (an empty string, or a walk *through* a ``None``) is blank: the
-placeholder goes and the gap it leaves is closed ("Ola {{context.lead.name}}, tudo bem?" sends
-"Ola, tudo bem?").
+``{{data.name|there}}`` gives a fallback: the text after ``|``, used when the path resolves to
+nothing. What a user reads never shows a placeholder: a path that resolves to nothing and has
+no fallback is blank, and the gap it leaves is closed ("Ola {{context.lead.name}}, tudo bem?"
+sends "Ola, tudo bem?"); ``unresolved`` hears of each such path, so the engine can log it.
+Flows are checked at load for the ones that can be caught (``placeholders``). Action params
+and flow targets, read by code rather than people, keep an unresolved placeholder as written
+(``keep_missing``), so a typo stays visible there.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-_PLACEHOLDER = re.compile(r"\{\{\s*([^}\s]+)\s*\}\}")
+_PLACEHOLDER = re.compile(r"\{\{\s*([^}|\s]+)\s*(?:\|([^}]*))?\}\}")
 _ABSENT = object()
 _MISSING = object()
 
 
-def render(template: str, scope: Mapping[str, Any]) -> str:
+def render(
+    template: str,
+    scope: Mapping[str, Any],
+    *,
+    keep_missing: bool = False,
+    unresolved: Callable[[str], None] | None = None,
+) -> str:
     emptied = False
 
     def substitute(match: re.Match[str]) -> str:
         nonlocal emptied
         value = _lookup(scope, match[1].split("."))
-        if value is _ABSENT:
-            emptied = True
-            return ""
-        if value is _MISSING or value is None:
-            return match[0]
-        text = _stringify(value)
+        if value is _MISSING or value is None or value is _ABSENT:
+            if match[2] is not None:
+                text = match[2].strip()
+            elif keep_missing and value is not _ABSENT:
+                return match[0]
+            else:
+                if value is not _ABSENT and unresolved is not None:
+                    unresolved(match[1])
+                text = ""
+        else:
+            text = _stringify(value)
         if text == "":
             emptied = True
         return text
@@ -38,10 +52,16 @@ def render(template: str, scope: Mapping[str, Any]) -> str:
     return _tidy(out) if emptied else out
 
 
+def placeholders(template: str) -> Iterator[tuple[str, str | None]]:
+    """Each placeholder's path and fallback (``None`` when it has none)."""
+    for match in _PLACEHOLDER.finditer(template):
+        yield match[1], match[2]
+
+
 def render_deep(value: Any, scope: Mapping[str, Any]) -> Any:
     """``render`` over every string inside a JSON-like value."""
     if isinstance(value, str):
-        return render(value, scope)
+        return render(value, scope, keep_missing=True)
     if isinstance(value, list | tuple):
         return [render_deep(item, scope) for item in value]
     if isinstance(value, dict):
@@ -80,4 +100,5 @@ def _stringify(value: Any) -> str:
 def _tidy(text: str) -> str:
     text = re.sub(r"(?<=\S)[ \t]{2,}", " ", text)
     text = re.sub(r" +([,.;:!?\u2026])", r"\1", text)
+    text = re.sub(r",(?=[.;:!?\u2026])", "", text)
     return re.sub(r"[ \t]+$", "", text, flags=re.MULTILINE)

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..engine.fields import coerce_field, is_known
 from ..engine.flows import Flow, Step
-from ..engine.isotime import iso_from_datetime
 from ..engine.ports import (
     IdleRequest,
     SpeakRequest,
@@ -45,6 +44,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "number": "I need a number.",
         "boolean": "Please answer yes or no.",
         "enum": "Please choose one of: {options}.",
+        "range": "I can't take that one.",
     },
     "pt": {
         "ask": "Qual é o seu {label}?",
@@ -60,6 +60,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "number": "Preciso de um número.",
         "boolean": "Responda sim ou não, por favor.",
         "enum": "Escolha uma destas opções: {options}.",
+        "range": "Esse valor eu não posso aceitar.",
     },
 }
 
@@ -166,15 +167,18 @@ class RuleModel:
         if isinstance(talk, IdleRequest):
             prompt = talk.idle.get("prompt") or words["idle"]
             return Spoken(message=render(prompt, self._scope(request, {})), llm_calls=0)
-        answering = self._answering(request, talk)
+        answering = talk.answering and bool(request.text)
         found, problem = self._heard_fields(request, talk, answering, language)
         data = {**request.data, **found}
         scope = self._scope(request, data)
+        # A field on its last ask that this answer did not give is given up (the engine
+        # says so): the reply goes on to what comes after the step instead of asking again.
         missing = [name for name in talk.pending if name not in found]
-        if missing:
-            message = self._ask_again(request, talk, missing, problem, answering, scope, language)
+        asking = [name for name in missing if name not in talk.final]
+        if asking:
+            message = self._ask_again(request, talk, asking, problem, answering, scope, language)
         elif talk.step.collect:
-            message = self._after_collect(request, data, language)
+            message = self._after_collect(request, data, language, gave_up=bool(missing))
         else:
             message = render(talk.step.raw.get("prompt") or words["thanks"], scope)
         return Spoken(message=message, fields=found, llm_calls=0)
@@ -192,11 +196,13 @@ class RuleModel:
         for name in talk.pending:
             definition = request.fields.get(name) or {"type": "string"}
             raw = value_for(definition, text, request.now, language, asked=True)
-            ok, value = coerce_field(definition, raw) if raw is not None else (False, None)
+            ok, value = (
+                coerce_field(definition, raw, request.now) if raw is not None else (False, None)
+            )
             if ok:
                 found[name] = value
             elif not problem:
-                problem = self._problem(definition, language)
+                problem = self._problem(definition, language, value)
         return found, problem
 
     def _ask_again(
@@ -218,21 +224,6 @@ class RuleModel:
         if not parts or not parts[-1].rstrip().endswith("?"):
             parts.append(self._ask(step, missing, request.fields, scope, language))
         return " ".join(part for part in parts if part)
-
-    @staticmethod
-    def _answering(request: SpeakRequest, talk: TalkRequest) -> bool:
-        """Whether the message answers this step's question: not the message that started the
-        run (its trigger), nor one that reached this step during this turn."""
-        if not request.text or request.input_kind != "message":
-            return False
-        now = iso_from_datetime(request.now)
-        if talk.run["startedAt"] == now:
-            return False
-        # A line from another step at this instant: the run came to this step during the turn.
-        return not any(
-            line["at"] == now and line.get("stepId") != talk.step.id
-            for line in talk.run["outcomes"]
-        )
 
     @staticmethod
     def _scope(request: SpeakRequest, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -264,8 +255,12 @@ class RuleModel:
         return words["ask_many"].format(labels=", ".join(labels[:-1]) + words["and"] + labels[-1])
 
     @staticmethod
-    def _problem(definition: Mapping[str, Any], language: str) -> str:
+    def _problem(definition: Mapping[str, Any], language: str, code: str | None = None) -> str:
+        """What was wrong with an answer: the field's own ``invalid`` sentence for a value
+        outside its constraints, else a sentence for its kind."""
         words = _WORDS[language]
+        if code in ("out-of-range", "no-match"):
+            return str(definition.get("invalid") or words["range"])
         if definition.get("enum"):
             return words["enum"].format(options=", ".join(map(str, definition["enum"])))
         key = definition.get("format") or {
@@ -275,14 +270,17 @@ class RuleModel:
         }.get(definition["type"], "sorry")
         return words.get(key, words["sorry"])
 
-    def _after_collect(self, request: SpeakRequest, data: dict[str, Any], language: str) -> str:
+    def _after_collect(
+        self, request: SpeakRequest, data: dict[str, Any], language: str, gave_up: bool = False
+    ) -> str:
         """Every pending field is in. The turn's one reply should also ask what the conversation
         needs next, because a talk step reached later in this turn waits for the next message:
         walk the flow as the engine will (through ``if`` steps on built-in predicates and
         ``{step, clear}`` moves) to the next question, or stay quiet before a ``say``."""
         talk = request.talk
         assert isinstance(talk, TalkRequest)
-        flow, step, target = talk.flow, talk.step, talk.step.then
+        flow, step = talk.flow, talk.step
+        target = step.raw.get("onGiveUp", step.then) if gave_up else step.then
         for _ in range(len(flow.steps) + 1):
             current = _resolve(flow, step, target, data)
             if current is None:
@@ -314,7 +312,8 @@ class RuleModel:
             else:
                 break
             step, target = current, current.then
-        return _WORDS[language]["thanks"]
+        # After a give-up the engine's sentence is the reply.
+        return "" if gave_up else _WORDS[language]["thanks"]
 
 
 def _resolve(flow: Flow, step: Step, target: Any, data: dict[str, Any]) -> Step | None:

@@ -177,6 +177,12 @@ def _talk_lines(request: SpeakRequest, talk: TalkRequest, scope: dict[str, Any])
             how = f': ask like "{render(ask, scope)}"' if ask else ""
             wanted.append(f"- {name} ({describe_field(definition)}){how}")
         lines.append("Ask the customer for what is still missing:\n" + "\n".join(wanted))
+    if talk.final:
+        lines.append(
+            "This was the last try for "
+            + ", ".join(talk.final)
+            + ": if the message does not give it, do not ask for it again; go on without it."
+        )
     known = {k: v for k, v in request.data.items() if v not in (None, "")}
     if known:
         lines.append("Known so far: " + json.dumps(known, ensure_ascii=False, default=str))

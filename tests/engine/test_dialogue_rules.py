@@ -1,0 +1,363 @@
+"""The dialogue rules every model gets from the engine: the last answer is read before the ask
+limit, a give-up is told, placeholders never reach the user, interrupts, a changed mind at a
+confirmation, field constraints. Scripted with the FakeModel, so they hold whatever the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from warlock_sessions.engine import Agent, FakeModel, Spoken, Understanding
+from warlock_sessions.engine.fields import coerce_field
+from warlock_sessions.engine.templates import render
+from warlock_sessions.errors import FlowConfigurationError
+from warlock_sessions.testing import Dialogue
+
+EMAIL = {"email": {"type": "string", "format": "email", "label": "e-mail"}}
+
+
+def asking_agent(**step: Any) -> Agent:
+    return Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [
+                    {"id": "q", "collect": ["email"], "maxAsks": 2, **step},
+                    {"id": "bye", "say": "Bye {{data.email|then}}."},
+                ],
+            }
+        ],
+        fields=EMAIL,
+        model=FakeModel(),
+        name="lead",
+    )
+
+
+def scripted(agent: Agent, *speak: Spoken, understand: int = 0) -> Dialogue:
+    model = FakeModel(understand=[Understanding()] * understand, speak=list(speak))
+    return Dialogue(agent, model=model)
+
+
+def test_the_answer_to_the_last_ask_is_read_and_can_still_give_the_value() -> None:
+    dialogue = scripted(
+        asking_agent(),
+        Spoken(message="Your e-mail?"),
+        Spoken(message="Again: your e-mail?"),
+        Spoken(message="", fields={"email": "a@b.co"}),
+        understand=2,
+    )
+    dialogue.say("hi")
+    dialogue.say("?")
+    assert dialogue.say("a@b.co") == ["Bye a@b.co."]
+    assert dialogue.data == {"email": "a@b.co"}
+    final = dialogue.model.requests["speak"][-1].talk  # type: ignore[union-attr]
+    assert (final.answering, list(final.pending), list(final.final)) == (
+        True,
+        ["email"],
+        ["email"],
+    )
+
+
+def test_a_field_given_up_is_told_before_the_reply_and_the_flow_goes_on() -> None:
+    dialogue = scripted(
+        asking_agent(),
+        Spoken(message="Your e-mail?"),
+        Spoken(message="Again?"),
+        Spoken(message="Going on."),
+        understand=2,
+    )
+    dialogue.say("hi")
+    dialogue.say("?")
+    assert dialogue.say("??") == [
+        "Sorry, I couldn't get your e-mail, so let's go on without it.",
+        "Going on.",
+        "Bye then.",
+    ]
+    assert dialogue.codes.count("max-asks") == 1
+    assert dialogue.last is not None
+    assert dialogue.last.messages[0]["key"] == "lead#m1:q:1:gave-up:email"
+
+
+def test_the_step_sentence_and_target_for_a_give_up() -> None:
+    agent = asking_agent(giveUp="No e-mail then.", onGiveUp="end")
+    dialogue = scripted(
+        agent, Spoken(message="E-mail?"), Spoken(message="E-mail?"), Spoken(), understand=2
+    )
+    dialogue.say("hi")
+    dialogue.say("?")
+    assert dialogue.say("??") == ["No e-mail then."]
+    assert dialogue.runs == []
+
+
+def test_asks_count_the_same_for_a_step_reached_after_a_reply() -> None:
+    """The reply that answered one step asks the next: that is the next step's first ask."""
+    agent = Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [
+                    {"id": "a", "collect": ["name"]},
+                    {"id": "b", "collect": ["email"], "maxAsks": 2},
+                ],
+            }
+        ],
+        fields={"name": {"type": "string"}, **EMAIL},
+        model=FakeModel(),
+        name="lead",
+    )
+    dialogue = scripted(
+        agent,
+        Spoken(message="Name?"),
+        Spoken(message="And your e-mail?", fields={"name": "Ana"}),
+        Spoken(message="E-mail?"),
+        Spoken(message="Ok."),
+        understand=3,
+    )
+    dialogue.say("hi")
+    dialogue.say("Ana")
+    assert dialogue.session is not None
+    assert dialogue.session["runs"][0]["asked"]["email"] == 1
+    dialogue.say("?")
+    assert dialogue.say("??")[0].startswith("Sorry, I couldn't get your e-mail")
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("Hi {{data.email}}", "give it a fallback"),
+        ("Hi {{ data.email }}!", "give it a fallback"),
+    ],
+)
+def test_a_text_reading_a_field_that_may_be_given_up_needs_a_fallback(
+    template: str, why: str
+) -> None:
+    with pytest.raises(FlowConfigurationError, match=why) as caught:
+        asking_agent(question=template)
+    assert "flows[0].steps[0].question" in str(caught.value)
+
+
+def test_a_field_sentence_and_an_interrupt_sentence_are_checked_too() -> None:
+    with pytest.raises(FlowConfigurationError, match=r"fields\.email\.ask"):
+        Agent(
+            [{"id": "f", "steps": [{"id": "q", "collect": ["email"]}]}],
+            fields={"email": {"type": "string", "ask": "Still {{data.email}}?"}},
+        )
+    with pytest.raises(FlowConfigurationError, match=r"interrupts\[0\]\.say"):
+        Agent(
+            [
+                {
+                    "id": "f",
+                    "interrupts": [{"when": "stop", "say": "Bye {{data.email}}"}],
+                    "steps": [{"id": "q", "collect": ["email"]}],
+                }
+            ],
+            fields=EMAIL,
+        )
+
+
+@pytest.mark.parametrize(
+    ("template", "scope", "expected"),
+    [
+        ("Hi {{data.name|there}}!", {"data": {}}, "Hi there!"),
+        ("Hi {{data.name|there}}!", {"data": {"name": "Ana"}}, "Hi Ana!"),
+        ("Hi {{data.name| }}!", {"data": {}}, "Hi!"),
+        ("Hi {{data.name}}, ok", {"data": {}}, "Hi, ok"),
+        ("Hi {{data.name}}", {"data": {"name": None}}, "Hi"),
+    ],
+)
+def test_a_person_never_reads_a_placeholder(
+    template: str, scope: dict[str, Any], expected: str
+) -> None:
+    assert render(template, scope) == expected
+
+
+def test_an_unresolved_placeholder_is_logged_and_code_keeps_it() -> None:
+    heard: list[str] = []
+    assert render("Oi {{data.x}}", {"data": {}}, unresolved=heard.append) == "Oi"
+    assert heard == ["data.x"]
+    assert render("{{data.x}}", {"data": {}}, keep_missing=True) == "{{data.x}}"
+
+    agent = Agent(
+        [{"id": "f", "on": [{"message": []}], "steps": [{"id": "s", "say": "Oi {{data.x}}!"}]}],
+        name="f",
+    )
+    dialogue = Dialogue(agent)
+    assert dialogue.say("hi") == ["Oi!"]
+    assert "unresolved-placeholder" in dialogue.codes
+
+
+def interrupting_agent() -> Agent:
+    return Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": ["book"]}],
+                "interrupts": [
+                    {"when": "cancel", "say": "Cancelled."},
+                    {"when": "again", "then": {"step": "q", "clear": ["email"]}},
+                ],
+                "steps": [{"id": "q", "collect": ["email"]}, {"id": "w", "wait": "1h"}],
+            }
+        ],
+        fields=EMAIL,
+        model=FakeModel(),
+        name="lead",
+    )
+
+
+def branch(index: int) -> Understanding:
+    return Understanding(flows={"lead": 0}, branches={f"lead#m1/#interrupts/{index}": True})
+
+
+def test_an_interrupt_ends_the_run_at_any_step_with_its_sentence() -> None:
+    model = FakeModel(
+        understand=[Understanding(flows={"lead": 100}), branch(0)],
+        speak=[Spoken(message="E-mail?")],
+    )
+    dialogue = Dialogue(interrupting_agent(), model=model)
+    dialogue.say("book")
+    assert dialogue.say("cancel") == ["Cancelled."]
+    assert dialogue.runs == [] and "interrupted" in dialogue.codes
+    asked = model.requests["understand"][1].branches
+    assert [question.key for question in asked] == [
+        "lead#m1/#interrupts/0",
+        "lead#m1/#interrupts/1",
+    ]
+
+
+def test_an_interrupt_can_move_the_run_and_the_step_asks_afresh() -> None:
+    model = FakeModel(
+        understand=[Understanding(flows={"lead": 100}), branch(1)],
+        speak=[Spoken(message="E-mail?"), Spoken(message="From the top: e-mail?")],
+    )
+    dialogue = Dialogue(interrupting_agent(), model=model)
+    dialogue.say("book")
+    assert dialogue.say("again") == ["From the top: e-mail?"]
+    assert dialogue.step_of("lead") == "q"
+
+
+@pytest.mark.parametrize(
+    "interrupts",
+    [[{"say": "x"}], [{"when": "x", "then": "nowhere"}], [{"when": "x", "go": "end"}], "x"],
+)
+def test_interrupts_are_checked_at_load(interrupts: Any) -> None:
+    with pytest.raises(FlowConfigurationError, match="interrupts"):
+        Agent([{"id": "f", "interrupts": interrupts, "steps": [{"id": "s", "say": "hi"}]}])
+
+
+def test_a_changed_value_at_a_confirmation_updates_it_and_asks_again() -> None:
+    agent = Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [
+                    {"id": "q", "collect": ["email"]},
+                    {"id": "ok", "collect": ["sure"], "amend": ["email"]},
+                ],
+            }
+        ],
+        fields={**EMAIL, "sure": {"type": "boolean"}},
+        model=FakeModel(),
+        name="lead",
+    )
+    model = FakeModel(
+        understand=[
+            Understanding(fields={"email": "a@b.co"}),
+            Understanding(fields={"email": "new@b.co"}),
+        ],
+        speak=[
+            Spoken(message="E-mail?"),
+            Spoken(message="a@b.co, right?"),
+            Spoken(message="new@b.co, right?"),
+        ],
+    )
+    dialogue = Dialogue(agent, model=model)
+    dialogue.say("hi")
+    dialogue.say("a@b.co")
+    assert dialogue.say("no, use new@b.co") == ["new@b.co, right?"]
+    assert dialogue.data["email"] == "new@b.co" and "amended" in dialogue.codes
+    # The confirmation asks afresh, not as the re-ask of a bad answer.
+    assert model.requests["understand"][1].fields.keys() == {"email"}
+    assert model.requests["speak"][-1].talk.answering is False  # type: ignore[union-attr]
+
+
+NOW = "2026-09-20T10:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    ("field", "raw", "expected"),
+    [
+        ({"type": "string", "format": "date", "min": "today"}, "2026-09-19", "out-of-range"),
+        ({"type": "string", "format": "date", "min": "today"}, "2026-09-20", "2026-09-20"),
+        ({"type": "string", "format": "date", "max": "2026-12-31"}, "2027-01-01", "out-of-range"),
+        ({"type": "integer", "min": 1, "max": 12}, "13", "out-of-range"),
+        ({"type": "integer", "min": 1, "max": 12}, "12", 12),
+        ({"type": "number", "min": 0.5}, "0,4", "out-of-range"),
+        ({"type": "string", "pattern": r"[A-Z]{3}-\d{4}"}, "ABC-1234", "ABC-1234"),
+        ({"type": "string", "pattern": r"[A-Z]{3}-\d{4}"}, "ABC-1234x", "no-match"),
+    ],
+)
+def test_field_constraints(field: dict[str, Any], raw: Any, expected: Any) -> None:
+    from warlock_sessions.engine.isotime import ms_from_iso
+    from warlock_sessions.testing import FakeClock
+
+    now = FakeClock(ms_from_iso(NOW)).now()
+    ok, value = coerce_field(field, raw, now)
+    assert value == expected
+    assert ok is (expected not in ("out-of-range", "no-match"))
+
+
+@pytest.mark.parametrize(
+    ("field", "path"),
+    [
+        ({"type": "string", "format": "date", "min": "yesterday"}, "fields.f.min"),
+        ({"type": "string", "min": 1}, "fields.f.min"),
+        ({"type": "integer", "max": "3"}, "fields.f.max"),
+        ({"type": "string", "pattern": "("}, "fields.f.pattern"),
+        ({"type": "string", "invalid": 3}, "fields.f.invalid"),
+    ],
+)
+def test_constraints_are_checked_at_load(field: dict[str, Any], path: str) -> None:
+    with pytest.raises(FlowConfigurationError, match=path.replace(".", r"\.")):
+        Agent([], fields={"f": field})
+
+
+def test_an_event_flow_branches_on_its_payload_in_plain_json() -> None:
+    agent = Agent(
+        [
+            {
+                "id": "order",
+                "on": [{"event": "order", "if": {"input": {"stage": "paid"}}}],
+                "steps": [
+                    {"id": "big", "if": {"input": {"order.items.0": "sofa"}}, "else": "small"},
+                    {"id": "thanks", "say": "Your sofa is on its way.", "then": "end"},
+                    {"id": "small", "say": "Your order is on its way."},
+                ],
+            },
+            {
+                "id": "vip",
+                "on": [{"event": "order", "if": {"context": {"tier": "gold"}}}],
+                "steps": [{"id": "hi", "say": "Gold thanks!"}],
+            },
+        ],
+        name="shop",
+    )
+    dialogue = Dialogue(agent, context={"tier": "silver"})
+    assert dialogue.event("order", {"stage": "cart"}) == []
+    assert dialogue.event("order", {"stage": "paid", "order": {"items": ["sofa"]}}) == [
+        "Your sofa is on its way."
+    ]
+    assert dialogue.event("order", {"stage": "paid", "order": {"items": []}}) == [
+        "Your order is on its way."
+    ]
+    dialogue.context = {"tier": "gold"}
+    assert dialogue.event("order", {"stage": "cart"}) == ["Gold thanks!"]
+
+
+def test_payload_conditions_are_checked_at_load() -> None:
+    with pytest.raises(FlowConfigurationError, match=r"on\[0\]\.if\.input"):
+        Agent([{"id": "f", "on": [{"event": "e", "if": {"input": "paid"}}], "steps": []}])

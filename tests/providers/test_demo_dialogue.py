@@ -1,0 +1,139 @@
+"""The demo's booking conversation on the RuleModel, through the situations people get into:
+a hesitant confirmation, a field given up, a way out, a changed mind, a day in the past, a
+second booking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from example_project.demo.agents import booking_agent
+from warlock_sessions.testing import Dialogue, FakeClock
+
+CONFIRM = "So that's 2026-09-21 for Ana (ana@example.com). Shall I book it?"
+
+
+@pytest.fixture
+def booked_up_to_the_confirmation() -> Dialogue:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("book")
+    dialogue.say("Ana")
+    dialogue.say("ana@example.com")
+    assert dialogue.say("tomorrow") == [CONFIRM]
+    return dialogue
+
+
+def test_a_yes_after_two_hesitations_books(booked_up_to_the_confirmation: Dialogue) -> None:
+    dialogue = booked_up_to_the_confirmation
+    assert dialogue.say("maybe") == ["Please answer yes or no. " + CONFIRM]
+    assert dialogue.say("hmm") == ["Please answer yes or no. " + CONFIRM]
+    assert dialogue.say("yes") == [
+        "Booked! See you on 2026-09-21, Ana. A confirmation is on its way to ana@example.com."
+    ]
+
+
+def test_a_confirmation_never_given_is_told_and_nothing_is_booked(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    dialogue = booked_up_to_the_confirmation
+    dialogue.say("maybe")
+    dialogue.say("hmm")
+    assert dialogue.say("dunno") == ["I'll leave it unbooked for now."]
+    assert dialogue.runs == []
+    assert "confirmed" not in dialogue.data
+
+
+def test_an_e_mail_given_up_is_told_and_no_placeholder_shows() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("book")
+    dialogue.say("Ana")
+    dialogue.say("no")
+    dialogue.say("nope")
+    assert dialogue.say("not telling") == [
+        "Sorry, I couldn't get your e-mail, so let's go on without it.",
+        "Which day would suit you?",
+    ]
+    assert dialogue.say("tomorrow") == [
+        "So that's 2026-09-21 for Ana (no e-mail). Shall I book it?"
+    ]
+    assert dialogue.say("yes") == ["Booked! See you on 2026-09-21, Ana."]
+    assert not any("{{" in reply for reply in dialogue.replies)
+
+
+@pytest.mark.parametrize("words", ["cancel", "never mind", "cancelar"])
+def test_a_way_out_at_any_step(words: str) -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("book")
+    dialogue.say("Ana")
+    assert dialogue.say(words) == [
+        'OK, I\'ve cancelled that booking. Say "book" whenever you want.'
+    ]
+    assert dialogue.runs == []
+
+
+def test_start_over_forgets_what_was_given_and_asks_from_the_top() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("book")
+    dialogue.say("Ana")
+    assert dialogue.say("start over") == [
+        "Sure, let's start again.",
+        "Great, let's get you booked. What's your name?",
+    ]
+    assert dialogue.data == {}
+
+
+def test_talk_to_a_person_in_portuguese() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("marcar")
+    assert dialogue.say("quero falar com atendente") == [
+        "I've passed this conversation to a colleague, who will answer you here."
+    ]
+
+
+def test_a_changed_mind_at_the_confirmation(booked_up_to_the_confirmation: Dialogue) -> None:
+    dialogue = booked_up_to_the_confirmation
+    assert dialogue.say("make it friday instead") == [
+        "So that's 2026-09-25 for Ana (ana@example.com). Shall I book it?"
+    ]
+    assert dialogue.say("use bob@example.com please") == [
+        "So that's 2026-09-25 for Ana (bob@example.com). Shall I book it?"
+    ]
+    assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25, Ana.")
+
+
+def test_a_day_in_the_past_is_refused_with_the_field_sentence() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("book")
+    dialogue.say("Ana")
+    dialogue.say("ana@example.com")
+    assert dialogue.say("2026-09-01") == [
+        "That day has already passed: which day from today on would suit you?"
+    ]
+    assert "date" not in dialogue.data
+
+
+def test_a_second_booking_in_the_same_conversation(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    dialogue = booked_up_to_the_confirmation
+    dialogue.say("yes")
+    assert dialogue.say("book another one") == ["Which day would suit you?"]
+    assert dialogue.say("friday") == [
+        "So that's 2026-09-25 for Ana (ana@example.com). Shall I book it?"
+    ]
+    assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25, Ana.")
+
+
+def test_the_same_conversation_on_the_database_with_the_fixture(
+    dialogue: Callable[..., Dialogue], django_store: Any
+) -> None:
+    from warlock_sessions.models import Session
+
+    chat = dialogue(booking_agent(), store=django_store, session_id="on-db")
+    chat.say("book")
+    chat.say("Ana")
+    assert chat.advance("2m") == ["Are you still there? I'm here whenever you're ready."]
+    assert Session.objects.get(id="on-db").version == 3
+    assert chat.data == {"name": "Ana"}
