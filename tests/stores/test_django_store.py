@@ -44,6 +44,17 @@ def test_filter_columns_follow_the_runs_on_every_save() -> None:
     assert not Session.objects.with_flow("triagem").exists()
 
 
+def test_a_session_created_without_an_agent_takes_the_first_one_a_save_names() -> None:
+    """A PUT or a direct save creates the row with no agent; the first turn names it, and a
+    later save naming another agent does not rename it."""
+    session = DjangoStore().save(session_blob("s1"), 0)
+    assert Session.objects.get(id="s1").agent == ""
+    session = DjangoStore().save(session, 1, agent="booking")
+    assert Session.objects.get(id="s1").agent == "booking"
+    DjangoStore(agent="other").save(session, 2)
+    assert Session.objects.get(id="s1").agent == "booking"
+
+
 def test_the_model_reads_its_blob_back() -> None:
     row = SessionFactory(runs=[run_blob("bv")])
     assert row.session["runs"][0]["flowId"] == "bv"

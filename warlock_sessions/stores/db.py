@@ -71,7 +71,12 @@ class DjangoStore(Store):
         suffix = (
             connection.ops.on_conflict_suffix_sql([], OnConflict.IGNORE, [], []) if ignore else ""
         )
-        assignments = ", ".join(f"{column[name]} = %s" for name in written)
+        # A row created without an agent (a PUT, a direct save) takes the first one a save
+        # names; an agent already there is kept (and, unchanged, keeps the update HOT).
+        agent = column["agent"]
+        assignments = ", ".join(f"{column[name]} = %s" for name in written) + (
+            f", {agent} = CASE WHEN {agent} = '' THEN %s ELSE {agent} END"
+        )
         placeholders = ", ".join(["%s"] * (3 + len(written)))
         by_id = f"WHERE {column['id']} = %s"
         return {
@@ -115,7 +120,7 @@ class DjangoStore(Store):
         written = [text, expected + 1, summary["run_flows"], summary["run_statuses"], now]
         if expected == 0:
             return [session["id"], agent or self.agent, now, *written]
-        return [*written, session["id"], expected]
+        return [*written, agent or self.agent, session["id"], expected]
 
     def _conflict(
         self, cursor: CursorWrapper, session_id: str, expected: int
