@@ -19,6 +19,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
+from .agents import get_agent
+from .engine.graph import mermaid
 from .engine.session import RUN_STATUSES, text_problem
 from .errors import InvalidSessionError, WarlockError
 from .models import (
@@ -178,6 +180,7 @@ class SessionAdmin(ReadOnlyAdmin):
                 "-created_at", "-id"
             )[:TIMELINE_LENGTH]
             context["raw_blob"] = self.pretty_blob(row)
+            context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
@@ -248,6 +251,19 @@ class WakeAdmin(ReadOnlyAdmin):
     list_display = ["session_id", "key", "agent", "due_at", "status", "attempts"]
     list_filter = ["status", "agent"]
     search_fields = ["session_id", "key"]
+
+
+def agent_graph(agent_name: str, blob: Any) -> tuple[str, str]:
+    """The session's agent as a Mermaid flowchart with its runs' current steps highlighted,
+    or why it cannot be drawn."""
+    if not agent_name:
+        return "", str(_("The session does not say which agent it belongs to."))
+    try:
+        agent = get_agent(agent_name)
+    except (WarlockError, ImportError, TypeError) as error:
+        return "", str(error)
+    current = {run["flowId"]: run["stepId"] for run in (blob or {}).get("runs", [])}
+    return mermaid(agent, current), ""
 
 
 def session_transcript(session_id: str) -> list[dict[str, Any]]:

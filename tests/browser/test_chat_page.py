@@ -241,3 +241,110 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 page.close()
             browser.close()
         print(f"\nscreenshots: {shots}")
+
+    def test_the_booking_dialogue_through_every_situation_at_both_sizes(self) -> None:
+        """Hesitation then yes, a second booking with a changed mind, a day in the past,
+        start over, a name given up, a way out; dates read in the browser's language."""
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            for size, viewport, locale in [
+                ("phone", {"width": 390, "height": 700}, "pt-BR"),
+                ("laptop", {"width": 1280, "height": 720}, "en-GB"),
+            ]:
+                page = browser.new_context(viewport=viewport, locale=locale).new_page()
+                page.goto(self.live_server_url + "/")
+                expect(page.locator("#status")).to_have_text("online", timeout=15000)
+                bot = page.locator(".messages li.bot")
+
+                def exchange(text: str, reply: str, shot: str = "") -> None:
+                    say(page, text)  # noqa: B023 (each context's own page)
+                    expect(bot.last).to_contain_text(reply, timeout=15000)  # noqa: B023
+                    if shot:
+                        page.screenshot(path=str(shots / f"{shot}-{size}.png"))  # noqa: B023
+
+                exchange("book", "What's your name?")
+                exchange("Ana", "Thanks, Ana! What's your e-mail address?")
+                exchange("ana@example.com", "Which day would suit you?")
+                exchange("2020-01-01", "That day has already passed")
+                exchange("tomorrow", "Shall I book it?")
+                exchange("maybe", "Please answer yes or no.")
+                exchange("hmm", "Please answer yes or no.", "hesitant")
+                exchange("yes", "Booked! See you on")
+                booked = bot.last.locator("time")
+                expect(booked).to_have_count(1)
+                readable = booked.inner_text()  # "quarta-feira, 2 de dezembro de 2026"
+                assert not re.search(r"\d{4}-\d\d-\d\d", readable), readable
+                assert (" de " in readable) is (locale == "pt-BR"), readable
+                # A second booking, with a changed mind at its confirmation.
+                exchange("book another one", "Which day would suit you?")
+                exchange("friday", "Shall I book it?")
+                exchange("make it saturday instead", "Shall I book it?", "changed-mind")
+                exchange("yes", "Booked! See you on")
+                # Start over, a name given up out loud, then a way out.
+                exchange("book", "Which day would suit you?")
+                exchange("start over", "What's your name?")
+                exchange("?", "What's your name?")
+                exchange("??", "What's your name?")
+                exchange("???", "Thanks! What's your e-mail address?")
+                expect(bot.nth(-2)).to_have_text(
+                    "Sorry, I couldn't get your name, so let's go on without it."
+                )
+                exchange("cancel", "I've cancelled that booking", "way-out")
+
+                texts = bot.all_inner_texts()
+                assert not any("{{" in text for text in texts), texts
+                friday, saturday = (
+                    bot.filter(has_text="Shall I book it?")
+                    .nth(n)
+                    .locator("time")
+                    .get_attribute("datetime")
+                    for n in (-2, -1)
+                )
+                assert friday is not None and saturday is not None and friday < saturday
+                heights = page.evaluate(
+                    "[document.documentElement.scrollHeight, window.innerHeight,"
+                    " document.getElementById('text').getBoundingClientRect().bottom]"
+                )
+                assert heights[0] <= heights[1] and heights[2] <= heights[1], heights
+                page.screenshot(path=str(shots / f"situations-{size}.png"))
+            browser.close()
+        print(f"\nscreenshots: {shots}")
+
+    def test_the_admin_shows_the_transcript_and_the_agent_drawn(self) -> None:
+        from django.contrib.auth.models import User
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        server_side(lambda: User.objects.create_superuser("root", "root@example.com", "pw"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(self.live_server_url + "/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            say(page, "book")
+            expect(page.locator(".messages li.bot").last).to_contain_text("name", timeout=15000)
+            chat_id = page.evaluate("document.querySelector('.chat').dataset.chatId")
+
+            page.goto(self.live_server_url + "/admin/login/?next=/admin/")
+            page.fill("#id_username", "root")
+            page.fill("#id_password", "pw")
+            page.click("input[type=submit]")
+            page.goto(f"{self.live_server_url}/admin/warlock_sessions/session/{chat_id}/change/")
+            bubbles = page.locator(".warlock-chat li")
+            expect(bubbles).to_have_count(2)
+            assert bubbles.evaluate_all("items => items.map(item => item.className)") == [
+                "user",
+                "bot",
+            ]
+            graph = page.locator("#agent-graph svg")
+            expect(graph).to_have_count(1, timeout=15000)
+            current = page.locator("#agent-graph svg g.node.current")
+            expect(current).to_have_count(1)
+            expect(current).to_contain_text("ask_name")
+            page.locator("#agent-graph").scroll_into_view_if_needed()
+            page.screenshot(path=str(shots / "admin-session.png"), full_page=True)
+            browser.close()
+        print(f"\nscreenshot: {shots / 'admin-session.png'}")

@@ -21,10 +21,32 @@
   const unsent = JSON.parse(sessionStorage.getItem(outboxKey) || "[]");  // [{id, text}]
   const mine = new Set(JSON.parse(sessionStorage.getItem(`warlock-mine:${chatId}`) || "[]"));
 
+  // Dates the bot writes as 2026-09-21 are shown as people read them, in the browser's
+  // language ("Monday, 21 September 2026", "segunda-feira, 21 de setembro de 2026").
+  const isoDate = /\b(\d{4})-(\d{2})-(\d{2})\b/g;
+  const readable = new Intl.DateTimeFormat(navigator.languages, {
+    weekday: "long", day: "numeric", month: "long", year: "numeric", timeZone: "UTC",
+  });
+
+  function fill(item, text) {
+    let from = 0;
+    for (const match of text.matchAll(isoDate)) {
+      const date = new Date(Date.UTC(+match[1], +match[2] - 1, +match[3]));
+      if (Number.isNaN(date.getTime()) || date.getUTCDate() !== +match[3]) continue;
+      item.append(text.slice(from, match.index));
+      const time = document.createElement("time");
+      time.dateTime = match[0];
+      time.textContent = readable.format(date);
+      item.append(time);
+      from = match.index + match[0].length;
+    }
+    item.append(text.slice(from));
+  }
+
   function append(text, who, remember = true) {
     const item = document.createElement("li");
     item.className = who;
-    item.textContent = text;
+    if (who === "bot") fill(item, text); else item.textContent = text;
     list.appendChild(item);
     list.scrollTop = list.scrollHeight;
     if (remember) {
