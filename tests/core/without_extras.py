@@ -76,7 +76,7 @@ greeter = Agent(
             "on": [{"message": ["hello", "hi"]}],
             "steps": [
                 {"id": "ask", "collect": ["name"]},
-                {"id": "thanks", "say": "Nice to meet you, {{data.name}}."},
+                {"id": "thanks", "say": "Nice to meet you, {{data.name|there}}."},
             ],
         }
     ],
