@@ -22,7 +22,7 @@ def broken_agent() -> Agent:
 
 
 def test_each_flow_is_a_subgraph_with_its_moves_and_the_current_step_highlighted() -> None:
-    text = mermaid(booking_agent(), {"booking": "confirm", "reminder": None})
+    text = mermaid(booking_agent(), [("booking", "confirm"), ("reminder", None)])
     lines = text.splitlines()
     assert lines[0] == "flowchart TD"
     assert [line.strip() for line in lines if "subgraph" in line] == [

@@ -260,9 +260,9 @@ def agent_graph(agent_name: str, blob: Any) -> tuple[str, str]:
         return "", str(_("The session does not say which agent it belongs to."))
     try:
         agent = get_agent(agent_name)
-    except (WarlockError, ImportError, TypeError) as error:
-        return "", str(error)
-    current = {run["flowId"]: run["stepId"] for run in (blob or {}).get("runs", [])}
+    except Exception as error:
+        return "", f"The agent {agent_name!r} cannot be built: {error}"
+    current = [(run["flowId"], run["stepId"]) for run in (blob or {}).get("runs", [])]
     return mermaid(agent, current), ""
 
 

@@ -56,6 +56,11 @@ FLOWS = [
                     "reserve",
                     "agendar",
                     "marcar",
+                    # "thanks for the booking!" is not a new one
+                    "!thanks",
+                    "!thank you",
+                    "!obrigado",
+                    "!obrigada",
                 ],
                 # One booking after another: each starts afresh on the day, keeping who.
                 "repeat": "always",
@@ -74,13 +79,22 @@ FLOWS = [
             },
             {
                 "when": "talk to a person|human|agent|falar com atendente|atendente",
-                "say": "I've passed this conversation to a colleague, who will answer you here.",
+                # A real deployment would hand over here (an action notifying the team); the
+                # demo has nobody on call, and says so.
+                "say": "There's nobody on call in this demo, so I've stopped the booking; a "
+                "colleague would see this conversation in the admin.",
             },
         ],
         "steps": [
             {"id": "ask_name", "collect": ["name"], "prompt": "Great, let's get you booked."},
             {"id": "ask_email", "collect": ["email"]},
-            {"id": "ask_date", "collect": ["date"]},
+            {
+                "id": "ask_date",
+                "collect": ["date"],
+                "giveUp": "I couldn't get a day from that, so I haven't booked anything. "
+                'Say "book" to try again.',
+                "onGiveUp": "end",
+            },
             {
                 "id": "confirm",
                 "collect": ["confirmed"],
@@ -101,7 +115,7 @@ FLOWS = [
             {
                 "id": "mailed",
                 "say": "Booked! See you on {{data.date|the day you chose}}, {{data.name|friend}}. "
-                "A confirmation is on its way to {{data.email|you}}.",
+                "A confirmation is on its way to {{data.email}}.",
                 "then": "end",
             },
             {

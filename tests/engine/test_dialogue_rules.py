@@ -361,3 +361,210 @@ def test_an_event_flow_branches_on_its_payload_in_plain_json() -> None:
 def test_payload_conditions_are_checked_at_load() -> None:
     with pytest.raises(FlowConfigurationError, match=r"on\[0\]\.if\.input"):
         Agent([{"id": "f", "on": [{"event": "e", "if": {"input": "paid"}}], "steps": []}])
+
+
+SILENCED = {"reason": "human", "understand": True}
+
+
+def test_a_silenced_turn_neither_interrupts_nor_restarts_a_confirmation() -> None:
+    model = FakeModel(
+        understand=[Understanding(flows={"lead": 100}), branch(0)],
+        speak=[Spoken(message="E-mail?")],
+    )
+    dialogue = Dialogue(interrupting_agent(), model=model)
+    dialogue.say("book")
+    assert dialogue.send(message={"text": "cancel", "id": "x"}, silenced=SILENCED) == []
+    assert dialogue.step_of("lead") == "q"
+
+    booking = Dialogue(
+        __import__("example_project.demo.agents", fromlist=["booking_agent"]).booking_agent()
+    )
+    for text in ["book", "Ana", "ana@example.com", "tomorrow"]:
+        booking.say(text)
+    said = booking.send(message={"text": "make it friday", "id": "y"}, silenced=SILENCED)
+    assert said == [] and booking.step_of("booking") == "confirm"
+
+
+def test_a_field_both_collected_and_amendable_takes_its_first_answer() -> None:
+    agent = Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [{"id": "q", "collect": ["email"], "amend": ["email"]}],
+            }
+        ],
+        fields=EMAIL,
+        name="lead",
+    )
+    model = FakeModel(
+        understand=[Understanding(fields={"email": "a@b.co"})],
+        speak=[Spoken(message="E-mail?"), Spoken(message="Thanks.")],
+    )
+    dialogue = Dialogue(agent, model=model)
+    dialogue.say("hi")
+    dialogue.say("a@b.co")
+    assert dialogue.data == {"email": "a@b.co"} and "amended" not in dialogue.codes
+
+
+def test_a_last_answer_the_model_could_not_read_is_asked_for_again() -> None:
+    from warlock_sessions.engine import Deferral
+
+    agent = asking_agent()
+    model = FakeModel(
+        understand=[Understanding(), Understanding()],
+        speak=[
+            Spoken(message="E-mail?"),
+            Spoken(message="Again?"),
+            Deferral("provider-unavailable", True),
+            Spoken(message="Sorry, once more: your e-mail?"),
+        ],
+    )
+    dialogue = Dialogue(agent, model=model)
+    dialogue.say("hi")
+    dialogue.say("?")
+    assert dialogue.say("a@b.co") == []  # the model failed: nothing read, nothing given up
+    assert dialogue.advance("1m") == ["Sorry, once more: your e-mail?"]
+    assert "max-asks" not in dialogue.codes
+
+
+def test_a_say_between_two_asks_is_not_counted_as_an_ask() -> None:
+    agent = Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [
+                    {"id": "a", "collect": ["name"]},
+                    {"id": "hi", "say": "Nice to meet you."},
+                    {"id": "b", "collect": ["email"]},
+                ],
+            }
+        ],
+        fields={"name": {"type": "string"}, **EMAIL},
+        name="lead",
+    )
+    model = FakeModel(
+        understand=[Understanding()],
+        speak=[Spoken(message="Name?"), Spoken(fields={"name": "Ana"})],
+    )
+    dialogue = Dialogue(agent, model=model)
+    dialogue.say("hi")
+    assert dialogue.say("Ana") == ["Nice to meet you."]
+    assert dialogue.session is not None
+    assert dialogue.session["runs"][0]["asked"].get("email", 0) == 0
+
+
+def test_on_give_up_wins_over_the_fields_still_asked() -> None:
+    """The user asks to redo the e-mail (its asks start over) after the phone's last ask: the
+    phone is given up while the e-mail is still asked, and onGiveUp goes first."""
+    agent = Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [
+                    {
+                        "id": "both",
+                        "collect": ["phone", "email"],
+                        "maxAsks": 2,
+                        "onGiveUp": "human",
+                        "branches": [
+                            {"when": "redo", "then": {"step": "both", "clear": ["email"]}}
+                        ],
+                    },
+                    {"id": "done", "say": "All set.", "then": "end"},
+                    {"id": "human", "say": "A person will call you."},
+                ],
+            }
+        ],
+        fields={"phone": {"type": "string", "label": "phone"}, **EMAIL},
+        name="lead",
+    )
+    model = FakeModel(
+        understand=[Understanding(), Understanding(branches={"lead#m1/both/0": True})],
+        speak=[Spoken(message="Phone and e-mail?"), Spoken(message="Again?"), Spoken()],
+    )
+    dialogue = Dialogue(agent, model=model)
+    dialogue.say("hi")
+    dialogue.say("?")
+    assert dialogue.say("redo the e-mail") == [
+        "Sorry, I couldn't get your phone, so let's go on without it.",
+        "A person will call you.",
+    ]
+
+
+def test_a_field_invalid_sentence_is_rendered() -> None:
+    from warlock_sessions.providers import RuleModel
+
+    agent = Agent(
+        [
+            {
+                "id": "lead",
+                "on": [{"message": []}],
+                "steps": [{"id": "q", "collect": ["age"]}],
+            }
+        ],
+        fields={
+            "age": {
+                "type": "integer",
+                "min": 18,
+                "invalid": "Sorry {{context.who|friend}}, you must be 18.",
+            }
+        },
+        model=RuleModel(),
+        name="lead",
+    )
+    dialogue = Dialogue(agent)
+    dialogue.say("hi")
+    assert dialogue.say("12")[0].startswith("Sorry friend, you must be 18.")
+
+
+def test_a_runaway_pattern_is_stopped_and_counts_as_no_match() -> None:
+    field = {"type": "string", "pattern": r"(\w+\s?)+$|(x+x+)+y"}
+    assert coerce_field(field, "x" * 40) == (True, "x" * 40)
+    assert coerce_field({"type": "string", "pattern": r"(x+x+)+y"}, "x" * 5000) == (
+        False,
+        "no-match",
+    )
+
+
+@pytest.mark.parametrize("raw", ["21/09/2030", "2030-13-45", "soon"])
+def test_a_bounded_date_must_be_a_real_iso_date(raw: str) -> None:
+    assert coerce_field({"type": "string", "format": "date", "max": "2031-01-01"}, raw) == (
+        False,
+        "out-of-range",
+    )
+
+
+def test_a_text_behind_an_if_known_needs_no_fallback_and_a_pattern_needs_text() -> None:
+    Agent(
+        [
+            {
+                "id": "f",
+                "steps": [
+                    {"id": "q", "collect": ["email"]},
+                    {"id": "k", "if": {"known": ["email"]}, "else": "end"},
+                    {"id": "s", "say": "Sent to {{data.email}}."},
+                ],
+            }
+        ],
+        fields=EMAIL,
+    )
+    with pytest.raises(FlowConfigurationError, match=r"steps\[3\]\.say"):
+        Agent(
+            [
+                {
+                    "id": "f",
+                    "steps": [
+                        {"id": "q", "collect": ["email"]},
+                        {"id": "k", "if": {"known": ["email"]}, "then": "s", "else": "s"},
+                        {"id": "x", "say": "never"},
+                        {"id": "s", "say": "Sent to {{data.email}}."},
+                    ],
+                }
+            ],
+            fields=EMAIL,
+        )
+    with pytest.raises(FlowConfigurationError, match=r"fields\.n\.pattern"):
+        Agent([], fields={"n": {"type": "integer", "pattern": r"\d+"}})

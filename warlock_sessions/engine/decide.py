@@ -187,8 +187,18 @@ def _write_fields(state: TurnState, understanding: Understanding | None, asker: 
     before = {name: data.get(name) for name in amendable}
     for name, raw in (understanding.fields if understanding else {}).items():
         write_field(state, name, raw)
-    amended = [n for n in amendable if is_known(data.get(n)) and data[n] != before[n]]
-    if not amended or asker is None or flow is None or not state.live(asker):
+    step = flow.step(asker["stepId"]) if asker is not None and flow is not None else None
+    collected = step.collect if step is not None else []
+    amended = [
+        name
+        for name in amendable
+        if is_known(data.get(name))
+        and data[name] != before[name]
+        and (is_known(before[name]) or name not in collected)
+    ]
+    if not amended or asker is None or flow is None or state.silenced is not None:
+        return False
+    if not state.live(asker):
         return False
     _ask_again_amended(state, asker, flow, amended)
     return True
@@ -200,8 +210,8 @@ def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
     ``then`` (by default, the run ends)."""
     floor = state.floor_run()
     flow = state.flows.get(floor["flowId"]) if floor else None
-    if floor is None or flow is None or understanding is None:
-        return False
+    if floor is None or flow is None or understanding is None or state.silenced is not None:
+        return False  # while silenced the host speaks for the bot: nothing moves on its own
     for index, interrupt in enumerate(flow.raw.get("interrupts") or []):
         if understanding.branches.get(f"{floor['id']}/{INTERRUPTS}/{index}") is not True:
             continue
@@ -215,6 +225,7 @@ def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
         if interrupt.get("say"):
             said = state.render(interrupt["say"], floor, "interrupt")
             state.emit(said, "verbatim", key, floor, step)
+            state.spoke_by.add(floor["id"])
         if target == "end" or step is None:
             end_run(state, floor, "interrupted")
         else:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
+
+import regex
 
 DEFAULT_MAX_ASKS = 3
 FIELD_TYPES = frozenset({"string", "number", "integer", "boolean"})
@@ -15,6 +17,8 @@ FIELD_FORMATS = frozenset({"email", "phone", "date", "name"})
 _TRUE_WORDS = frozenset({"true", "sim", "yes", "1"})
 _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
 # A plain decimal (JavaScript's Number() also takes hex and empty text; a person never means those).
+#: How long a field's pattern may take on one value.
+PATTERN_TIMEOUT_S = 0.05
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -83,21 +87,34 @@ def coerce_field(
 
 def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | None) -> str | None:
     pattern = field.get("pattern")
-    if pattern is not None and isinstance(value, str) and not re.fullmatch(pattern, value):
+    if pattern is not None and isinstance(value, str) and not _matches(pattern, value):
         return "no-match"
     low, high = field.get("min"), field.get("max")
     if low is None and high is None:
         return None
     if field.get("format") == "date":
+        # A bounded date must be one: "21/09/2020" or "2026-13-45" cannot be compared.
         if not isinstance(value, str) or not _ISO_DATE.match(value):
-            return None
-        value = value[:10]
+            return "out-of-range"
+        try:
+            value = date.fromisoformat(value[:10]).isoformat()
+        except ValueError:
+            return "out-of-range"
         low, high = _date_bound(low, now), _date_bound(high, now)
     elif isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if (low is not None and value < low) or (high is not None and value > high):
         return "out-of-range"
     return None
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """Whether the whole of ``value`` matches; a pattern that backtracks without end on what
+    a user typed is stopped and counts as no match."""
+    try:
+        return regex.fullmatch(pattern, value, timeout=PATTERN_TIMEOUT_S) is not None
+    except TimeoutError:
+        return False
 
 
 def _date_bound(bound: str | None, now: datetime | None) -> str | None:

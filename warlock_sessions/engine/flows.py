@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from ..errors import FlowConfigurationError
 from .durations import is_duration, parse_duration
 from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES
@@ -426,9 +428,11 @@ def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
         elif isinstance(bound, bool) or not isinstance(bound, int | float):
             raise FlowConfigurationError(f"{path}.{key}", "expected a number")
     if "pattern" in definition:
+        if definition["type"] != "string":
+            raise FlowConfigurationError(f"{path}.pattern", "only text fields take a pattern")
         try:
-            re.compile(definition["pattern"])
-        except (re.error, TypeError) as error:
+            regex.compile(definition["pattern"])
+        except (regex.error, TypeError) as error:
             raise FlowConfigurationError(
                 f"{path}.pattern", f"not a regular expression: {error}"
             ) from None
@@ -458,6 +462,43 @@ def compile_flows(
     return compiled
 
 
+def _known_on_arrival(flow: Flow) -> dict[str, set[str]]:
+    """For each step, the fields known whichever way the run arrives: those every way in
+    checked with an ``if``'s ``known`` (on its true side) and did not clear since."""
+    ways_in: dict[str, list[set[str]]] = {step.id: [] for step in flow.steps}
+    if flow.steps:
+        ways_in[flow.steps[0].id].append(set())
+    for interrupt in flow.raw.get("interrupts") or []:
+        _arrive(ways_in, interrupt.get("then"), set())
+    for index, step in enumerate(flow.steps):
+        following = flow.steps[index + 1].id if index + 1 < len(flow.steps) else None
+        checked = _checked_known(step)
+        _arrive(ways_in, step.then if "then" in step.raw else following, checked)
+        for key in ("else", "onFail", "onGiveUp"):
+            _arrive(ways_in, step.raw.get(key), set())
+        for branch in step.raw.get("branches") or []:
+            _arrive(ways_in, branch.get("then"), set())
+    return {
+        step_id: set.intersection(*arrivals) if arrivals else set()
+        for step_id, arrivals in ways_in.items()
+    }
+
+
+def _checked_known(step: Step) -> set[str]:
+    """The fields an ``if`` step's true side is known to have."""
+    predicate = step.raw.get("if") if step.kind == "if" else None
+    if isinstance(predicate, Mapping) and isinstance(predicate.get("known"), list | tuple):
+        return set(predicate["known"])
+    return set()
+
+
+def _arrive(ways_in: dict[str, list[set[str]]], target: Any, known: set[str]) -> None:
+    if isinstance(target, str) and target in ways_in:
+        ways_in[target].append(known)
+    elif isinstance(target, Mapping) and target.get("step") in ways_in:
+        ways_in[target["step"]].append(known - set(target.get("clear") or []))
+
+
 #: The texts a person reads: a step's, an interrupt's and a field's.
 READ_STEP_TEXTS = ("say", "question", "ask", "prompt", "giveUp")
 READ_FIELD_TEXTS = ("ask", "giveUp", "invalid")
@@ -465,36 +506,32 @@ READ_FIELD_TEXTS = ("ask", "giveUp", "invalid")
 
 def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
     """A text a person reads must not depend on a field that may be given up (any collected
-    field, after its ``maxAsks``) without a fallback: ``{{data.name|there}}``."""
+    field, after its ``maxAsks``) without a fallback (``{{data.name|there}}``), unless every
+    way to its step passes an ``if`` that holds only when the field is known."""
     collected = {name for flow in flows.values() for step in flow.steps for name in step.collect}
-    texts = (
-        [
-            (f"flows[{f}].steps[{s}].{key}", step.raw[key])
-            for f, flow in enumerate(flows.values())
-            for s, step in enumerate(flow.steps)
-            for key in READ_STEP_TEXTS
-            if isinstance(step.raw.get(key), str)
-        ]
-        + [
-            (f"flows[{f}].interrupts[{i}].say", interrupt["say"])
-            for f, flow in enumerate(flows.values())
-            for i, interrupt in enumerate(flow.raw.get("interrupts") or [])
-            if "say" in interrupt
-        ]
-        + [
-            (f"fields.{name}.{key}", definition[key])
-            for name, definition in fields.items()
-            for key in READ_FIELD_TEXTS
-            if isinstance(definition.get(key), str)
-        ]
-    )
-    for path, text in texts:
+    texts: list[tuple[str, str, set[str]]] = []
+    for f, flow in enumerate(flows.values()):
+        known_at = _known_on_arrival(flow)
+        for s, step in enumerate(flow.steps):
+            for key in READ_STEP_TEXTS:
+                if isinstance(step.raw.get(key), str):
+                    texts.append((f"flows[{f}].steps[{s}].{key}", step.raw[key], known_at[step.id]))
+        for i, interrupt in enumerate(flow.raw.get("interrupts") or []):
+            if "say" in interrupt:
+                texts.append((f"flows[{f}].interrupts[{i}].say", interrupt["say"], set()))
+    for name, definition in fields.items():
+        for key in READ_FIELD_TEXTS:
+            if isinstance(definition.get(key), str):
+                texts.append((f"fields.{name}.{key}", definition[key], set()))
+    for path, text, known in texts:
         for placeholder, fallback in placeholders(text):
             scope, _, name = placeholder.partition(".")
-            if scope == "data" and name.split(".")[0] in collected and fallback is None:
+            field_name = name.split(".")[0]
+            if scope == "data" and field_name in collected - known and fallback is None:
                 raise FlowConfigurationError(
                     path,
                     f"{{{{{placeholder}}}}} reads a field that is given up when it is not "
                     f"answered after maxAsks; give it a fallback, like "
-                    f"{{{{{placeholder}|...}}}}",
+                    f"{{{{{placeholder}|...}}}}, or reach the step only through an if that "
+                    f"checks it is known",
                 )

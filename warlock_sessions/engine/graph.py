@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .agent import Agent
@@ -28,9 +28,10 @@ _UNSAFE = re.compile(r'["<>&#`{}]')
 _LABEL_LENGTH = 60
 
 
-def mermaid(agent: Agent, current: Mapping[str, str | None] | None = None) -> str:
-    """The flowchart of every flow of ``agent``; ``current`` maps a flow id to the step its
-    run is at (``None`` before its first step), and those nodes are highlighted."""
+def mermaid(agent: Agent, current: Iterable[tuple[str, str | None]] = ()) -> str:
+    """The flowchart of every flow of ``agent``; ``current`` lists the (flow id, step id)
+    the session's runs are at (the step is ``None`` before a run's first step), and those
+    nodes are highlighted."""
     flows = list(agent.flows.values())
     ids = {flow.id: f"f{index}" for index, flow in enumerate(flows)}
     lines = ["flowchart TD"]
@@ -38,7 +39,7 @@ def mermaid(agent: Agent, current: Mapping[str, str | None] | None = None) -> st
         lines += _flow_lines(flow, ids)
     lines.append("  classDef current fill:#ffe082,stroke:#e65100,stroke-width:3px")
     lines.append("  classDef ending fill:#eceff1,stroke:#90a4ae")
-    for flow_id, step_id in (current or {}).items():
+    for flow_id, step_id in current:
         if flow_id in ids:
             lines.append(f"  class {_node_of(ids, agent.flows[flow_id], step_id)} current")
     return "\n".join(lines) + "\n"

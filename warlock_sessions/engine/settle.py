@@ -102,7 +102,8 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
         write_field(state, name, raw)
     state.session["data"].update(spoken.data)
     retrying = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
-    target = give_up(state, run, step) if step.collect else step.then
+    gave_up = give_up(state, run, step) if step.collect else []
+    target = step.raw.get("onGiveUp", step.then) if gave_up else step.then
     if spoken.message:
         state.emit(spoken.message, "ai", message_key, run, step)
     state.outcome(
@@ -115,7 +116,8 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     )
     if not state.live(run):
         return
-    if retrying:
+    # A field given up with an onGiveUp goes there, whatever else the step still asks.
+    if retrying and not (gave_up and "onGiveUp" in step.raw):
         for name in retrying:
             run["asked"][name] = run["asked"].get(name, 0) + 1
         run["status"] = "asking"
@@ -151,6 +153,10 @@ def defer_talk(state: TurnState, talk: TalkRequest, deferred: Deferral) -> None:
     if deferred.reset_at_ms is not None and deferred.reset_at_ms > at:
         at = deferred.reset_at_ms
     visit = run["visits"].get(step.id, 0)
+    # The answer this turn brought was never read: its last ask does not count, so the
+    # retry asks again instead of giving the field up unread.
+    for name in talk.final:
+        run["asked"][name] = step.max_asks - 1
     park(state, run, "timer", f"{run['id']}:{step.id}:{visit}:retry:{at}", at)
     state.outcome(
         run,

@@ -6,7 +6,6 @@ step kind.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from .agent import ActionContext
 from .durations import parse_duration
@@ -158,7 +157,7 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
         return
     _take_the_question(state, run)
     if state.speak_done:
-        if state.spoke and not resuming:
+        if state.messages and state.messages[-1]["kind"] == "ai" and not resuming:
             _count_asked_ahead(run, pending)
         return
     if _asks_first_time(run, step, pending):
@@ -180,8 +179,8 @@ def _take_the_question(state: TurnState, run: Run) -> None:
 
 
 def _count_asked_ahead(run: Run, pending: list[str]) -> None:
-    """The turn's reply went out before the run came to this step; a model's reply asks what
-    comes next, so that counts as this step's first ask like any other."""
+    """The model's reply was the last thing said before the run came to this step; a model's
+    reply asks what comes next, so that counts as this step's first ask like any other."""
     for name in pending:
         run["asked"][name] = max(run["asked"].get(name, 0), 1)
 
@@ -189,7 +188,7 @@ def _count_asked_ahead(run: Run, pending: list[str]) -> None:
 def _pass_known(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
     """Every field is known (or given up): the step passes without asking."""
     key = state.step_key(run, step)
-    target = give_up(state, run, step)
+    target = step.raw.get("onGiveUp", step.then) if give_up(state, run, step) else step.then
     if resuming:
         state.outcome(run, step.outcome_kind, "ok", key=key, next=next_label(target))
     else:
@@ -373,14 +372,13 @@ def peek(flow: Flow, step: Step) -> Step | None:
     return flow.step(target["step"]) if "step" in target else None
 
 
-def give_up(state: TurnState, run: Run, step: Step) -> Any:
+def give_up(state: TurnState, run: Run, step: Step) -> list[str]:
     """Give up the step's fields asked ``max_asks`` times and still unknown: a max-asks line
     each, and the user is told (the step's or the field's ``giveUp`` sentence, or the default)
-    unless silenced. Returns where the run goes next: ``onGiveUp`` when a field was given up,
-    else ``then``."""
+    unless silenced. Returns the fields given up (the run then goes to ``onGiveUp``)."""
     names = given_up(step.collect, step.max_asks, state.session["data"], run["asked"])
     if not names:
-        return step.then
+        return names
     key = state.step_key(run, step)
     for name in names:
         run["asked"][name] = step.max_asks + 1
@@ -393,7 +391,7 @@ def give_up(state: TurnState, run: Run, step: Step) -> Any:
             run,
             step,
         )
-    return step.raw.get("onGiveUp", step.then)
+    return names
 
 
 def give_up_sentence(state: TurnState, run: Run, step: Step, names: list[str]) -> str:

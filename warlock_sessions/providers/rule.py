@@ -187,7 +187,7 @@ class RuleModel:
         self, request: SpeakRequest, talk: TalkRequest, answering: bool, language: str
     ) -> tuple[dict[str, Any], str]:
         """The pending fields the message gives valid values for, and what was wrong with the
-        first one it answered badly."""
+        first one it answered badly that is asked again (not a field on its last try)."""
         found: dict[str, Any] = {}
         problem = ""
         if not answering:
@@ -201,8 +201,11 @@ class RuleModel:
             )
             if ok:
                 found[name] = value
-            elif not problem:
-                problem = self._problem(definition, language, value)
+            elif not problem and name not in talk.final:
+                problem = render(
+                    self._problem(definition, language, value),
+                    self._scope(request, request.data),
+                )
         return found, problem
 
     def _ask_again(

@@ -299,6 +299,11 @@ def describe_field(definition: Mapping[str, Any]) -> str:
         parts.append("one of " + ", ".join(map(str, definition["enum"])))
     if definition.get("description") or definition.get("label"):
         parts.append(str(definition.get("description") or definition.get("label")))
+    for key, said in (("min", "at least"), ("max", "at most"), ("pattern", "matching")):
+        if key in definition:
+            parts.append(f"{said} {definition[key]}")
+    if definition.get("invalid"):
+        parts.append(f'when the answer breaks these, say: "{definition["invalid"]}"')
     return "; ".join(parts)
 
 
