@@ -49,6 +49,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.store
 	$(BIN)/python -m bench.engine
 	$(BIN)/python -m bench.providers
+	$(BIN)/python -m bench.recognisers
 	$(BIN)/python -m bench.host
 	$(BIN)/python -m bench.ws
 	$(BIN)/python -m bench.snapshots

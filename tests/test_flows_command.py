@@ -88,7 +88,10 @@ def test_check_reports_each_agent_and_fails_on_a_broken_one() -> None:
     with pytest.raises(CommandError, match="1 of 2 agents are broken"):
         call_command("warlock_flows", "check", stdout=out, stderr=err)
     assert out.getvalue() == "booking: ok (4 flows)\n"
-    assert err.getvalue() == "broken: flows[0].steps[0].say: expected the text to send\n"
+    assert err.getvalue() == (
+        "broken: flows[0].steps[0].say: expected the text to send, or one per language like "
+        "{'en': ..., 'pt': ...}\n"
+    )
 
 
 @override_settings(WARLOCK_SESSIONS=BOOKING)

@@ -14,20 +14,31 @@ from warlock_sessions.engine import Agent
 from warlock_sessions.providers import RuleModel
 
 FIELDS = {
-    "name": {"type": "string", "format": "name", "label": "name", "ask": "What's your name?"},
+    "name": {
+        "type": "string",
+        "format": "name",
+        "label": {"en": "name", "pt": "nome"},
+        "ask": {"en": "What's your name?", "pt": "Qual é o seu nome?"},
+    },
     "email": {
         "type": "string",
         "format": "email",
         "label": "e-mail",
-        "ask": "Thanks, {{data.name|}}! What's your e-mail address?",
+        "ask": {
+            "en": "Thanks, {{data.name|}}! What's your e-mail address?",
+            "pt": "Obrigado, {{data.name|}}! Qual é o seu e-mail?",
+        },
     },
     "date": {
         "type": "string",
         "format": "date",
-        "label": "preferred date",
-        "ask": "Which day would suit you?",
+        "label": {"en": "preferred date", "pt": "data"},
+        "ask": {"en": "Which day would suit you?", "pt": "Qual dia fica bom para você?"},
         "min": "today",
-        "invalid": "That day has already passed: which day from today on would suit you?",
+        "invalid": {
+            "en": "That day has already passed: which day from today on would suit you?",
+            "pt": "Esse dia já passou: qual dia, de hoje em diante, fica bom para você?",
+        },
     },
     "confirmed": {"type": "boolean"},
 }
@@ -39,7 +50,10 @@ FLOWS = [
         "steps": [
             {
                 "id": "hello",
-                "say": 'Hi! I\'m the booking assistant. Say "book" to make an appointment.',
+                "say": {
+                    "en": 'Hi! I\'m the booking assistant. Say "book" to make an appointment.',
+                    "pt": 'Olá! Sou o assistente de agendamento. Diga "marcar" para agendar.',
+                },
                 "once": True,
             }
         ],
@@ -61,6 +75,9 @@ FLOWS = [
                     "!thank you",
                     "!obrigado",
                     "!obrigada",
+                    "!cheers",
+                    "!thx",
+                    "!valeu",
                 ],
                 # One booking after another: each starts afresh on the day, keeping who.
                 "repeat": "always",
@@ -70,39 +87,61 @@ FLOWS = [
         "interrupts": [
             {
                 "when": "cancel|never mind|forget it|stop|cancelar|deixa pra la|esquece",
-                "say": 'OK, I\'ve cancelled that booking. Say "book" whenever you want.',
+                "say": {
+                    "en": 'OK, I\'ve cancelled that booking. Say "book" whenever you want.',
+                    "pt": 'Certo, cancelei esse agendamento. Diga "marcar" quando quiser.',
+                },
             },
             {
                 "when": "start over|start again|restart|recomecar|comecar de novo",
-                "say": "Sure, let's start again.",
+                "say": {"en": "Sure, let's start again.", "pt": "Claro, vamos recomeçar."},
                 "then": {"step": "ask_name", "clear": ["name", "email", "date", "confirmed"]},
             },
             {
                 "when": "talk to a person|human|agent|falar com atendente|atendente",
                 # A real deployment would hand over here (an action notifying the team); the
                 # demo has nobody on call, and says so.
-                "say": "There's nobody on call in this demo, so I've stopped the booking; a "
-                "colleague would see this conversation in the admin.",
+                "say": {
+                    "en": "There's nobody on call in this demo, so I've stopped the booking; "
+                    "a colleague would see this conversation in the admin.",
+                    "pt": "Nesta demonstração não há ninguém de plantão, então parei o "
+                    "agendamento; um colega veria esta conversa no admin.",
+                },
             },
         ],
         "steps": [
-            {"id": "ask_name", "collect": ["name"], "prompt": "Great, let's get you booked."},
+            {
+                "id": "ask_name",
+                "collect": ["name"],
+                "prompt": {"en": "Great, let's get you booked.", "pt": "Ótimo, vamos agendar."},
+            },
             {"id": "ask_email", "collect": ["email"]},
             {
                 "id": "ask_date",
                 "collect": ["date"],
-                "giveUp": "I couldn't get a day from that, so I haven't booked anything. "
-                'Say "book" to try again.',
+                "giveUp": {
+                    "en": "I couldn't get a day from that, so I haven't booked anything. "
+                    'Say "book" to try again.',
+                    "pt": "Não consegui entender o dia, então não agendei nada. "
+                    'Diga "marcar" para tentar de novo.',
+                },
                 "onGiveUp": "end",
             },
             {
                 "id": "confirm",
                 "collect": ["confirmed"],
-                "ask": "So that's {{data.date|the day you chose}} for {{data.name|you}} "
-                "({{data.email|no e-mail}}). Shall I book it?",
+                "ask": {
+                    "en": "So that's {{data.date|the day you chose}} for {{data.name|you}} "
+                    "({{data.email|no e-mail}}). Shall I book it?",
+                    "pt": "Então fica {{data.date|o dia escolhido}} para {{data.name|você}} "
+                    "({{data.email|sem e-mail}}). Posso confirmar?",
+                },
                 # "Make it friday instead" or a new e-mail changes it, and it asks again.
                 "amend": ["date", "email", "name"],
-                "giveUp": "I'll leave it unbooked for now.",
+                "giveUp": {
+                    "en": "I'll leave it unbooked for now.",
+                    "pt": "Vou deixar sem agendar por enquanto.",
+                },
                 "onGiveUp": "end",
             },
             {
@@ -114,13 +153,21 @@ FLOWS = [
             {"id": "done", "if": {"known": ["email"]}, "then": "mailed", "else": "unmailed"},
             {
                 "id": "mailed",
-                "say": "Booked! See you on {{data.date|the day you chose}}, {{data.name|friend}}. "
-                "A confirmation is on its way to {{data.email}}.",
+                "say": {
+                    "en": "Booked! See you on {{data.date|the day you chose}}, "
+                    "{{data.name|friend}}. A confirmation is on its way to {{data.email}}.",
+                    "pt": "Agendado! Até {{data.date|o dia escolhido}}, {{data.name|}}. "
+                    "A confirmação vai para {{data.email}}.",
+                },
                 "then": "end",
             },
             {
                 "id": "unmailed",
-                "say": "Booked! See you on {{data.date|the day you chose}}, {{data.name|friend}}.",
+                "say": {
+                    "en": "Booked! See you on {{data.date|the day you chose}}, "
+                    "{{data.name|friend}}.",
+                    "pt": "Agendado! Até {{data.date|o dia escolhido}}, {{data.name|}}.",
+                },
             },
         ],
     },
@@ -128,14 +175,28 @@ FLOWS = [
         # Fired from outside: POST /api/sessions/<id>/turn/ {"event": {"name": "discount"...}}
         "id": "offer",
         "on": [{"event": "discount"}],
-        "steps": [{"id": "tell", "say": "Good news: 10% off any booking made this week!"}],
+        "steps": [
+            {
+                "id": "tell",
+                "say": {
+                    "en": "Good news: 10% off any booking made this week!",
+                    "pt": "Boa notícia: 10% de desconto em agendamentos feitos esta semana!",
+                },
+            }
+        ],
     },
     {
         "id": "reminder",
         # Only while a booking waits on the user: a finished booking wants no reminder.
         "on": [{"silence": "2m", "if": {"running": ["booking"]}}],
         "steps": [
-            {"id": "nudge", "prompt": "Are you still there? I'm here whenever you're ready."}
+            {
+                "id": "nudge",
+                "prompt": {
+                    "en": "Are you still there? I'm here whenever you're ready.",
+                    "pt": "Você ainda está aí? Estou aqui quando quiser continuar.",
+                },
+            }
         ],
     },
 ]
@@ -147,5 +208,10 @@ def booking_agent() -> Agent:
         fields=FIELDS,
         model=RuleModel(),
         name="booking",
-        idle={"prompt": 'I can book an appointment for you: just say "book".'},
+        idle={
+            "prompt": {
+                "en": 'I can book an appointment for you: just say "book".',
+                "pt": 'Posso agendar um horário para você: é só dizer "marcar".',
+            }
+        },
     )

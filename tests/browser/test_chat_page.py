@@ -348,3 +348,32 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             page.screenshot(path=str(shots / "admin-session.png"), full_page=True)
             browser.close()
         print(f"\nscreenshot: {shots / 'admin-session.png'}")
+
+    def test_the_demo_converses_in_portuguese(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            context = browser.new_context(viewport={"width": 390, "height": 700}, locale="pt-BR")
+            page = context.new_page()
+            page.goto(self.live_server_url + "/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            bot = page.locator(".messages li.bot")
+            for text, reply in [
+                ("oi", 'Diga "marcar" para agendar.'),
+                ("quero marcar um horário", "Ótimo, vamos agendar. Qual é o seu nome?"),
+                ("me chamo João", "Obrigado, João! Qual é o seu e-mail?"),
+                ("joao@exemplo.com.br", "Qual dia fica bom para você?"),
+                ("03/10/2030", "Posso confirmar?"),
+                ("talvez", "Responda sim ou não, por favor."),
+                ("pode ser", "Agendado!"),
+            ]:
+                say(page, text)
+                expect(bot.last).to_contain_text(reply, timeout=15000)
+            # The bot wrote 2030-10-03: 3 October, read day-first, shown as Brazilians read it.
+            expect(bot.last.locator("time")).to_have_attribute("datetime", "2030-10-03")
+            expect(bot.last.locator("time")).to_have_text("quinta-feira, 3 de outubro de 2030")
+            page.screenshot(path=str(shots / "portuguese-phone.png"))
+            browser.close()
+        print(f"\nscreenshot: {shots / 'portuguese-phone.png'}")

@@ -88,8 +88,8 @@ def test_talk_to_a_person_in_portuguese() -> None:
     dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     dialogue.say("marcar")
     assert dialogue.say("quero falar com atendente") == [
-        "There's nobody on call in this demo, so I've stopped the booking; a colleague would "
-        "see this conversation in the admin."
+        "Nesta demonstração não há ninguém de plantão, então parei o agendamento; um colega "
+        "veria esta conversa no admin."
     ]
 
 

@@ -11,7 +11,7 @@ import pytest
 from example_project.demo.agents import booking_agent
 from warlock_sessions.engine import Agent, FakeClock, turn
 from warlock_sessions.providers import RuleModel
-from warlock_sessions.providers.recognisers import language_of, value_for
+from warlock_sessions.providers.recognisers import heard, language_of, value_for
 from warlock_sessions.providers.text import fold, phrases_score
 from warlock_sessions.testing import Dialogue
 
@@ -177,14 +177,14 @@ def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> No
 def test_a_field_given_early_is_not_asked_again_and_portuguese_works() -> None:
     chat = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     assert chat.say("quero agendar, meu email é ana@exemplo.com.br") == [
-        "Great, let's get you booked. What's your name?"
+        "Ótimo, vamos agendar. Qual é o seu nome?"
     ]
-    assert chat.say("me chamo Ana") == ["Which day would suit you?"]  # the agent's own English ask
+    assert chat.say("me chamo Ana") == ["Qual dia fica bom para você?"]
     assert chat.say("amanhã") == [
-        "So that's 2026-09-21 for Ana (ana@exemplo.com.br). Shall I book it?"
+        "Então fica 2026-09-21 para Ana (ana@exemplo.com.br). Posso confirmar?"
     ]
     assert chat.say("sim") == [
-        "Booked! See you on 2026-09-21, Ana. A confirmation is on its way to ana@exemplo.com.br."
+        "Agendado! Até 2026-09-21, Ana. A confirmação vai para ana@exemplo.com.br."
     ]
 
 
@@ -233,4 +233,30 @@ def test_a_maximal_message_is_understood_in_well_under_a_second(pattern: str) ->
         clock=clock,
     )
     email(text), phone(text)  # the recognisers themselves, over all of it
+    assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    "pattern", ["a ", "no ", "dia 1 de ", "the 3rd of may ", "my name is ", "hmmm ", "x" * 40]
+)
+@pytest.mark.parametrize("kind", ["date", "name", "yes_no", "count", "option"])
+def test_every_recogniser_reads_a_maximal_message_in_well_under_a_second(
+    kind: str, pattern: str
+) -> None:
+    """Each recogniser reads at most MAX_RECOGNISED_CHARS, and linearly: a coarse bound that
+    a rescan from every position (what made one 200 KB message cost 59 s) would break."""
+    from warlock_sessions.providers.recognisers import MAX_RECOGNISED_CHARS
+
+    field = {
+        "date": {"type": "string", "format": "date"},
+        "name": {"type": "string", "format": "name"},
+        "yes_no": {"type": "boolean"},
+        "count": {"type": "integer"},
+        "option": {"type": "string", "enum": ["haircut", "colour", "manicure", "beard trim"]},
+    }[kind]
+    text = heard(pattern * (256 * 1024 // len(pattern)))
+    assert len(text) == MAX_RECOGNISED_CHARS
+    started = time.perf_counter()
+    for language in ("en", "pt", None):
+        value_for(field, text, datetime(2026, 9, 20, tzinfo=UTC), language, asked=True)
     assert time.perf_counter() - started < 1.0

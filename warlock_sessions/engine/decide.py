@@ -92,6 +92,7 @@ def understand_request(state: TurnState) -> UnderstandRequest | None:
         mention_flows=mentioned,
         branches=branches,
         fields=fields,
+        language=state.language,
     )
 
 
@@ -152,6 +153,8 @@ def decide(state: TurnState, understanding: Understanding | None) -> None:
         return
     if understanding is not None:
         state.llm_calls += understanding.llm_calls
+        if understanding.language and not state.pinned_language():
+            state.session["metadata"]["language"] = understanding.language
     asker = state.asker()
     if _interrupt(state, understanding):
         asker = None

@@ -18,7 +18,7 @@ from ..errors import FlowConfigurationError
 from .durations import is_duration, parse_duration
 from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES
 from .predicates import BUILT_IN, Predicate
-from .templates import placeholders
+from .templates import placeholders, texts_of
 
 TRIGGER_KINDS = ("message", "mention", "silence", "event")
 ON_END = frozenset({"end", "stay", "reset"})
@@ -228,9 +228,11 @@ class _Checker:
         }[kinds[0]]
         return Step(id=step_id, kind=check(spec, path), raw=spec)
 
+    def text(self, value: object, path: str, what: str = "expected text") -> None:
+        check_text(value, path, what)
+
     def say(self, spec: Mapping[str, Any], path: str) -> str:
-        if not isinstance(spec["say"], str):
-            raise self.fail(f"{path}.say", "expected the text to send")
+        self.text(spec["say"], f"{path}.say", "expected the text to send")
         return "say"
 
     def do(self, spec: Mapping[str, Any], path: str) -> str:
@@ -273,8 +275,8 @@ class _Checker:
         if "maxAsks" in spec and (type(spec["maxAsks"]) is not int or spec["maxAsks"] < 1):
             raise self.fail(f"{path}.maxAsks", "expected a whole number >= 1")
         for key in ("prompt", "ask", "question", "giveUp"):
-            if key in spec and not isinstance(spec[key], str):
-                raise self.fail(f"{path}.{key}", "expected text")
+            if key in spec:
+                self.text(spec[key], f"{path}.{key}")
         for index, name in enumerate(self.text_list(spec.get("amend") or [], f"{path}.amend")):
             if name not in self.fields:
                 raise self.fail(
@@ -323,9 +325,10 @@ class _Checker:
             unknown = set(interrupt) - {"when", "say", "then"}
             if unknown:
                 raise self.fail(f"{where}.{sorted(unknown)[0]}", "not a key of an interrupt")
-            for key in ("when", "say"):
-                if key in interrupt and not isinstance(interrupt[key], str):
-                    raise self.fail(f"{where}.{key}", "expected text")
+            if "when" in interrupt and not isinstance(interrupt["when"], str):
+                raise self.fail(f"{where}.when", "expected text")
+            if "say" in interrupt:
+                self.text(interrupt["say"], f"{where}.say")
             if not interrupt.get("when"):
                 raise self.fail(f"{where}.when", "expected what the user says to leave")
             if "then" in interrupt:
@@ -387,6 +390,19 @@ class _Checker:
         )
 
 
+def check_text(value: object, path: str, what: str = "expected text") -> None:
+    """Text a person reads: a string, or one per language (``{"en": …, "pt": …}``)."""
+    if isinstance(value, str):
+        return
+    if (
+        isinstance(value, Mapping)
+        and value
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    ):
+        return
+    raise FlowConfigurationError(path, f"{what}, or one per language like {{'en': ..., 'pt': ...}}")
+
+
 def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
     if not isinstance(fields, Mapping):
         raise FlowConfigurationError("fields", "expected an object of field definitions")
@@ -437,8 +453,8 @@ def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
                 f"{path}.pattern", f"not a regular expression: {error}"
             ) from None
     for key in ("ask", "label", "invalid", "giveUp"):
-        if key in definition and not isinstance(definition[key], str):
-            raise FlowConfigurationError(f"{path}.{key}", "expected text")
+        if key in definition:
+            check_text(definition[key], f"{path}.{key}")
 
 
 def compile_flows(
@@ -509,21 +525,7 @@ def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> Non
     field, after its ``maxAsks``) without a fallback (``{{data.name|there}}``), unless every
     way to its step passes an ``if`` that holds only when the field is known."""
     collected = {name for flow in flows.values() for step in flow.steps for name in step.collect}
-    texts: list[tuple[str, str, set[str]]] = []
-    for f, flow in enumerate(flows.values()):
-        known_at = _known_on_arrival(flow)
-        for s, step in enumerate(flow.steps):
-            for key in READ_STEP_TEXTS:
-                if isinstance(step.raw.get(key), str):
-                    texts.append((f"flows[{f}].steps[{s}].{key}", step.raw[key], known_at[step.id]))
-        for i, interrupt in enumerate(flow.raw.get("interrupts") or []):
-            if "say" in interrupt:
-                texts.append((f"flows[{f}].interrupts[{i}].say", interrupt["say"], set()))
-    for name, definition in fields.items():
-        for key in READ_FIELD_TEXTS:
-            if isinstance(definition.get(key), str):
-                texts.append((f"fields.{name}.{key}", definition[key], set()))
-    for path, text, known in texts:
+    for path, text, known in _read_texts(flows, fields):
         for placeholder, fallback in placeholders(text):
             scope, _, name = placeholder.partition(".")
             field_name = name.split(".")[0]
@@ -535,3 +537,25 @@ def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> Non
                     f"{{{{{placeholder}|...}}}}, or reach the step only through an if that "
                     f"checks it is known",
                 )
+
+
+def _read_texts(
+    flows: Mapping[str, Flow], fields: Mapping[str, Any]
+) -> list[tuple[str, str, set[str]]]:
+    """Every text a person reads, each language of it apart: (path, text, the fields known
+    whenever it is said)."""
+    texts: list[tuple[str, str, set[str]]] = []
+    for f, flow in enumerate(flows.values()):
+        known_at = _known_on_arrival(flow)
+        for s, step in enumerate(flow.steps):
+            for key in READ_STEP_TEXTS:
+                for text in texts_of(step.raw.get(key, "")):
+                    texts.append((f"flows[{f}].steps[{s}].{key}", text, known_at[step.id]))
+        for i, interrupt in enumerate(flow.raw.get("interrupts") or []):
+            for text in texts_of(interrupt.get("say", "")):
+                texts.append((f"flows[{f}].interrupts[{i}].say", text, set()))
+    for name, definition in fields.items():
+        for key in READ_FIELD_TEXTS:
+            for text in texts_of(definition.get(key, "")):
+                texts.append((f"fields.{name}.{key}", text, set()))
+    return texts

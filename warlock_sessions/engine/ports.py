@@ -48,11 +48,15 @@ class UnderstandRequest:
     mention_flows: Sequence[Flow]
     branches: Sequence[BranchQuestion]
     fields: Mapping[str, Mapping[str, Any]]
+    #: The conversation's language so far ("en", "pt", ...), or ``None`` while not known.
+    language: str | None = None
 
 
 @dataclass
 class Understanding:
-    """What the understand call judged. Values are raw: the engine validates and coerces them."""
+    """What the understand call judged. Values are raw: the engine validates and coerces them.
+    ``language`` is the language the message is written in, when it says (the engine keeps
+    it as the conversation's, in ``metadata["language"]``, unless something pins it)."""
 
     flows: dict[str, float] = field(default_factory=dict)
     mentions: dict[str, bool] = field(default_factory=dict)
@@ -60,6 +64,7 @@ class Understanding:
     branches: dict[str, bool] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
     llm_calls: int = 1
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,8 @@ class SpeakRequest:
     tools: Sequence[Any]
     #: The agent's field definitions (``talk.pending`` names the ones to extract now).
     fields: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The conversation's language, to reply in (``None`` while not known).
+    language: str | None = None
 
 
 @dataclass

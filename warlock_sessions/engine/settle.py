@@ -59,6 +59,7 @@ def speak_request(state: TurnState, talk: TalkRequest | IdleRequest) -> SpeakReq
         instructions=instructions,
         tools=tools,
         fields=agent.fields,
+        language=state.language,
     )
 
 

@@ -19,7 +19,7 @@ from .ports import (
 )
 from .predicates import PredicateContext, evaluate, json_equal
 from .session import Run, Session, StepOutcome, new_session, storable_text
-from .templates import render
+from .templates import Text, localized, render
 
 KEEP = 50  # input ids, always-claims per flow and anchor, outcome lines per run
 
@@ -181,13 +181,30 @@ class TurnState:
     def scope(self, run: Run) -> dict[str, Any]:
         return {"data": self.session["data"], "context": self.context, "input": run.get("input")}
 
-    def render(self, template: str, run: Run, kind: str) -> str:
-        """``template`` as the user reads it; a placeholder left out is logged on the run."""
+    def render(self, template: Text, run: Run, kind: str) -> str:
+        """``template`` (in the conversation's language, when it has several) as the user
+        reads it; a placeholder left out is logged on the run."""
 
         def unresolved(path: str) -> None:
             self.outcome(run, kind, "ok", code="unresolved-placeholder", detail=path)
 
-        return render(template, self.scope(run), unresolved=unresolved)
+        return render(localized(template, self.language), self.scope(run), unresolved=unresolved)
+
+    def pinned_language(self) -> str | None:
+        """The language the host's context (``{"language": "pt"}``) or the floor flow
+        (``"language": "pt"``) sets, which no message changes."""
+        if isinstance(self.context, Mapping) and isinstance(self.context.get("language"), str):
+            return str(self.context["language"])
+        floor = self.floor_run()
+        flow = self.flows.get(floor["flowId"]) if floor else None
+        pinned = flow.raw.get("language") if flow else None
+        return pinned if isinstance(pinned, str) else None
+
+    @property
+    def language(self) -> str | None:
+        """The conversation's language: pinned, else as the messages so far showed it."""
+        kept = self.session["metadata"].get("language")
+        return self.pinned_language() or (kept if isinstance(kept, str) else None)
 
     def asker(self) -> Run | None:
         return next((run for run in self.runs if run["status"] == "asking"), None)

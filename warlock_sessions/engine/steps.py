@@ -19,10 +19,13 @@ from .ports import (
 )
 from .session import Run
 from .state import TurnState, next_label
-from .templates import render_deep
+from .templates import localized, render_deep
 
 #: What the user is told when a field is given up and neither the step nor the field says.
-DEFAULT_GIVE_UP = "Sorry, I couldn't get your {label}, so let's go on without it."
+DEFAULT_GIVE_UP = {
+    "en": "Sorry, I couldn't get your {label}, so let's go on without it.",
+    "pt": "Desculpe, não consegui entender: {label}. Vamos seguir sem isso.",
+}
 
 # A wait this short before a say or talk step is a pause in the conversation, not a timer: it
 # rides on the next message as ``afterMs`` (the host delays that send) instead of costing a wake,
@@ -403,8 +406,8 @@ def give_up_sentence(state: TurnState, run: Run, step: Step, names: list[str]) -
         if "giveUp" in definition:
             sentences.append(state.render(definition["giveUp"], run, "collect"))
         else:
-            label = definition.get("label") or name
-            sentences.append(DEFAULT_GIVE_UP.format(label=label))
+            label = localized(definition.get("label") or name, state.language)
+            sentences.append(localized(DEFAULT_GIVE_UP, state.language).format(label=label))
     return " ".join(dict.fromkeys(sentences))
 
 

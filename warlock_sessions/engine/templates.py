@@ -52,6 +52,25 @@ def render(
     return _tidy(out) if emptied else out
 
 
+#: A text a person reads: one string, or one per language (``{"en": "Hi", "pt": "Oi"}``).
+Text = str | Mapping[str, str]
+
+
+def localized(text: Text, language: str | None) -> str:
+    """``text`` in ``language``: a plain string as it is; of several, the one in that
+    language, else English, else the first."""
+    if isinstance(text, str):
+        return text
+    if language in text:
+        return text[language]  # type: ignore[index]
+    return text.get("en") or next(iter(text.values()), "")
+
+
+def texts_of(text: Text) -> list[str]:
+    """Every variant of ``text``."""
+    return [text] if isinstance(text, str) else list(text.values())
+
+
 def placeholders(template: str) -> Iterator[tuple[str, str | None]]:
     """Each placeholder's path and fallback (``None`` when it has none)."""
     for match in _PLACEHOLDER.finditer(template):

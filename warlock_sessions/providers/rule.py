@@ -22,7 +22,7 @@ from ..engine.ports import (
     UnderstandRequest,
 )
 from ..engine.predicates import BUILT_IN, PredicateContext, evaluate
-from ..engine.templates import render
+from ..engine.templates import localized, render
 from .recognisers import heard, language_of, value_for
 from .text import phrases_score, tokens
 
@@ -65,13 +65,22 @@ _WORDS: dict[str, dict[str, str]] = {
 }
 
 
+def _words(language: str) -> dict[str, str]:
+    """The RuleModel's own sentences in ``language`` (English for one it does not speak)."""
+    return _WORDS.get(language, _WORDS["en"])
+
+
 class RuleModel:
     """Deterministic understand/speak from phrases, recognisers and templates.
 
-    ``language`` is ``"en"``, ``"pt"`` or ``"auto"`` (each message's own language, English when
-    a turn has no text). Field definitions may carry ``label`` (how the field is named when
-    asked), ``ask`` (the question, a template) and ``format`` (``email``, ``phone``, ``date``,
-    ``name``) to choose a recogniser. It makes no LLM calls: ``llm_calls`` is 0.
+    ``language`` is ``"en"``, ``"pt"`` or ``"auto"``: the conversation's language, which it
+    tells the engine from the words people write (``Understanding.language``; the engine keeps
+    it in ``metadata["language"]``) and uses to read what only a language can tell (``03/04``)
+    and to reply. A message that shows its own language is read in it; replies are in the
+    conversation's (English until it is known). Field definitions may carry ``label`` (how
+    the field is named when asked), ``ask`` (the question, a template), ``invalid`` and
+    ``format`` (``email``, ``phone``, ``date``, ``name``) to choose a recogniser; any text may
+    be given per language (``{"en": ..., "pt": ...}``). It makes no LLM calls.
     """
 
     #: It computes in memory, so an async host may run its turns on the event loop.
@@ -82,16 +91,23 @@ class RuleModel:
             raise ValueError(f"language must be 'auto', 'en' or 'pt', not {language!r}")
         self.language = language
 
-    def _language(self, text: str | None) -> str:
+    def _reading(self, text: str, conversation: str | None) -> str | None:
+        """The language to read ``text`` in: pinned, else its own, else the conversation's."""
         if self.language != "auto":
             return self.language
-        return language_of(text) if text else "en"
+        return language_of(text) or conversation
+
+    def _replying(self, text: str, conversation: str | None) -> str:
+        """The language to reply in: pinned, else the conversation's, else the message's."""
+        if self.language != "auto":
+            return self.language
+        return conversation or language_of(text) or "en"
 
     # -- understand ---------------------------------------------------------------------------
 
     def understand(self, request: UnderstandRequest) -> Understanding:
         text = heard(request.text)
-        language = self._language(text)
+        language = self._reading(text, request.language)
         scored = (
             [request.floor_flow, *request.message_flows]
             if request.floor_flow
@@ -128,11 +144,16 @@ class RuleModel:
             branches=branches,
             fields=fields,
             llm_calls=0,
+            language=self.language if self.language != "auto" else language_of(text),
         )
 
     @staticmethod
     def _mention_values(
-        phrases: Sequence[str], schema: Mapping[str, Any], text: str, now: datetime, language: str
+        phrases: Sequence[str],
+        schema: Mapping[str, Any],
+        text: str,
+        now: datetime,
+        language: str | None,
     ) -> dict[str, Any]:
         """Typed values by their recognisers; a plain string is the word after the mention."""
         words = text.split()
@@ -161,14 +182,17 @@ class RuleModel:
     # -- speak --------------------------------------------------------------------------------
 
     def speak(self, request: SpeakRequest) -> Spoken:
-        language = self._language(heard(request.text))
-        words = _WORDS[language]
+        text = heard(request.text)
+        language = self._replying(text, request.language)
+        words = _words(language)
         talk = request.talk
         if isinstance(talk, IdleRequest):
-            prompt = talk.idle.get("prompt") or words["idle"]
+            prompt = localized(talk.idle.get("prompt") or words["idle"], language)
             return Spoken(message=render(prompt, self._scope(request, {})), llm_calls=0)
         answering = talk.answering and bool(request.text)
-        found, problem = self._heard_fields(request, talk, answering, language)
+        found, problem = self._heard_fields(
+            request, talk, answering, self._reading(text, request.language), language
+        )
         data = {**request.data, **found}
         scope = self._scope(request, data)
         # A field on its last ask that this answer did not give is given up (the engine
@@ -180,11 +204,18 @@ class RuleModel:
         elif talk.step.collect:
             message = self._after_collect(request, data, language, gave_up=bool(missing))
         else:
-            message = render(talk.step.raw.get("prompt") or words["thanks"], scope)
+            message = render(
+                localized(talk.step.raw.get("prompt") or words["thanks"], language), scope
+            )
         return Spoken(message=message, fields=found, llm_calls=0)
 
     def _heard_fields(
-        self, request: SpeakRequest, talk: TalkRequest, answering: bool, language: str
+        self,
+        request: SpeakRequest,
+        talk: TalkRequest,
+        answering: bool,
+        reading: str | None,
+        language: str,
     ) -> tuple[dict[str, Any], str]:
         """The pending fields the message gives valid values for, and what was wrong with the
         first one it answered badly that is asked again (not a field on its last try)."""
@@ -195,7 +226,7 @@ class RuleModel:
         text = heard(request.text)
         for name in talk.pending:
             definition = request.fields.get(name) or {"type": "string"}
-            raw = value_for(definition, text, request.now, language, asked=True)
+            raw = value_for(definition, text, request.now, reading, asked=True)
             ok, value = (
                 coerce_field(definition, raw, request.now) if raw is not None else (False, None)
             )
@@ -223,7 +254,7 @@ class RuleModel:
         step = talk.step
         parts = [problem] if problem else []
         if not answering and step.raw.get("prompt") and not talk.run["asked"]:
-            parts.append(render(step.raw["prompt"], scope))
+            parts.append(render(localized(step.raw["prompt"], language), scope))
         if not parts or not parts[-1].rstrip().endswith("?"):
             parts.append(self._ask(step, missing, request.fields, scope, language))
         return " ".join(part for part in parts if part)
@@ -235,8 +266,8 @@ class RuleModel:
         return {"data": data, "context": request.context, "input": run_input}
 
     @staticmethod
-    def _label(name: str, definition: Mapping[str, Any]) -> str:
-        return definition.get("label") or name.replace("_", " ")
+    def _label(name: str, definition: Mapping[str, Any], language: str) -> str:
+        return localized(definition.get("label") or name.replace("_", " "), language)
 
     def _ask(
         self,
@@ -246,13 +277,13 @@ class RuleModel:
         scope: Mapping[str, Any],
         language: str,
     ) -> str:
-        words = _WORDS[language]
+        words = _words(language)
         first = fields.get(missing[0]) or {}
         if len(missing) == 1 and first.get("ask"):
-            return render(first["ask"], scope)
+            return render(localized(first["ask"], language), scope)
         if step.raw.get("ask"):
-            return render(step.raw["ask"], scope)
-        labels = [self._label(name, fields.get(name) or {}) for name in missing]
+            return render(localized(step.raw["ask"], language), scope)
+        labels = [self._label(name, fields.get(name) or {}, language) for name in missing]
         if len(labels) == 1:
             return words["ask"].format(label=labels[0])
         return words["ask_many"].format(labels=", ".join(labels[:-1]) + words["and"] + labels[-1])
@@ -261,9 +292,9 @@ class RuleModel:
     def _problem(definition: Mapping[str, Any], language: str, code: str | None = None) -> str:
         """What was wrong with an answer: the field's own ``invalid`` sentence for a value
         outside its constraints, else a sentence for its kind."""
-        words = _WORDS[language]
+        words = _words(language)
         if code in ("out-of-range", "no-match"):
-            return str(definition.get("invalid") or words["range"])
+            return localized(definition.get("invalid") or words["range"], language)
         if definition.get("enum"):
             return words["enum"].format(options=", ".join(map(str, definition["enum"])))
         key = definition.get("format") or {
@@ -294,7 +325,7 @@ class RuleModel:
                 if missing:
                     return self._ask(current, missing, request.fields, scope, language)
                 if not current.collect:
-                    return render(current.raw.get("prompt") or "", scope)
+                    return render(localized(current.raw.get("prompt") or "", language), scope)
             elif current.kind == "if":
                 predicate = current.raw["if"]
                 if callable(predicate) or not set(predicate) <= BUILT_IN:
@@ -316,7 +347,7 @@ class RuleModel:
                 break
             step, target = current, current.then
         # After a give-up the engine's sentence is the reply.
-        return "" if gave_up else _WORDS[language]["thanks"]
+        return "" if gave_up else _words(language)["thanks"]
 
 
 def _resolve(flow: Flow, step: Step, target: Any, data: dict[str, Any]) -> Step | None:

@@ -19,7 +19,7 @@ from ...engine.ports import (
     Understanding,
     UnderstandRequest,
 )
-from ...engine.templates import render
+from ...engine.templates import localized, render
 
 JSON_TYPES = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean"}
 UNDERSTAND_SYSTEM = (
@@ -135,13 +135,17 @@ def speak_messages(request: SpeakRequest) -> list[dict[str, Any]]:
     lines = [render(_instruction_text(item), scope) for item in request.instructions]
     talk = request.talk
     if isinstance(talk, IdleRequest):
-        lines.append(render(talk.idle.get("prompt") or "", scope))
+        lines.append(render(localized(talk.idle.get("prompt") or "", request.language), scope))
     else:
         lines += _talk_lines(request, talk, scope)
     field_list = "".join(
         f', "{name}": the value the customer gave in their last message or null'
         for name in pending_of(request)
     )
+    if request.language:
+        lines.append(
+            f"The conversation is in the language with code {request.language}: reply in it."
+        )
     lines.append(SPEAK_ENVELOPE.replace("{fields}", field_list))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "\n\n".join(line for line in lines if line)}
@@ -168,13 +172,13 @@ def _scope(request: SpeakRequest) -> dict[str, Any]:
 
 def _talk_lines(request: SpeakRequest, talk: TalkRequest, scope: dict[str, Any]) -> list[str]:
     step = talk.step
-    lines = [render(step.raw.get("prompt") or "", scope)]
+    lines = [render(localized(step.raw.get("prompt") or "", request.language), scope)]
     if talk.pending:
         wanted = []
         for name in talk.pending:
             definition = request.fields.get(name) or {}
             ask = definition.get("ask") or step.raw.get("ask")
-            how = f': ask like "{render(ask, scope)}"' if ask else ""
+            how = f': ask like "{render(localized(ask, request.language), scope)}"' if ask else ""
             wanted.append(f"- {name} ({describe_field(definition)}){how}")
         lines.append("Ask the customer for what is still missing:\n" + "\n".join(wanted))
     if talk.final:

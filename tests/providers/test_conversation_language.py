@@ -1,0 +1,125 @@
+"""The conversation has a language: heard from the words people write, kept in the session's
+metadata, pinned by the context or a flow, used to read "03/04" and to pick every reply."""
+
+from __future__ import annotations
+
+import pytest
+
+from example_project.demo.agents import booking_agent
+from warlock_sessions.engine import Agent
+from warlock_sessions.errors import FlowConfigurationError
+from warlock_sessions.providers import RuleModel
+from warlock_sessions.testing import Dialogue, FakeClock
+
+T0 = "2026-09-20T10:00:00.000Z"
+
+
+def demo(**options: object) -> Dialogue:
+    return Dialogue(booking_agent(), clock=FakeClock(T0), **options)  # type: ignore[arg-type]
+
+
+def test_the_demo_converses_in_portuguese_end_to_end() -> None:
+    dialogue = demo()
+    assert dialogue.say("oi") == [
+        'Olá! Sou o assistente de agendamento. Diga "marcar" para agendar.'
+    ]
+    assert dialogue.say("quero marcar um horário") == ["Ótimo, vamos agendar. Qual é o seu nome?"]
+    assert dialogue.say("me chamo João") == ["Obrigado, João! Qual é o seu e-mail?"]
+    assert dialogue.say("joao@exemplo.com.br") == ["Qual dia fica bom para você?"]
+    assert dialogue.say("01/09/2026") == [
+        "Esse dia já passou: qual dia, de hoje em diante, fica bom para você?"
+    ]
+    assert dialogue.say("03/10") == [
+        "Então fica 2026-10-03 para João (joao@exemplo.com.br). Posso confirmar?"
+    ]
+    assert dialogue.say("talvez") == [
+        "Responda sim ou não, por favor. Então fica 2026-10-03 para João "
+        "(joao@exemplo.com.br). Posso confirmar?"
+    ]
+    assert dialogue.say("pode ser") == [
+        "Agendado! Até 2026-10-03, João. A confirmação vai para joao@exemplo.com.br."
+    ]
+    assert dialogue.session is not None
+    assert dialogue.session["metadata"]["language"] == "pt"
+
+
+def test_a_message_with_no_language_keeps_the_conversations() -> None:
+    dialogue = demo()
+    dialogue.say("quero marcar")
+    dialogue.say("Ana")  # a bare name says nothing of the language
+    assert dialogue.replies[-1] == "Obrigado, Ana! Qual é o seu e-mail?"
+    dialogue.say("I'd rather write in English, my email is ana@example.com")
+    assert dialogue.replies[-1] == "Which day would suit you?"
+
+
+@pytest.mark.parametrize(("language", "expected"), [("pt", "2026-10-03"), ("en", "2027-03-10")])
+def test_digits_are_read_in_the_conversations_language(language: str, expected: str) -> None:
+    dialogue = demo(context={"language": language})
+    for text in ["book", "Ana", "ana@example.com"]:
+        dialogue.say(text)
+    dialogue.say("03/10")
+    assert dialogue.data["date"] == expected
+
+
+def test_ambiguous_digits_before_the_language_is_known_are_asked_again() -> None:
+    agent = Agent(
+        [{"id": "f", "on": [{"message": []}], "steps": [{"id": "d", "collect": ["date"]}]}],
+        fields={"date": {"type": "string", "format": "date", "label": "date"}},
+        model=RuleModel(),
+        name="f",
+    )
+    dialogue = Dialogue(agent, clock=FakeClock(T0))
+    dialogue.say("ok")
+    assert dialogue.say("03/10") == ["I couldn't read a date in that. What is your date?"]
+    dialogue.say("13/10")
+    assert dialogue.data == {"date": "2026-10-13"}
+
+
+def test_the_context_pins_the_language_and_no_message_changes_it() -> None:
+    dialogue = demo(context={"language": "en"})
+    assert dialogue.say("quero marcar") == ["Great, let's get you booked. What's your name?"]
+    assert dialogue.session is not None
+    assert "language" not in dialogue.session["metadata"]
+
+
+def test_a_flow_pins_its_language() -> None:
+    agent = Agent(
+        [
+            {
+                "id": "f",
+                "on": [{"message": ["start"]}],
+                "language": "pt",
+                "steps": [{"id": "q", "collect": ["ok"]}],
+            }
+        ],
+        fields={"ok": {"type": "boolean", "ask": {"en": "Right?", "pt": "Certo?"}}},
+        model=RuleModel(),
+        name="f",
+    )
+    assert Dialogue(agent, clock=FakeClock(T0)).say("start") == ["Certo?"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [{"en": 3}, {}, {"en": "ok", "pt": None}, ["hi"]],
+    ids=["number", "empty", "null", "list"],
+)
+def test_a_text_per_language_is_checked_at_load(text: object) -> None:
+    with pytest.raises(FlowConfigurationError, match=r"flows\[0\]\.steps\[0\]\.say.*per language"):
+        Agent([{"id": "f", "steps": [{"id": "s", "say": text}]}])
+
+
+def test_every_language_of_a_text_is_checked_for_placeholders() -> None:
+    with pytest.raises(FlowConfigurationError, match=r"\{\{data\.n\}\}"):
+        Agent(
+            [
+                {
+                    "id": "f",
+                    "steps": [
+                        {"id": "q", "collect": ["n"]},
+                        {"id": "s", "say": {"en": "Hi {{data.n|you}}", "pt": "Oi {{data.n}}"}},
+                    ],
+                }
+            ],
+            fields={"n": {"type": "string"}},
+        )

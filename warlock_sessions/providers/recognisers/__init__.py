@@ -1,0 +1,70 @@
+"""Typed values recognised in free text, in English and Portuguese (docs/providers.md).
+
+Each recogniser returns the raw value to hand to the engine (which coerces and validates it),
+or ``None`` when the text holds no such value, or one that could only be guessed. Every
+recogniser reads at most ``MAX_RECOGNISED_CHARS`` of a message and is linear in what it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from .answers import boolean
+from .contacts import email, phone
+from .dates import when
+from .language import language_of
+from .names import name
+from .numbers import number
+from .options import option
+
+__all__ = [
+    "MAX_RECOGNISED_CHARS",
+    "boolean",
+    "email",
+    "heard",
+    "language_of",
+    "name",
+    "number",
+    "option",
+    "phone",
+    "value_for",
+    "when",
+]
+
+#: How much of a message the recognisers read. An answer to a question is short; reading no
+#: further bounds what any message can cost, whatever its patterns.
+MAX_RECOGNISED_CHARS = 2000
+
+
+def heard(text: str | None) -> str:
+    """The part of a message the recognisers read."""
+    return (text or "")[:MAX_RECOGNISED_CHARS]
+
+
+def value_for(
+    field: Mapping[str, Any], text: str, now: datetime, language: str | None, *, asked: bool
+) -> Any:
+    """The raw value ``field`` takes from ``text`` (free text only when the field was asked);
+    ``language`` is the conversation's (``None`` while it is not known)."""
+    kind = field["type"]
+    form = field.get("format")
+    if field.get("enum"):
+        return option(text, field["enum"])
+    if form == "email":
+        return email(text)
+    if form == "phone":
+        return phone(text)
+    if form == "date":
+        return when(text, now, language)
+    if kind == "boolean":
+        return boolean(text) if asked else None
+    if kind in ("number", "integer"):
+        return number(text) if asked else None
+    if not asked:
+        return None
+    if form == "name":
+        return name(text)
+    stripped = text.strip()
+    return stripped or None
