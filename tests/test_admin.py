@@ -119,11 +119,13 @@ def test_sessions_are_found_by_what_their_data_says_and_show_their_agent_and_siz
     from .host.conftest import echo_agent
 
     Host(echo_agent(), DjangoStore()).handle("found", {"message": {"text": "hi", "id": "m1"}})
-    SessionFactory(id="other")
+    SessionFactory(id="ana", data={"name": "Ana Souza", "contact": {"email": "Ana@Example.com"}})
+    SessionFactory(id="other", data={"name": "Bob"})
 
-    page = staff_client.get(CHANGELIST + "?q=m1").content.decode()
-
-    assert "found</a>" in page and "other</a>" not in page
+    assert "found</a>" in staff_client.get(CHANGELIST + "?q=found").content.decode()
+    page = staff_client.get(CHANGELIST + "?q=ana@example").content.decode()
+    assert "ana</a>" in page and "other</a>" not in page and "found</a>" not in page
+    page = staff_client.get(CHANGELIST).content.decode()
     assert '<td class="field-agent">echo</td>' in page
     assert "bytes</td>" in page or "KB</td>" in page
 

@@ -21,13 +21,38 @@ def token_list(values: Iterable[str]) -> str:
     return f" {' '.join(distinct)} " if distinct else ""
 
 
+#: How much of a session's data its search column keeps.
+MAX_SEARCH_TEXT = 1000
+
+
 def run_summary(blob: SessionBlob) -> dict[str, Any]:
     """The filterable columns derived from a blob; the store writes them with every save."""
     runs = blob["runs"]
     return {
         "run_flows": token_list(run["flowId"] for run in runs),
         "run_statuses": token_list(run["status"] for run in runs),
+        "search_text": search_text(blob["data"]),
     }
+
+
+def search_text(data: Any) -> str:
+    """What a person may look a session up by: the text and numbers in its data (a name, an
+    e-mail), folded to lower case, at most ``MAX_SEARCH_TEXT`` characters."""
+    found: list[str] = []
+    pending = [data]
+    while pending and sum(map(len, found)) < MAX_SEARCH_TEXT:
+        value = pending.pop()
+        if isinstance(value, str):
+            found.append(value.casefold())
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int | float):
+            found.append(str(value))
+        elif isinstance(value, dict):
+            pending.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            pending.extend(reversed(value))
+    return " ".join(found)[:MAX_SEARCH_TEXT]
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
@@ -38,6 +63,10 @@ class SessionQuerySet(models.QuerySet["Session"]):
     def with_run_status(self, status: str) -> SessionQuerySet:
         """Sessions with at least one live run in ``status`` (running/asking/waiting/suspended)."""
         return self.filter(run_statuses__contains=f" {status} ")
+
+    def saying(self, text: str) -> SessionQuerySet:
+        """Sessions whose data holds ``text`` (any case): a name, an e-mail."""
+        return self.filter(search_text__contains=text.casefold())
 
 
 class Session(models.Model):
@@ -57,6 +86,7 @@ class Session(models.Model):
     run_statuses = models.CharField(
         _("statuses of live runs"), max_length=64, blank=True, default=""
     )
+    search_text = models.TextField(_("searchable data"), blank=True, default="")
     created_at = models.DateTimeField(_("created"))
     # Deliberately not indexed: a save then changes no indexed column, so PostgreSQL can
     # update the row in place (a HOT update) instead of writing to every index each turn.

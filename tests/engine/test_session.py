@@ -168,3 +168,41 @@ def test_a_v4_blob_passes_through_migration_unchanged() -> None:
 def test_an_unrecognisable_blob_never_migrates_to_a_fresh_session(blob, why) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidSessionError, match=re.escape(f"unreadable: {why}")):
         migrate_session(blob, "s1")
+
+
+def test_the_largest_integers_round_trip_exactly() -> None:
+    from warlock_sessions.engine.session import decode_session, encode_session
+
+    session = session_blob("s1", data={"big": 2**64 - 1, "small": -(2**63), "float": 1.5e300})
+    assert decode_session(encode_session(session, 1), "s1")["data"] == session["data"]
+
+
+def test_a_row_written_before_integers_were_bounded_reads_back_exact() -> None:
+    """orjson reads an integer beyond 64 bits as a float: such a row is read again exactly."""
+    import json
+
+    from warlock_sessions.engine.session import decode_session
+
+    text = json.dumps({**session_blob("s1"), "data": {"id": 2**70 + 1}, "version": 1})
+    assert decode_session(text, "s1")["data"] == {"id": 2**70 + 1}
+
+
+def test_an_action_detail_that_is_not_json_is_kept_as_text() -> None:
+    from decimal import Decimal
+
+    from warlock_sessions.engine import Agent
+    from warlock_sessions.engine.session import encode_session
+    from warlock_sessions.providers import RuleModel
+    from warlock_sessions.testing import Dialogue
+
+    agent = Agent(
+        [{"id": "f", "on": [{"message": []}], "steps": [{"id": "d", "do": "pay"}]}],
+        actions={"pay": lambda params, ctx: {"ok": True, "detail": Decimal("9.90")}},
+        name="f",
+        model=RuleModel(),
+    )
+    dialogue = Dialogue(agent)
+    dialogue.say("hi")
+    line = next(line for line in dialogue.last.outcomes if line["kind"] == "do")  # type: ignore[union-attr]
+    assert line["detail"] == "9.90"
+    encode_session(dialogue.session, 2)  # type: ignore[arg-type]

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from example_project.demo.agents import FLOWS as DEMO_FLOWS
+
 
 @dataclass(frozen=True)
 class Case:
@@ -33,22 +35,9 @@ SERVICES = {
 EMAIL = {"type": "string", "format": "email"}
 PHONE = {"type": "string", "format": "phone"}
 #: The demo's booking phrases.
-BOOKING_PHRASES = [
-    "book",
-    "booking",
-    "appointment",
-    "schedule",
-    "reserve",
-    "agendar",
-    "marcar",
-    "!thanks",
-    "!thank you",
-    "!obrigado",
-    "!obrigada",
-    "!cheers",
-    "!thx",
-    "!valeu",
-]
+BOOKING_PHRASES: list[str] = next(
+    flow["on"][0]["message"] for flow in DEMO_FLOWS if flow["id"] == "booking"
+)
 
 
 def _cases(kind: str, conversation: str | None, rows: list[tuple[str, Any]]) -> list[Case]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import enum
 import multiprocessing
 import threading
+import uuid
+from datetime import datetime
 
 import pytest
 from django.db import connections
@@ -118,6 +121,10 @@ def test_stored_state_cannot_be_changed_through_returned_objects(make_store: Sto
     assert again is not None and again["data"] == {"x": 1}
 
 
+class Kind(enum.Enum):
+    A = "a"
+
+
 @pytest.mark.parametrize(
     ("mutate", "why"),
     [
@@ -127,8 +134,37 @@ def test_stored_state_cannot_be_changed_through_returned_objects(make_store: Sto
         (lambda s: s.update(data={"note": "a\x00b"}), "data.note contains a NUL character"),
         (lambda s: s.update(metadata={"score": float("inf")}), "metadata.score is inf"),
         (lambda s: s.update(data={1: "one"}), "data has the non-text key 1"),
+        (lambda s: s.update(data={"at": datetime(2026, 1, 1)}), "data.at is a datetime"),
+        (lambda s: s.update(data={"tags": {"a"}}), "data.tags is a set"),
+        (lambda s: s.update(data={"id": uuid.UUID(int=1)}), "data.id is a UUID"),
+        (lambda s: s.update(data={"kind": Kind.A}), "data.kind is a Kind"),
+        (
+            lambda s: s.update(data={"n": [1, 2**64]}),
+            "data.n[1] is 18446744073709551616, an integer",
+        ),
+        (
+            lambda s: s.update(data={"n": -(2**63) - 1}),
+            "data.n is -9223372036854775809, an integer",
+        ),
+        (lambda s: s.update(data={"x": float("nan")}), "data.x is nan"),
+        (lambda s: s.update(data={"s": "\ud800"}), "data.s contains a lone surrogate"),
     ],
-    ids=["v3", "bad-status", "object", "nul", "infinity", "int-key"],
+    ids=[
+        "v3",
+        "bad-status",
+        "object",
+        "nul",
+        "infinity",
+        "int-key",
+        "datetime",
+        "set",
+        "uuid",
+        "enum",
+        "big-int",
+        "small-int",
+        "nan",
+        "surrogate",
+    ],
 )
 def test_an_unstorable_blob_is_refused_and_nothing_is_written(
     make_store: StoreFactory, mutate, why

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
+import orjson
+
 from ..errors import InvalidSessionError
 from .isotime import to_iso
 
@@ -441,7 +443,10 @@ def _check_json_native(value: Any, depth: int, limit: int) -> None:
     elif kind is float:
         if not math.isfinite(value):
             raise _NotJson(f"is {value!r}, which JSON cannot represent")
-    elif not (value is None or kind is int or kind is bool):
+    elif kind is int:
+        if not SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
+            raise _NotJson(f"is {value}, an integer beyond 64 bits, which JSON readers round")
+    elif not (value is None or kind is bool):
         raise _NotJson(f"is a {kind.__name__} ({value!r:.60}), which is not a JSON value")
 
 
@@ -496,6 +501,20 @@ def _refuse_unknown_type(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+#: The integers a blob may hold: what orjson (and a PostgreSQL ``jsonb`` round trip through
+#: most readers) keeps exact. Beyond them a reader would round the number to a float.
+SMALLEST_INTEGER = -(2**63)
+LARGEST_INTEGER = 2**64 - 1
+#: orjson writes what the stdlib's ``json`` would, and refuses the same things, once told not
+#: to write datetimes, dataclasses and subclasses of str, int, dict and list itself (it would
+#: turn them into JSON, and they would not come back as what was saved).
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
 def _caller_values(blob: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a blob that hold values from callers' code rather than the engine's,
     keyed by their path so an error names where the bad value sits."""
@@ -504,6 +523,29 @@ def _caller_values(blob: Mapping[str, Any]) -> dict[str, Any]:
         parts[f"runs[{index}].input"] = run.get("input")
         parts[f"runs[{index}].trigger.payload"] = run["trigger"].get("payload")
     return parts
+
+
+def _caller_values_of(blob: dict[str, Any]) -> dict[str, Any]:
+    """``_caller_values`` of a blob not yet checked (its runs may be missing or malformed)."""
+    runs = blob.get("runs")
+    if not isinstance(runs, list) or not all(
+        isinstance(run, dict) and isinstance(run.get("trigger"), dict) for run in runs
+    ):
+        return {key: blob[key] for key in ("data", "metadata", "history") if key in blob}
+    return _caller_values(blob)
+
+
+def _rounded_integer(value: Any) -> bool:
+    """Whether ``value`` holds a float as large as only an integer beyond 64 bits, read by
+    orjson, becomes."""
+    kind = type(value)
+    if kind is float:
+        return bool(abs(value) > LARGEST_INTEGER and value.is_integer())
+    if kind is dict:
+        return any(_rounded_integer(item) for item in value.values())
+    if kind is list:
+        return any(_rounded_integer(item) for item in value)
+    return False
 
 
 def encode_session(session: Mapping[str, Any], version: int) -> str:
@@ -518,29 +560,24 @@ def encode_session(session: Mapping[str, Any], version: int) -> str:
         raise InvalidSessionError(str(session_id), f"id is {_describe(session_id)}, expected text")
     blob = {**session, "version": version}
     assert_session(blob, session_id)
-    # Only the caller-supplied parts are walked up front (the C encoder would silently turn an
-    # int key into text there); everything else the encoder itself refuses, and the walk runs
+    # Only the caller-supplied parts are walked up front: there orjson would write a NaN as
+    # null, and a UUID, an enum or a date as text, instead of refusing them. The engine's own
+    # parts hold only JSON values; anything else there the encoder refuses, and the walk runs
     # over the whole blob only to name the path of a value already known to be bad.
     error = _not_json_error(session_id, _caller_values(blob))
     if error is None:
         try:
-            text = json.dumps(
-                blob,
-                separators=(",", ":"),
-                ensure_ascii=False,
-                allow_nan=False,
-                default=_refuse_unknown_type,
-            )
-        except (TypeError, ValueError):
+            text = orjson.dumps(blob, default=_refuse_unknown_type, option=_ORJSON_OPTIONS)
+        except TypeError:
             error = _not_json_error(session_id, blob)
         else:
             # The encoder escapes NUL as \u0000; that text can also be a literal backslash
             # sequence, so only the walk decides.
-            if "\\u0000" not in text:
-                return text
+            if b"\\u0000" not in text:
+                return text.decode()
             error = _not_json_error(session_id, blob)
             if error is None:
-                return text
+                return text.decode()
     assert error is not None
     raise error
 
@@ -548,9 +585,12 @@ def encode_session(session: Mapping[str, Any], version: int) -> str:
 def decode_session(text: str | bytes, session_id: str, version: int | None = None) -> Session:
     """A stored JSON text back to a checked session; ``version`` (the store's column) wins."""
     try:
-        blob = json.loads(text)
-    except ValueError as error:
+        blob = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
         raise InvalidSessionError(session_id, f"the stored text is not JSON ({error})") from None
+    if isinstance(blob, dict) and _rounded_integer(_caller_values_of(blob)):
+        # Written before integers were bounded: read the exact ones, as they were saved.
+        blob = json.loads(text)
     if version is not None and isinstance(blob, dict):
         blob["version"] = version
     return assert_session(blob, session_id)

@@ -64,7 +64,7 @@ class DjangoStore(Store):
         meta = SessionRow._meta
         table = quote(meta.db_table)
         column = {field.name: quote(field.column or "") for field in meta.concrete_fields}
-        written = ["blob", "version", "run_flows", "run_statuses", "updated_at"]
+        written = ["blob", "version", "run_flows", "run_statuses", "search_text", "updated_at"]
         insert_columns = ", ".join(column[name] for name in ["id", "agent", "created_at", *written])
         ignore = connection.features.supports_ignore_conflicts
         insert = connection.ops.insert_statement(on_conflict=OnConflict.IGNORE if ignore else None)
@@ -117,7 +117,14 @@ class DjangoStore(Store):
     ) -> list[Any]:
         summary = run_summary(session)
         now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
-        written = [text, expected + 1, summary["run_flows"], summary["run_statuses"], now]
+        written = [
+            text,
+            expected + 1,
+            summary["run_flows"],
+            summary["run_statuses"],
+            summary["search_text"],
+            now,
+        ]
         if expected == 0:
             return [session["id"], agent or self.agent, now, *written]
         return [*written, agent or self.agent, session["id"], expected]

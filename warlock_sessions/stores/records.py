@@ -6,11 +6,11 @@ record of its input), and the two ways to write it: with the ORM inside a transa
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from django.db import IntegrityError, connections, transaction
 from django.db.models import Max
 
@@ -20,6 +20,12 @@ from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).
 SEQ_ATTEMPTS = 5
+
+
+def _json(rows: Any) -> str:
+    """Rows as the JSON array text the statement unpacks (orjson: the same text as the
+    stdlib's, in a fraction of the time)."""
+    return orjson.dumps(rows).decode()
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,7 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             now,
             now,
             now if changes.delivered else None,
-            json.dumps(changes.messages, ensure_ascii=False),
+            _json(changes.messages),
         ]
     if changes.fired:
         params += [now, changes.session_id, changes.fired]
@@ -175,9 +181,9 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             changes.session_id,
             changes.agent,
             now,
-            json.dumps(changes.schedule, ensure_ascii=False),
+            _json(changes.schedule),
         ]
-    params += [changes.session_id, now, json.dumps(changes.events, ensure_ascii=False)]
+    params += [changes.session_id, now, _json(changes.events)]
     params.append(changes.session_id)
     shape = (
         bool(changes.applied),

@@ -1,0 +1,108 @@
+"""``warlock_prune``: what the retention policy no longer keeps goes, in batches; what it keeps
+stays (live sessions, each session's last log entries, pending work)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from warlock_sessions.models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
+from warlock_sessions.stores.retention import Retention, prune
+from warlock_sessions.testing import run_blob
+from warlock_sessions.testing.factories import SessionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def aged(days: int) -> object:
+    return timezone.now() - timedelta(days=days)
+
+
+def events(session_id: str, count: int, days: int) -> None:
+    SessionEvent.objects.bulk_create(
+        SessionEvent(session_id=session_id, seq=seq, type="turn", created_at=aged(days))
+        for seq in range(1, count + 1)
+    )
+
+
+def outbox(session_id: str, status: str, days: int, key: str) -> None:
+    OutboundMessage.objects.create(
+        session_id=session_id,
+        key=key,
+        kind="ai",
+        text="hi",
+        status=status,
+        deliver_after=aged(days),
+        created_at=aged(days),
+    )
+
+
+def wake(session_id: str, status: str, days: int, key: str) -> None:
+    Wake.objects.create(
+        session_id=session_id, key=key, status=status, due_at=aged(days), created_at=aged(days)
+    )
+
+
+@pytest.fixture
+def history() -> None:
+    SessionFactory(id="ended", updated_at=aged(100))
+    SessionFactory(id="live", updated_at=aged(100), runs=[run_blob("booking", status="asking")])
+    SessionFactory(id="recent", updated_at=aged(1))
+    SessionOwner.objects.create(session_id="ended", anonymous_key="v1")
+    events("ended", 3, 100)
+    events("live", 250, 60)
+    outbox("live", "delivered", 10, "old")
+    outbox("live", "pending", 10, "waiting")
+    outbox("live", "delivered", 1, "new")
+    wake("live", "fired", 10, "old")
+    wake("live", "pending", 10, "due")
+
+
+def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None) -> None:
+    seen: list[tuple[str, int, int]] = []
+
+    counts = prune(Retention(), batch=7, progress=lambda *step: seen.append(step))
+
+    assert counts == {"sessions": 1, "events": 150, "outbox": 1, "wakes": 1}
+    assert set(Session.objects.values_list("id", flat=True)) == {"live", "recent"}
+    assert not SessionEvent.objects.filter(session_id="ended").exists()
+    assert not SessionOwner.objects.filter(session_id="ended").exists()
+    kept = SessionEvent.objects.filter(session_id="live").values_list("seq", flat=True)
+    assert sorted(kept) == list(range(151, 251))  # the last 100, whatever their age
+    assert set(OutboundMessage.objects.values_list("key", flat=True)) == {"waiting", "new"}
+    assert list(Wake.objects.values_list("key", flat=True)) == ["due"]
+    event_steps = [done for what, done, total in seen if what == "events"]
+    assert event_steps == [*range(7, 150, 7), 150]  # batches of at most 7
+
+
+def test_a_dry_run_counts_and_deletes_nothing(history: None) -> None:
+    out = StringIO()
+    call_command("warlock_prune", "--dry-run", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "sessions: would delete 1",
+        "events: would delete 150",
+        "outbox: would delete 1",
+        "wakes: would delete 1",
+    ]
+    assert Session.objects.count() == 3 and SessionEvent.objects.count() == 253
+
+
+def test_the_command_shows_progress_and_never_keeps_a_kind(history: None) -> None:
+    out, err = StringIO(), StringIO()
+    call_command("warlock_prune", "--events", "never", "--batch", "100", stdout=out, stderr=err)
+    assert "events" not in out.getvalue()
+    assert SessionEvent.objects.filter(session_id="live").count() == 250
+    assert "sessions [##############################] 1/1" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "args", [["--sessions", "soon"], ["--batch", "0"], ["--keep-events", "-1"]]
+)
+def test_bad_options_are_refused(args: list[str]) -> None:
+    with pytest.raises(CommandError):
+        call_command("warlock_prune", *args)

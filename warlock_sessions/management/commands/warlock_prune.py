@@ -1,0 +1,74 @@
+"""``manage.py warlock_prune``: delete what the retention policy no longer keeps, in bounded
+batches (``stores.retention``), with ``--dry-run`` and a progress bar."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...engine.durations import is_duration, parse_duration
+from ...stores.retention import DEFAULT_BATCH, Retention, prune
+
+BAR_WIDTH = 30
+
+
+def _age(text: str) -> timedelta | None:
+    if text == "never":
+        return None
+    if not is_duration(text):
+        raise CommandError(f"{text!r} is not an age: a number then s, m, h or d ('30d'), or never")
+    return timedelta(milliseconds=parse_duration(text))
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete ended sessions, old log entries (keeping each session's last ones), delivered "
+        "outbox rows and fired wakes, in short batches. Ages are like 90d, 12h; 'never' keeps "
+        "that kind for ever."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        defaults = Retention()
+        parser.add_argument(
+            "--sessions", default="90d", help="ended sessions not updated for this long (90d)"
+        )
+        parser.add_argument("--events", default="30d", help="log entries older than this (30d)")
+        parser.add_argument(
+            "--keep-events",
+            type=int,
+            default=defaults.keep_events,
+            help=f"keep each session's last N log entries, however old ({defaults.keep_events})",
+        )
+        parser.add_argument("--outbox", default="7d", help="delivered outbox rows older (7d)")
+        parser.add_argument("--wakes", default="7d", help="fired wakes older than this (7d)")
+        parser.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="rows per delete")
+        parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["batch"] < 1 or options["keep_events"] < 0:
+            raise CommandError("--batch must be at least 1 and --keep-events at least 0")
+        retention = Retention(
+            sessions=_age(options["sessions"]),
+            events=_age(options["events"]),
+            keep_events=options["keep_events"],
+            outbox=_age(options["outbox"]),
+            wakes=_age(options["wakes"]),
+        )
+        counts = prune(
+            retention,
+            batch=options["batch"],
+            dry_run=options["dry_run"],
+            progress=None if options["dry_run"] else self._progress,
+        )
+        verb = "would delete" if options["dry_run"] else "deleted"
+        for what, count in counts.items():
+            self.stdout.write(f"{what}: {verb} {count}")
+
+    def _progress(self, what: str, done: int, total: int) -> None:
+        filled = BAR_WIDTH * done // total
+        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+        end = "\n" if done >= total else ""
+        self.stderr.write(f"\r{what:8} [{bar}] {done}/{total}", ending=end)
+        self.stderr.flush()
