@@ -41,7 +41,9 @@ def bench_database_url() -> str:
 RECOMMENDED_OPTIONS = {"prepare_threshold": 5, "server_side_binding": True}
 
 
-def configure_django(database_url: str, **extra_settings: Any) -> None:
+def configure_django(
+    database_url: str, apps: list[str] | None = None, **extra_settings: Any
+) -> None:
     """Point Django at the benchmark database and migrate.
 
     ``default`` is configured as docs/stores.md recommends for production (DEBUG off,
@@ -57,7 +59,12 @@ def configure_django(database_url: str, **extra_settings: Any) -> None:
     settings.configure(
         DEBUG=False,
         USE_TZ=True,
-        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "warlock_sessions"],
+        INSTALLED_APPS=[
+            "django.contrib.contenttypes",
+            "django.contrib.auth",
+            *(apps or []),
+            "warlock_sessions",
+        ],
         DATABASES={
             "default": {**database, "OPTIONS": RECOMMENDED_OPTIONS},
             "django_defaults": {**database, "TEST": {"MIRROR": "default"}},

@@ -66,7 +66,7 @@ def history() -> None:
 def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None) -> None:
     seen: list[tuple[str, int, int]] = []
 
-    counts = prune(Retention(), batch=7, progress=lambda *step: seen.append(step))
+    counts = prune(Retention(), batch=7, progress=lambda *step: seen.append(step), pause=-1)
 
     assert counts == {"sessions": 1, "events": 150, "outbox": 1, "wakes": 1}
     assert set(Session.objects.values_list("id", flat=True)) == {"live", "recent"}
@@ -101,7 +101,8 @@ def test_the_command_shows_progress_and_never_keeps_a_kind(history: None) -> Non
 
 
 @pytest.mark.parametrize(
-    "args", [["--sessions", "soon"], ["--batch", "0"], ["--keep-events", "-1"]]
+    "args",
+    [["--sessions", "soon"], ["--batch", "0"], ["--keep-events", "-1"], ["--pause", "-1"]],
 )
 def test_bad_options_are_refused(args: list[str]) -> None:
     with pytest.raises(CommandError):

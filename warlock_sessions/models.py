@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -21,6 +22,8 @@ def token_list(values: Iterable[str]) -> str:
     return f" {' '.join(distinct)} " if distinct else ""
 
 
+#: The search column as SQL (its full-text index in migration 0012 is on this expression).
+SEARCH_COLUMN = "warlock_sessions_session.search_text"
 #: How much of a session's data its search column keeps.
 MAX_SEARCH_TEXT = 1000
 
@@ -65,8 +68,18 @@ class SessionQuerySet(models.QuerySet["Session"]):
         return self.filter(run_statuses__contains=f" {status} ")
 
     def saying(self, text: str) -> SessionQuerySet:
-        """Sessions whose data holds ``text`` (any case): a name, an e-mail."""
-        return self.filter(search_text__contains=text.casefold())
+        """Sessions whose data holds the words of ``text``, in any case: a name, an e-mail.
+        On PostgreSQL a full-text match on the search column's GIN index (whole words: at a
+        million sessions a substring's trigrams are shared by too many rows); elsewhere a
+        substring match."""
+        if connections[self.db].vendor != "postgresql":
+            return self.filter(search_text__contains=text.casefold())
+        matches = RawSQL(
+            f"to_tsvector('simple', {SEARCH_COLUMN}) @@ plainto_tsquery('simple', %s)",
+            [text.casefold()],
+            output_field=models.BooleanField(),
+        )
+        return self.filter(matches)
 
 
 class Session(models.Model):
@@ -88,8 +101,10 @@ class Session(models.Model):
     )
     search_text = models.TextField(_("searchable data"), blank=True, default="")
     created_at = models.DateTimeField(_("created"))
-    # Deliberately not indexed: a save then changes no indexed column, so PostgreSQL can
-    # update the row in place (a HOT update) instead of writing to every index each turn.
+    # Indexed (with id, the list's order): at a million sessions the list, its "updated
+    # after" filter and the admin would otherwise sort the whole table. It costs the saves
+    # their in-place (HOT) updates; bench/store.py shows no difference it can measure
+    # (docs/benchmarks.md, "bench/scale.py").
     updated_at = models.DateTimeField(_("updated"))
 
     objects = SessionQuerySet.as_manager()
@@ -99,7 +114,10 @@ class Session(models.Model):
         verbose_name_plural = _("sessions")
         ordering = ["-updated_at"]
         # Meta.indexes rather than db_index: no extra varchar_pattern_ops index on PostgreSQL.
-        indexes = [models.Index(fields=["agent"], name="warlock_session_agent")]
+        indexes = [
+            models.Index(fields=["agent"], name="warlock_session_agent"),
+            models.Index(fields=["-updated_at", "id"], name="warlock_session_recent"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} v{self.version}"

@@ -246,6 +246,23 @@ def test_unknown_session_and_filters() -> None:
     assert staff.get("/api/sessions/?updated_after=yesterday").json()["field"] == "updated_after"
 
 
+def test_the_list_counts_up_to_a_cap_and_says_when_it_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from warlock_sessions.api import views
+    from warlock_sessions.testing.factories import SessionFactory
+
+    staff = user("root", staff=True)
+    SessionFactory.create_batch(5)
+    monkeypatch.setattr(views, "COUNT_CAP", 3)
+    page = staff.get("/api/sessions/?page_size=2").json()
+    assert (page["count"], page["count_capped"], len(page["results"])) == (3, True, 2)
+    assert page["next"] is not None
+    monkeypatch.setattr(views, "COUNT_CAP", 10)
+    page = staff.get("/api/sessions/?page_size=2").json()
+    assert (page["count"], page["count_capped"]) == (5, False)
+
+
 def test_the_openapi_schema_documents_every_endpoint_and_its_errors(tmp_path: Any) -> None:
     import yaml
     from django.core.management import call_command

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, cast
 
+from django.core.paginator import Paginator
 from django.utils.dateparse import parse_datetime
 from rest_framework import status
 from rest_framework.decorators import action
@@ -45,10 +47,32 @@ def provider_failed(error: ProviderError) -> ApiError:
     return ApiError(503, error.code, provider_failure(error), retryable=error.retryable)
 
 
+#: How far a list counts: beyond it ``count`` says this many and ``count_capped`` is true.
+COUNT_CAP = 1000
+
+
+class CappedPaginator(Paginator):  # type: ignore[type-arg]
+    """Counts at most ``COUNT_CAP`` rows: counting a million matching sessions would cost
+    more than the page itself, and grow with the table."""
+
+    @cached_property
+    def count(self) -> int:
+        head = self.object_list[: COUNT_CAP + 1]
+        return len(head) if isinstance(head, list | tuple) else int(head.count())  # type: ignore[attr-defined]
+
+
 class SessionPagination(PageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+    django_paginator_class = CappedPaginator
+
+    def get_paginated_response(self, data: Any) -> Response:
+        response = super().get_paginated_response(data)
+        counted = self.page.paginator.count  # type: ignore[union-attr]
+        response.data["count"] = min(counted, COUNT_CAP)
+        response.data["count_capped"] = counted > COUNT_CAP
+        return response
 
 
 def version_header(request: Request, name: str) -> str | None:

@@ -17,7 +17,7 @@ from django.db.utils import DatabaseError
 TRIGRAM_INDEXES = {
     "warlock_session_flows_trgm": "run_flows",
     "warlock_session_statuses_trgm": "run_statuses",
-    "warlock_session_search_trgm": "search_text",
+    "warlock_session_search_trgm": "search_text",  # replaced by a full-text index in 0012
 }
 BACKFILL_BATCH = 1000
 

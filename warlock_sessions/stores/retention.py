@@ -8,11 +8,13 @@ lock for long, so the tables stay the size the hot paths were measured at.
 * wakes fired, cancelled or given up longer ago than ``wakes``.
 
 Each batch is one short transaction of at most ``batch`` rows, found by walking the primary
-key (ids grow with time), so no batch scans a table whole and no extra index is needed.
+key from where the last batch ended: the whole prune reads each table once, no batch holds a
+lock for long, and no index is needed beyond the primary key.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +34,7 @@ from ..models import (
 )
 
 DEFAULT_BATCH = 1000
+DEFAULT_PAUSE = 0.05
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,12 @@ def prune(
     dry_run: bool = False,
     progress: Progress | None = None,
     now: datetime | None = None,
+    pause: float = DEFAULT_PAUSE,
 ) -> dict[str, int]:
     """Delete what ``retention`` no longer keeps; the count of each kind deleted (or, with
-    ``dry_run``, that would be)."""
+    ``dry_run``, that would be). After each batch it rests as long as the batch took, plus
+    ``pause`` seconds, leaving the database to the turns meanwhile: at full speed, on a
+    two-core machine, a prune took a third of them. A negative ``pause`` never rests."""
     now = now or timezone.now()
     counts: dict[str, int] = {}
     for what, rows in _kinds(retention, now):
@@ -67,10 +73,14 @@ def prune(
         if dry_run or not total:
             continue
         deleted = 0
+        started = time.perf_counter()
         for done in _delete_in_batches(what, rows, batch):
             deleted += done
             if progress is not None:
                 progress(what, deleted, total)
+            if pause >= 0:
+                time.sleep(time.perf_counter() - started + pause)
+            started = time.perf_counter()
     return counts
 
 
@@ -97,12 +107,7 @@ def _kinds(retention: Retention, now: datetime) -> Iterator[tuple[str, Any]]:
 
 
 def _older(rows: QuerySet[Any], cutoff: datetime) -> QuerySet[Any]:
-    """Rows created before ``cutoff``, bounded by the first id created after it: ids grow with
-    time, so no query past here reads the newer rows (which is most of a table)."""
-    first_newer = rows.filter(created_at__gte=cutoff).order_by("pk").values_list("pk", flat=True)
-    boundary = first_newer.first()
-    rows = rows.filter(created_at__lt=cutoff)
-    return rows if boundary is None else rows.filter(pk__lt=boundary)
+    return rows.filter(created_at__lt=cutoff)
 
 
 def _delete_in_batches(what: str, rows: Any, batch: int) -> Iterator[int]:

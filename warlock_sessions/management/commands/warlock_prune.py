@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...engine.durations import is_duration, parse_duration
-from ...stores.retention import DEFAULT_BATCH, Retention, prune
+from ...stores.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
 
 BAR_WIDTH = 30
 
@@ -44,11 +44,17 @@ class Command(BaseCommand):
         parser.add_argument("--outbox", default="7d", help="delivered outbox rows older (7d)")
         parser.add_argument("--wakes", default="7d", help="fired wakes older than this (7d)")
         parser.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="rows per delete")
+        parser.add_argument(
+            "--pause",
+            type=float,
+            default=DEFAULT_PAUSE,
+            help=f"seconds to rest after each batch, beyond as long as it took ({DEFAULT_PAUSE})",
+        )
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["batch"] < 1 or options["keep_events"] < 0:
-            raise CommandError("--batch must be at least 1 and --keep-events at least 0")
+        if options["batch"] < 1 or options["keep_events"] < 0 or options["pause"] < 0:
+            raise CommandError("--batch must be at least 1, --keep-events and --pause at least 0")
         retention = Retention(
             sessions=_age(options["sessions"]),
             events=_age(options["events"]),
@@ -61,6 +67,7 @@ class Command(BaseCommand):
             batch=options["batch"],
             dry_run=options["dry_run"],
             progress=None if options["dry_run"] else self._progress,
+            pause=options["pause"],
         )
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
