@@ -54,6 +54,9 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.ws
 	$(BIN)/python -m bench.snapshots
 	$(BIN)/python -m bench.conversations
+	$(BIN)/python -m bench.growth
+	# Full size takes 7-9 minutes on 2 cores; WARLOCK_SCALE=0.01 runs it small.
+	$(BIN)/python -m bench.scale
 
 $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[docs]'
