@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from io import StringIO
+from itertools import pairwise
 
 import pytest
 from django.core.management import call_command
@@ -76,16 +77,45 @@ def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None)
     assert sorted(kept) == list(range(151, 251))  # the last 100, whatever their age
     assert set(OutboundMessage.objects.values_list("key", flat=True)) == {"waiting", "new"}
     assert list(Wake.objects.values_list("key", flat=True)) == ["due"]
-    event_steps = [done for what, done, total in seen if what == "events"]
-    assert event_steps == [*range(7, 150, 7), 150]  # batches of at most 7
+    event_steps = [0, *(done for what, done, total in seen if what == "events")]
+    assert event_steps[-1] == 150
+    assert all(0 < later - earlier <= 7 for earlier, later in pairwise(event_steps))
+
+
+def test_what_came_back_to_life_since_its_key_was_read_is_kept(history: None) -> None:
+    """A session a turn revives, a wake set again, between a batch's read and its delete."""
+    from warlock_sessions.stores import retention
+
+    pages_of = retention._pages_of
+
+    def reviving(rows, batch):  # type: ignore[no-untyped-def]
+        pages = pages_of(rows, batch)
+
+        def revived():  # type: ignore[no-untyped-def]
+            for keys in pages():
+                Session.objects.filter(id="ended").update(run_statuses=" asking ")
+                Wake.objects.filter(key="old").update(status="pending")
+                yield keys
+
+        return revived
+
+    retention._pages_of = reviving
+    try:
+        counts = prune(Retention(), pause=-1)
+    finally:
+        retention._pages_of = pages_of
+    assert counts["sessions"] == 0 and counts["wakes"] == 0
+    assert Session.objects.filter(id="ended").exists()
+    assert SessionEvent.objects.filter(session_id="ended").count() == 3
+    assert Wake.objects.filter(key="old").exists()
 
 
 def test_a_dry_run_counts_and_deletes_nothing(history: None) -> None:
     out = StringIO()
     call_command("warlock_prune", "--dry-run", stdout=out)
     assert out.getvalue().splitlines() == [
-        "sessions: would delete 1",
         "events: would delete 150",
+        "sessions: would delete 1",
         "outbox: would delete 1",
         "wakes: would delete 1",
     ]

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, models
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -22,8 +21,6 @@ def token_list(values: Iterable[str]) -> str:
     return f" {' '.join(distinct)} " if distinct else ""
 
 
-#: The search column as SQL (its full-text index in migration 0012 is on this expression).
-SEARCH_COLUMN = "warlock_sessions_session.search_text"
 #: How much of a session's data its search column keeps.
 MAX_SEARCH_TEXT = 1000
 
@@ -42,15 +39,19 @@ def search_text(data: Any) -> str:
     """What a person may look a session up by: the text and numbers in its data (a name, an
     e-mail), folded to lower case, at most ``MAX_SEARCH_TEXT`` characters."""
     found: list[str] = []
+    length = 0
     pending = [data]
-    while pending and sum(map(len, found)) < MAX_SEARCH_TEXT:
+    while pending and length < MAX_SEARCH_TEXT:
         value = pending.pop()
         if isinstance(value, str):
-            found.append(value.casefold())
+            if value:
+                found.append(value.casefold())
+                length += len(value) + 1
         elif isinstance(value, bool) or value is None:
             continue
         elif isinstance(value, int | float):
             found.append(str(value))
+            length += len(found[-1]) + 1
         elif isinstance(value, dict):
             pending.extend(reversed(list(value.values())))
         elif isinstance(value, list):
@@ -74,12 +75,12 @@ class SessionQuerySet(models.QuerySet["Session"]):
         substring match."""
         if connections[self.db].vendor != "postgresql":
             return self.filter(search_text__contains=text.casefold())
-        matches = RawSQL(
-            f"to_tsvector('simple', {SEARCH_COLUMN}) @@ plainto_tsquery('simple', %s)",
-            [text.casefold()],
-            output_field=models.BooleanField(),
-        )
-        return self.filter(matches)
+        # Imported here: django.contrib.postgres needs psycopg, which the core may lack.
+        from django.contrib.postgres.search import SearchQuery, SearchVector
+
+        words = SearchVector("search_text", config="simple")  # the index of migration 0012
+        query = SearchQuery(text.casefold(), config="simple")
+        return self.alias(search_words=words).filter(search_words=query)
 
 
 class Session(models.Model):
@@ -99,7 +100,7 @@ class Session(models.Model):
     run_statuses = models.CharField(
         _("statuses of live runs"), max_length=64, blank=True, default=""
     )
-    search_text = models.TextField(_("searchable data"), blank=True, default="")
+    search_text = models.TextField(_("searchable data"), blank=True, default="", db_default="")
     created_at = models.DateTimeField(_("created"))
     # Indexed (with id, the list's order): at a million sessions the list, its "updated
     # after" filter and the admin would otherwise sort the whole table. It costs the saves

@@ -258,6 +258,13 @@ def test_the_list_counts_up_to_a_cap_and_says_when_it_stopped(
     page = staff.get("/api/sessions/?page_size=2").json()
     assert (page["count"], page["count_capped"], len(page["results"])) == (3, True, 2)
     assert page["next"] is not None
+    # Every page is served, past the cap too, and the last says so.
+    seen = [row["id"] for row in page["results"]]
+    while page["next"]:
+        page = staff.get(page["next"]).json()
+        seen += [row["id"] for row in page["results"]]
+    assert len(seen) == len(set(seen)) == 5
+    assert staff.get("/api/sessions/?page_size=2&page=4").status_code == 404
     monkeypatch.setattr(views, "COUNT_CAP", 10)
     page = staff.get("/api/sessions/?page_size=2").json()
     assert (page["count"], page["count_capped"]) == (5, False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, cast
 
-from django.core.paginator import Paginator
+from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.utils.dateparse import parse_datetime
 from rest_framework import status
 from rest_framework.decorators import action
@@ -51,9 +51,41 @@ def provider_failed(error: ProviderError) -> ApiError:
 COUNT_CAP = 1000
 
 
+class CappedPage(Page):  # type: ignore[type-arg]
+    """A page that knows whether another follows from having fetched one row more."""
+
+    def __init__(self, rows: list[Any], number: int, paginator: Any, more: bool) -> None:
+        super().__init__(rows, number, paginator)
+        self.more = more
+
+    def has_next(self) -> bool:
+        return self.more
+
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+
 class CappedPaginator(Paginator):  # type: ignore[type-arg]
-    """Counts at most ``COUNT_CAP`` rows: counting a million matching sessions would cost
-    more than the page itself, and grow with the table."""
+    """Counts at most ``COUNT_CAP`` rows (counting a million matching sessions would cost
+    more than the page itself, and grow with the table), yet serves every page: whether
+    another follows is known from fetching one row more than the page holds."""
+
+    def validate_number(self, number: Any) -> int:
+        try:
+            page = int(number)
+        except (TypeError, ValueError):
+            raise PageNotAnInteger("that page number is not a whole number") from None
+        if page < 1:
+            raise EmptyPage("that page number is less than 1")
+        return page
+
+    def page(self, number: Any) -> CappedPage:
+        page = self.validate_number(number)
+        bottom = (page - 1) * self.per_page
+        rows = list(self.object_list[bottom : bottom + self.per_page + 1])
+        if not rows and page > 1:
+            raise EmptyPage("that page contains no results")
+        return CappedPage(rows[: self.per_page], page, self, more=len(rows) > self.per_page)
 
     @cached_property
     def count(self) -> int:

@@ -430,6 +430,16 @@ def storable(value: Any) -> Any:
     return value
 
 
+def plain_json(value: Any) -> Any:
+    """``value`` as what a blob may hold: itself when it is plain JSON, else its text (an
+    action's ``detail`` may be a Decimal, a UUID, a subclass of str)."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return "".join([value])  # a subclass (SafeString): its text, as a plain str
+    return value if json_problem(value) is None else str(value)
+
+
 def _check_json_native(value: Any, depth: int, limit: int) -> None:
     kind = type(value)
     if kind is str:
@@ -540,7 +550,7 @@ def _rounded_integer(value: Any) -> bool:
     orjson, becomes."""
     kind = type(value)
     if kind is float:
-        return bool(abs(value) > LARGEST_INTEGER and value.is_integer())
+        return bool(not SMALLEST_INTEGER <= value <= LARGEST_INTEGER and value.is_integer())
     if kind is dict:
         return any(_rounded_integer(item) for item in value.values())
     if kind is list:

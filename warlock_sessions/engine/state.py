@@ -18,7 +18,7 @@ from .ports import (
     TalkRequest,
 )
 from .predicates import PredicateContext, evaluate, json_equal
-from .session import Run, Session, StepOutcome, new_session, storable_text
+from .session import Run, Session, StepOutcome, new_session, plain_json, storable_text
 from .templates import Text, localized, render
 
 KEEP = 50  # input ids, always-claims per flow and anchor, outcome lines per run
@@ -262,7 +262,7 @@ class TurnState:
                 full["stepId"] = current
         full["kind"] = kind
         full["status"] = status
-        full.update({key: value for key, value in line.items() if value is not None})
+        full.update({key: plain_json(value) for key, value in line.items() if value is not None})
         if "code" in full:
             full["message"] = OUTCOME_MESSAGES[full["code"]]
         full["at"] = self.now_iso

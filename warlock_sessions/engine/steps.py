@@ -17,7 +17,7 @@ from .ports import (
     IdleRequest,
     TalkRequest,
 )
-from .session import Run, json_problem
+from .session import Run
 from .state import TurnState, next_label
 from .templates import localized, render_deep
 
@@ -278,10 +278,10 @@ def _execute_do(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bo
         if result.get("spoke"):
             state.spoke_by.add(run["id"])
             state.spoke = True
-        detail = result.get("detail")
-        if json_problem(detail) is not None:
-            detail = str(detail)  # the outcome line keeps what an action said, as text if need be
-        state.outcome(run, "do", "ok", key=key, detail=detail, next=next_label(step.then))
+        # The outcome line keeps what an action said (as text, when it is not JSON).
+        state.outcome(
+            run, "do", "ok", key=key, detail=result.get("detail"), next=next_label(step.then)
+        )
         follow(state, run, flow, step, step.then)
     elif "skipped" in result:
         state.outcome(

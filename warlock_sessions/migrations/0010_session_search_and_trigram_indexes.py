@@ -61,7 +61,7 @@ def add_trigram_indexes(apps: Any, schema_editor: Any) -> None:
             return
         for name, column in TRIGRAM_INDEXES.items():
             cursor.execute(
-                f"CREATE INDEX IF NOT EXISTS {name} ON {table} "
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} "
                 f"USING gin ({schema_editor.quote_name(column)} gin_trgm_ops)"
             )
 
@@ -71,17 +71,24 @@ def drop_trigram_indexes(apps: Any, schema_editor: Any) -> None:
         return
     with schema_editor.connection.cursor() as cursor:
         for name in TRIGRAM_INDEXES:
-            cursor.execute(f"DROP INDEX IF EXISTS {name}")
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
 
 
 class Migration(migrations.Migration):
+    # Outside one transaction: the backfill commits row by row and the indexes are built
+    # CONCURRENTLY, so live turns neither wait on locked rows nor on the builds.
+    atomic = False
     dependencies = [("warlock_sessions", "0009_conversation_owners")]
 
     operations = [
         migrations.AddField(
             model_name="session",
             name="search_text",
-            field=models.TextField(blank=True, default="", verbose_name="searchable data"),
+            # db_default: an app server still running the code before this migration inserts
+            # sessions without the column.
+            field=models.TextField(
+                blank=True, default="", db_default="", verbose_name="searchable data"
+            ),
         ),
         migrations.RunPython(fill_search_text, migrations.RunPython.noop),
         migrations.RunPython(add_trigram_indexes, drop_trigram_indexes),

@@ -10,24 +10,36 @@ from django.db import migrations
 
 
 def full_text_index(apps: Any, schema_editor: Any) -> None:
+    """On the expression ``SessionQuerySet.saying`` filters by (Django's ``SearchVector``)."""
     if schema_editor.connection.vendor != "postgresql":
         return
+    table = schema_editor.quote_name(apps.get_model("warlock_sessions", "Session")._meta.db_table)
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute("DROP INDEX IF EXISTS warlock_session_search_trgm")
+        cursor.execute("DROP INDEX CONCURRENTLY IF EXISTS warlock_session_search_trgm")
         cursor.execute(
-            "CREATE INDEX IF NOT EXISTS warlock_session_search_words ON warlock_sessions_session "
-            "USING gin (to_tsvector('simple', warlock_sessions_session.search_text))"
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS warlock_session_search_words ON {table} "
+            "USING gin (to_tsvector('simple'::regconfig, COALESCE(search_text, ''::text)))"
         )
 
 
 def trigram_index(apps: Any, schema_editor: Any) -> None:
+    """Back to 0010's trigram index, where ``pg_trgm`` is there."""
     if schema_editor.connection.vendor != "postgresql":
         return
+    table = schema_editor.quote_name(apps.get_model("warlock_sessions", "Session")._meta.db_table)
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute("DROP INDEX IF EXISTS warlock_session_search_words")
+        cursor.execute("DROP INDEX CONCURRENTLY IF EXISTS warlock_session_search_words")
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+        if cursor.fetchone():
+            cursor.execute(
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS warlock_session_search_trgm ON "
+                f"{table} USING gin (search_text gin_trgm_ops)"
+            )
 
 
 class Migration(migrations.Migration):
+    # Indexes built CONCURRENTLY, so turns go on meanwhile (outside a transaction).
+    atomic = False
     dependencies = [("warlock_sessions", "0011_session_recent_index")]
 
     operations = [migrations.RunPython(full_text_index, trigram_index)]

@@ -6,6 +6,7 @@ record of its input), and the two ways to write it: with the ORM inside a transa
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,9 +24,13 @@ SEQ_ATTEMPTS = 5
 
 
 def _json(rows: Any) -> str:
-    """Rows as the JSON array text the statement unpacks (orjson: the same text as the
-    stdlib's, in a fraction of the time)."""
-    return orjson.dumps(rows).decode()
+    """Rows as the JSON array text the statement unpacks: orjson, the same text as the
+    stdlib's in a fraction of the time; the stdlib for what orjson will not write (an integer
+    beyond 64 bits from a caller), as before."""
+    try:
+        return orjson.dumps(rows).decode()
+    except TypeError:
+        return json.dumps(rows, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ lock for long, and no index is needed beyond the primary key.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import Max, Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Max, Model, QuerySet
 from django.utils import timezone
 
 from ..models import (
@@ -67,67 +68,112 @@ def prune(
     two-core machine, a prune took a third of them. A negative ``pause`` never rests."""
     now = now or timezone.now()
     counts: dict[str, int] = {}
-    for what, rows in _kinds(retention, now):
-        total = rows.count()
-        counts[what] = total
-        if dry_run or not total:
+    for what, rows, pages in _kinds(retention, now, batch):
+        if dry_run:
+            counts[what] = sum(len(keys) for keys in pages())
             continue
+        using = router.db_for_write(rows.model)
+        expected = rows.count()
         deleted = 0
         started = time.perf_counter()
-        for done in _delete_in_batches(what, rows, batch):
-            deleted += done
+        for keys in pages():
+            # Deleted only if still so: a session may have come back to life, a wake been
+            # set again, since its key was read.
+            deleted += _delete_still_unkept(rows.filter(pk__in=keys), using)
             if progress is not None:
-                progress(what, deleted, total)
+                progress(what, deleted, max(expected, deleted))
             if pause >= 0:
                 time.sleep(time.perf_counter() - started + pause)
             started = time.perf_counter()
+        counts[what] = deleted
     return counts
 
 
-def _kinds(retention: Retention, now: datetime) -> Iterator[tuple[str, Any]]:
-    if retention.sessions is not None:
-        ended = Q(run_statuses="", updated_at__lt=now - retention.sessions)
-        yield "sessions", Session.objects.filter(ended)
+Pages = Callable[[], Iterator[list[Any]]]
+
+
+def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, Any, Pages]]:
+    """Each kind: what it is, the rows it deletes (for the count and the check made again at
+    deletion), and the pages of their keys. The log goes first, so an ended session's batch
+    deletes at most its last ``keep_events`` entries."""
+    kinds: list[tuple[str, Any, Pages]] = []
     if retention.events is not None:
-        last_seq = (
-            SessionEvent.objects.filter(session_id=OuterRef("session_id"))
-            .values("session_id")
-            .annotate(last=Max("seq"))
-            .values("last")
-        )
-        old = _older(SessionEvent.objects.all(), now - retention.events)
-        yield "events", old.filter(seq__lte=Subquery(last_seq) - retention.keep_events)
+        cutoff, keep = now - retention.events, retention.keep_events
+        old_log = SessionEvent.objects.filter(created_at__lt=cutoff)
+        kinds.append(("events", old_log, functools.partial(_old_log_pages, cutoff, keep, batch)))
+    if retention.sessions is not None:
+        ended = Session.objects.filter(run_statuses="", updated_at__lt=now - retention.sessions)
+        kinds.append(("sessions", ended, _pages_of(ended, batch)))
     if retention.outbox is not None:
         finished = [OutboundMessage.Status.DELIVERED, OutboundMessage.Status.FAILED]
-        old = _older(OutboundMessage.objects.all(), now - retention.outbox)
-        yield "outbox", old.filter(status__in=finished)
+        old_outbox = OutboundMessage.objects.filter(
+            created_at__lt=now - retention.outbox, status__in=finished
+        )
+        kinds.append(("outbox", old_outbox, _pages_of(old_outbox, batch)))
     if retention.wakes is not None:
-        old = _older(Wake.objects.all(), now - retention.wakes)
-        yield "wakes", old.exclude(status=Wake.Status.PENDING)
+        old_wakes = Wake.objects.filter(created_at__lt=now - retention.wakes).exclude(
+            status=Wake.Status.PENDING
+        )
+        kinds.append(("wakes", old_wakes, _pages_of(old_wakes, batch)))
+    return kinds
 
 
-def _older(rows: QuerySet[Any], cutoff: datetime) -> QuerySet[Any]:
-    return rows.filter(created_at__lt=cutoff)
+def _delete_still_unkept(rows: QuerySet[Any], using: str) -> int:
+    """Delete ``rows`` in one short transaction; a session with what is kept about it."""
+    with transaction.atomic(using=using):
+        if rows.model is not Session:
+            return int(rows.using(using).delete()[0])
+        keys = list(rows.using(using).select_for_update().values_list("pk", flat=True))
+        _forget_sessions(keys, using)
+        return _raw_delete(Session, keys, using) if keys else 0
 
 
-def _delete_in_batches(what: str, rows: Any, batch: int) -> Iterator[int]:
-    """Delete ``rows`` at most ``batch`` at a time, walking the primary key upwards."""
-    model = rows.model
-    using = router.db_for_write(model)
-    after: Any = None
+def _pages_of(rows: QuerySet[Any], batch: int) -> Pages:
+    """The keys of ``rows``, at most ``batch`` at a time, walking the primary key upwards."""
+
+    def pages() -> Iterator[list[Any]]:
+        after: Any = None
+        while True:
+            page = rows if after is None else rows.filter(pk__gt=after)
+            keys = list(page.order_by("pk").values_list("pk", flat=True)[:batch])
+            if not keys:
+                return
+            after = keys[-1]
+            yield keys
+
+    return pages
+
+
+def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any]]:
+    """The log entries older than ``cutoff`` that are not among their session's last
+    ``keep``: ``batch`` old entries read at a time along the primary key, each session's last
+    ``seq`` looked up once (a session that logs meanwhile only keeps a few more)."""
+    last_seq: dict[str, int] = {}
+    after = 0
     while True:
-        page = rows.order_by("pk")
-        if after is not None:
-            page = page.filter(pk__gt=after)
-        keys = list(page.values_list("pk", flat=True)[:batch])
-        if not keys:
+        rows = list(
+            SessionEvent.objects.filter(created_at__lt=cutoff, pk__gt=after)
+            .order_by("pk")
+            .values_list("pk", "session_id", "seq")[:batch]
+        )
+        if not rows:
             return
-        after = keys[-1]
-        with transaction.atomic(using=using):
-            if model is Session:
-                _forget_sessions(keys, using)
-            deleted = _raw_delete(model, keys, using)
-        yield deleted
+        after = rows[-1][0]
+        unseen = {session_id for _, session_id, _ in rows} - last_seq.keys()
+        if unseen:
+            last_seq.update(
+                SessionEvent.objects.filter(session_id__in=unseen)
+                .values("session_id")
+                .annotate(last=Max("seq"))
+                .values_list("session_id", "last")
+            )
+        keys = [
+            key
+            for key, session_id, seq in rows
+            if seq <= last_seq.get(session_id, seq + keep) - keep  # a session gone meanwhile
+        ]
+        if keys:
+            yield keys
 
 
 def _forget_sessions(session_ids: list[str], using: str) -> None:
