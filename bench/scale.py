@@ -318,8 +318,8 @@ HOT_STATEMENTS = {
     "WHERE run_statuses LIKE '% waiting %' ORDER BY updated_at DESC, id LIMIT 51",
     "list updated after": "SELECT id FROM warlock_sessions_session "
     "WHERE updated_at >= now() - interval '1 hour' ORDER BY updated_at DESC, id LIMIT 51",
-    "search": "SELECT id FROM warlock_sessions_session WHERE to_tsvector('simple', "
-    "warlock_sessions_session.search_text) @@ plainto_tsquery('simple', 'user42@example.com')",
+    "search": "SELECT id FROM warlock_sessions_session WHERE to_tsvector('simple'::regconfig, "
+    "COALESCE(search_text, '')) @@ plainto_tsquery('simple'::regconfig, 'user42@example.com')",
 }
 LARGE_TABLES = (
     "warlock_sessions_session",
