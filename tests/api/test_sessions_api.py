@@ -270,6 +270,12 @@ def test_the_list_counts_up_to_a_cap_and_says_when_it_stopped(
     assert (page["count"], page["count_capped"]) == (5, False)
 
 
+@pytest.mark.parametrize("page", ["99999999999999999999999", "0", "-3", "1e3", "two"])
+def test_a_page_that_cannot_be_is_a_404(page: str) -> None:
+    response = user("root", staff=True).get("/api/sessions/", {"page": page})
+    assert response.status_code == 404
+
+
 def test_the_openapi_schema_documents_every_endpoint_and_its_errors(tmp_path: Any) -> None:
     import yaml
     from django.core.management import call_command

@@ -77,6 +77,8 @@ class CappedPaginator(Paginator):  # type: ignore[type-arg]
             raise PageNotAnInteger("that page number is not a whole number") from None
         if page < 1:
             raise EmptyPage("that page number is less than 1")
+        if page * self.per_page > MAX_SEQ:  # an offset no database can take: no such page
+            raise EmptyPage("that page contains no results")
         return page
 
     def page(self, number: Any) -> CappedPage:
