@@ -139,6 +139,33 @@ def empty_tables(*models: Any) -> None:
         cursor.execute(f"TRUNCATE {tables}")
 
 
+def echo_agent() -> Any:
+    """One reply per message, from the idle speaker: the least engine work a turn can be."""
+    from warlock_sessions.engine import Agent
+    from warlock_sessions.providers import RuleModel
+
+    return Agent([], idle={"prompt": "ok"}, model=RuleModel(), name="echo")
+
+
+#: The agents setting of the benchmarks that run turns.
+ECHO_AGENTS = {"AGENTS": {"echo": "bench.common.echo_agent"}, "DEFAULT_AGENT": "echo"}
+
+
+def vacuum() -> None:
+    """``VACUUM ANALYZE`` the benchmark database (autovacuum is off on this server)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+
+
+def empty_session_tables() -> None:
+    """``empty_tables`` for the sessions and everything kept about them."""
+    from warlock_sessions.models import SESSION_RECORDS, Session
+
+    empty_tables(Session, *SESSION_RECORDS)
+
+
 def raw_jsonb_load_save(connection: psycopg.Connection, blob: dict) -> Callable[[], None]:
     """The baseline every benchmark compares with: raw psycopg ``SELECT`` + conditional
     ``UPDATE`` of ``blob`` in a jsonb column (table ``bench_raw_jsonb``, recreated here)."""

@@ -16,17 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import bench_database_url, configure_django, verdict
+from bench.common import ECHO_AGENTS, bench_database_url, configure_django, vacuum, verdict
 
 CHECKPOINTS = (10, 1_000, 10_000)
 TARGET = 1.2
-
-
-def echo_agent() -> Any:
-    from warlock_sessions.engine import Agent
-    from warlock_sessions.providers import RuleModel
-
-    return Agent([], idle={"prompt": "ok"}, model=RuleModel(), name="echo")
 
 
 def timed(step: Callable[[], Any], times: int) -> float:
@@ -43,35 +36,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=30)
     args = parser.parse_args()
-    configure_django(
-        bench_database_url(), WARLOCK_SESSIONS={"AGENTS": {"echo": "bench.growth.echo_agent"}}
-    )
+    configure_django(bench_database_url(), WARLOCK_SESSIONS=ECHO_AGENTS)
 
-    from bench.common import empty_tables
+    from bench.common import empty_session_tables
     from warlock_sessions.host import Host
-    from warlock_sessions.models import (
-        AppliedInput,
-        OutboundMessage,
-        Session,
-        SessionEvent,
-        SessionOwner,
-        Wake,
-    )
+    from warlock_sessions.models import SessionEvent
     from warlock_sessions.realtime.consumers import SessionConsumer
     from warlock_sessions.stores import DjangoStore
 
-    empty_tables(Session, SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner)
+    empty_session_tables()
     host = Host("echo", DjangoStore(agent="echo"))
     count = iter(range(10**9))
 
     def turn() -> None:
         host.handle("long", {"message": {"text": "hi", "id": f"m{next(count)}"}})
-
-    def vacuum() -> None:
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE")
 
     print("autovacuum is off on this server: each point is measured as reached and after a VACUUM")
     costs: dict[int, float] = {}

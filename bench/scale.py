@@ -22,7 +22,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from bench.common import bench_database_url, configure_django, measure, verdict
+from bench.common import (
+    ECHO_AGENTS,
+    bench_database_url,
+    configure_django,
+    empty_session_tables,
+    measure,
+    vacuum,
+    verdict,
+)
 
 SESSIONS = 1_000_000
 EVENTS = 10_000_000
@@ -63,29 +71,8 @@ def configure(url: str) -> None:
                 },
             }
         ],
-        WARLOCK_SESSIONS={"AGENTS": {"echo": "bench.scale.echo_agent"}},
+        WARLOCK_SESSIONS=ECHO_AGENTS,
     )
-
-
-def echo_agent() -> Any:
-    from warlock_sessions.engine import Agent
-    from warlock_sessions.providers import RuleModel
-
-    return Agent([], idle={"prompt": "ok"}, model=RuleModel(), name="echo")
-
-
-def empty_all() -> None:
-    from bench.common import empty_tables
-    from warlock_sessions.models import (
-        AppliedInput,
-        OutboundMessage,
-        Session,
-        SessionEvent,
-        SessionOwner,
-        Wake,
-    )
-
-    empty_tables(Session, SessionEvent, Wake, OutboundMessage, AppliedInput, SessionOwner)
 
 
 def sql(statement: str, params: list[Any] | None = None) -> None:
@@ -250,13 +237,6 @@ def operations() -> dict[str, Callable[[], None]]:
     }
 
 
-def vacuum() -> None:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")
-
-
 def medians(iterations: int) -> dict[str, float]:
     import statistics
 
@@ -274,7 +254,7 @@ def main() -> None:
         "autovacuum is off on this server: the seeded phase is measured before and after a VACUUM"
     )
     started = time.perf_counter()
-    empty_all()
+    empty_session_tables()
     seed_hot_rows()
     # "Empty" is a thousand sessions (and their log, wakes and outbox): enough that each list
     # page is full, so the two phases render the same rows and only the tables' size differs.

@@ -64,17 +64,9 @@ def fresh_visitors(count: int) -> list[str]:
     """Clean tables, and one anonymous Django session (its cookie owns a chat) per chat."""
     from django.contrib.sessions.backends.db import SessionStore
 
-    from bench.common import empty_tables
-    from warlock_sessions.models import (
-        AppliedInput,
-        OutboundMessage,
-        Session,
-        SessionEvent,
-        SessionOwner,
-        Wake,
-    )
+    from bench.common import empty_session_tables
 
-    empty_tables(Session, SessionEvent, OutboundMessage, Wake, SessionOwner, AppliedInput)
+    empty_session_tables()
     keys = []
     for _ in range(count):
         store = SessionStore()

@@ -17,14 +17,7 @@ from django.urls import re_path
 
 http = get_asgi_application()
 
-from warlock_sessions.engine import Agent  # noqa: E402
-from warlock_sessions.providers import RuleModel  # noqa: E402
 from warlock_sessions.realtime.routing import websocket_urlpatterns  # noqa: E402
-
-
-def echo_agent() -> Agent:
-    """One reply per message, from the idle speaker: the least engine work a turn can be."""
-    return Agent([], idle={"prompt": "ok"}, model=RuleModel(), name="echo")
 
 
 class EchoConsumer(AsyncJsonWebsocketConsumer):

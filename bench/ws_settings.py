@@ -34,4 +34,6 @@ CHANNEL_LAYERS = {
         else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
     )
 }
-WARLOCK_SESSIONS = {"AGENTS": {"echo": "bench.ws_app.echo_agent"}, "DEFAULT_AGENT": "echo"}
+from bench.common import ECHO_AGENTS  # noqa: E402
+
+WARLOCK_SESSIONS = ECHO_AGENTS

@@ -291,9 +291,24 @@ class SessionOwner(Owned):
 def forget_records(session_id: str, using: str | None = None) -> None:
     """Delete what is kept about a session besides its blob: event log, outbox, wakes, applied
     inputs and owner (``host.notify.forget_session`` also closes its sockets)."""
-    for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
+    forget_records_of([session_id], using)
+
+
+def forget_records_of(session_ids: list[str], using: str | None = None) -> None:
+    """``forget_records`` for many sessions at once."""
+    for model in SESSION_RECORDS:
         manager = model._default_manager if using is None else model._default_manager.using(using)
-        manager.filter(session_id=session_id).delete()
+        manager.filter(session_id__in=session_ids).delete()
+
+
+#: What is kept about a session besides its row, keyed by ``session_id``.
+SESSION_RECORDS: tuple[type[models.Model], ...] = (
+    SessionEvent,
+    OutboundMessage,
+    Wake,
+    AppliedInput,
+    SessionOwner,
+)
 
 
 class Snapshot(models.Model):

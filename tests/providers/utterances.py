@@ -40,14 +40,14 @@ BOOKING_PHRASES: list[str] = next(
 )
 
 
-def _cases(kind: str, conversation: str | None, rows: list[tuple[str, Any]]) -> list[Case]:
+def cases(kind: str, conversation: str | None, rows: list[tuple[str, Any]]) -> list[Case]:
     return [Case(kind, conversation, text, expected) for text, expected in rows]
 
 
 CASES: list[Case] = [
     # -- numeric dates: day-first in Portuguese conversations, month-first in English ones;
     #    ambiguous digits with no language are not guessed.
-    *_cases(
+    *cases(
         "date_numeric",
         "pt",
         [
@@ -63,7 +63,7 @@ CASES: list[Case] = [
             ("2026-10-03", "2026-10-03"),
         ],
     ),
-    *_cases(
+    *cases(
         "date_numeric",
         "en",
         [
@@ -79,7 +79,7 @@ CASES: list[Case] = [
             ("5/4/27", "2027-05-04"),
         ],
     ),
-    *_cases(
+    *cases(
         "date_numeric",
         None,
         [
@@ -94,7 +94,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- relative dates
-    *_cases(
+    *cases(
         "date_relative",
         "en",
         [
@@ -117,7 +117,7 @@ CASES: list[Case] = [
             ("I'm busy", None),
         ],
     ),
-    *_cases(
+    *cases(
         "date_relative",
         "pt",
         [
@@ -145,7 +145,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- a day of the month, alone or with the month's name
-    *_cases(
+    *cases(
         "date_named",
         "en",
         [
@@ -164,7 +164,7 @@ CASES: list[Case] = [
             ("on the 1st of november", "2026-11-01"),
         ],
     ),
-    *_cases(
+    *cases(
         "date_named",
         "pt",
         [
@@ -182,7 +182,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- names, as people give them
-    *_cases(
+    *cases(
         "name",
         "en",
         [
@@ -210,7 +210,7 @@ CASES: list[Case] = [
             ("my name is Li", "Li"),
         ],
     ),
-    *_cases(
+    *cases(
         "name",
         "pt",
         [
@@ -234,7 +234,7 @@ CASES: list[Case] = [
             ("meu nome é joão pedro", "João Pedro"),
         ],
     ),
-    *_cases(
+    *cases(
         "name_refusal",
         "en",
         [
@@ -254,7 +254,7 @@ CASES: list[Case] = [
             ("not telling", None),
         ],
     ),
-    *_cases(
+    *cases(
         "name_refusal",
         "pt",
         [
@@ -275,7 +275,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- confirmations
-    *_cases(
+    *cases(
         "confirm_yes",
         "en",
         [
@@ -303,7 +303,7 @@ CASES: list[Case] = [
             ("yes, no changes", True),
         ],
     ),
-    *_cases(
+    *cases(
         "confirm_yes",
         "pt",
         [
@@ -331,7 +331,7 @@ CASES: list[Case] = [
             ("sim, por favor", True),
         ],
     ),
-    *_cases(
+    *cases(
         "confirm_no",
         "en",
         [
@@ -348,7 +348,7 @@ CASES: list[Case] = [
             ("wrong", False),
         ],
     ),
-    *_cases(
+    *cases(
         "confirm_no",
         "pt",
         [
@@ -365,7 +365,7 @@ CASES: list[Case] = [
             ("não marque", False),
         ],
     ),
-    *_cases(
+    *cases(
         "confirm_unsure",
         "en",
         [
@@ -377,7 +377,7 @@ CASES: list[Case] = [
             ("what?", None),
         ],
     ),
-    *_cases(
+    *cases(
         "confirm_unsure",
         "pt",
         [
@@ -390,7 +390,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- how many people
-    *_cases(
+    *cases(
         "count",
         "en",
         [
@@ -411,7 +411,7 @@ CASES: list[Case] = [
             ("a few", None),
         ],
     ),
-    *_cases(
+    *cases(
         "count",
         "pt",
         [
@@ -431,7 +431,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- one of a field's options
-    *_cases(
+    *cases(
         "option",
         "en",
         [
@@ -453,7 +453,7 @@ CASES: list[Case] = [
             ("something else", None),
         ],
     ),
-    *_cases(
+    *cases(
         "option",
         "pt",
         [
@@ -472,7 +472,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- routing to the booking flow
-    *_cases(
+    *cases(
         "route",
         "en",
         [
@@ -488,7 +488,7 @@ CASES: list[Case] = [
             ("who are you?", None),
         ],
     ),
-    *_cases(
+    *cases(
         "route",
         "pt",
         [
@@ -503,7 +503,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- e-mails and phones
-    *_cases(
+    *cases(
         "email",
         "en",
         [
@@ -513,7 +513,7 @@ CASES: list[Case] = [
             ("I don't have one", None),
         ],
     ),
-    *_cases(
+    *cases(
         "email",
         "pt",
         [
@@ -523,7 +523,7 @@ CASES: list[Case] = [
             ("não tenho e-mail", None),
         ],
     ),
-    *_cases(
+    *cases(
         "phone",
         "en",
         [
@@ -533,7 +533,7 @@ CASES: list[Case] = [
             ("no phone", None),
         ],
     ),
-    *_cases(
+    *cases(
         "phone",
         "pt",
         [
@@ -544,7 +544,7 @@ CASES: list[Case] = [
         ],
     ),
     # -- which language a message is in (None: it does not say)
-    *_cases(
+    *cases(
         "language",
         None,
         [

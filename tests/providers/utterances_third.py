@@ -7,14 +7,8 @@ Clock: Sunday 2026-09-20 10:00 UTC.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .utterances import Case
-
-
-def _c(kind: str, conversation: str | None, rows: list[tuple[str, Any]]) -> list[Case]:
-    return [Case(kind, conversation, text, expected) for text, expected in rows]
-
+from .utterances import cases as _c
 
 HELDOUT2: list[Case] = [
     # ---------------- numeric dates ----------------

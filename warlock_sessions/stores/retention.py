@@ -25,14 +25,7 @@ from django.db import connections, router, transaction
 from django.db.models import Max, Model, QuerySet
 from django.utils import timezone
 
-from ..models import (
-    AppliedInput,
-    OutboundMessage,
-    Session,
-    SessionEvent,
-    SessionOwner,
-    Wake,
-)
+from ..models import OutboundMessage, Session, SessionEvent, Wake, forget_records_of
 
 DEFAULT_BATCH = 1000
 DEFAULT_PAUSE = 0.05
@@ -124,7 +117,7 @@ def _delete_still_unkept(rows: QuerySet[Any], using: str) -> int:
         if rows.model is not Session:
             return int(rows.using(using).delete()[0])
         keys = list(rows.using(using).select_for_update().values_list("pk", flat=True))
-        _forget_sessions(keys, using)
+        forget_records_of(keys, using)  # no socket follows a conversation ended months ago
         return _raw_delete(Session, keys, using) if keys else 0
 
 
@@ -174,13 +167,6 @@ def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any
         ]
         if keys:
             yield keys
-
-
-def _forget_sessions(session_ids: list[str], using: str) -> None:
-    """What is kept about these sessions besides their rows (``forget_records``, in bulk;
-    no socket follows a conversation that ended months ago)."""
-    for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
-        model._default_manager.using(using).filter(session_id__in=session_ids).delete()
 
 
 def _raw_delete(model: type[Model], keys: list[Any], using: str) -> int:
