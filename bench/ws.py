@@ -111,7 +111,10 @@ async def session_chat(
                 if event["seq"] != last_seq + 1:
                     problems.append(("seq", index, last_seq, event["seq"]))
                 last_seq = event["seq"]
-                if event["type"] == "message":
+                if event["type"] == "message" and event["role"] == "user":
+                    if event["id"] != f"m{n}":
+                        problems.append(("user message", index, n, event))
+                elif event["type"] == "message":
                     if event["key"] in replies:
                         problems.append(("duplicate", index, event["key"]))
                     replies.add(event["key"])

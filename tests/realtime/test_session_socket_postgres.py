@@ -8,12 +8,16 @@ from collections.abc import Iterator
 
 import pytest
 from channels.db import database_sync_to_async
+from django.contrib.auth.models import User
 from django.db import connections
 from django.test import override_settings
 
 from example_project.demo.agents import booking_agent
 from tests.host.conftest import ThreadNotingModel, needs_postgres
 from warlock_sessions.engine import Agent
+from warlock_sessions.host import Host
+from warlock_sessions.models import SessionEvent, SessionOwner
+from warlock_sessions.realtime.consumers import SessionConsumer
 
 from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
 
@@ -34,6 +38,17 @@ def noting_booking_agent() -> Agent:
     return agent
 
 
+ON_POSTGRES = {"STORE_OPTIONS": {"using": "postgres"}}
+SETTINGS = {
+    "AGENTS": {
+        "booking": f"{__name__}.noting_booking_agent",
+        "failing": "tests.api.test_hostile_api.failing_agent",
+    },
+    "DEFAULT_AGENT": "booking",
+    **ON_POSTGRES,
+}
+
+
 class AppOnPostgres:
     """Sends the warlock_sessions app to the ``postgres`` alias (the visitors' Django sessions
     stay on ``default``)."""
@@ -50,10 +65,7 @@ def app_on_postgres() -> Iterator[None]:
     with override_settings(
         CHANNEL_LAYERS=LAYERS["memory"],
         DATABASE_ROUTERS=[f"{__name__}.AppOnPostgres"],
-        WARLOCK_SESSIONS={
-            "AGENTS": {"booking": f"{__name__}.noting_booking_agent"},
-            "STORE_OPTIONS": {"using": "postgres"},
-        },
+        WARLOCK_SESSIONS=SETTINGS,
     ):
         yield
     connections.close_all()
@@ -94,3 +106,117 @@ async def test_two_tabs_see_each_others_turns_once_in_order() -> None:
     for tab in tabs:
         assert await tab.receive_nothing(timeout=0.3)
         await tab.disconnect()
+
+
+@pytest.fixture
+def claims_in_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids whose first frame fell back to the claim in a worker thread."""
+    seen: list[str] = []
+    in_thread = SessionConsumer.claimed
+
+    def noting(consumer: SessionConsumer) -> tuple[bool, SessionOwner | None]:
+        seen.append(consumer.session_id)
+        return in_thread(consumer)
+
+    monkeypatch.setattr(SessionConsumer, "claimed", noting)
+    return seen
+
+
+def copy_user_to_postgres(username: str) -> None:
+    user = User.objects.get(username=username)
+    User.objects.using("postgres").get_or_create(pk=user.pk, username=username)
+
+
+def owners_of(session_id: str) -> list[SessionOwner]:
+    return list(SessionOwner.objects.using("postgres").filter(session_id=session_id))
+
+
+@pytest.mark.parametrize("username", [None, "ana"])
+async def test_a_chats_first_frame_claims_the_session_on_the_event_loop(
+    username: str | None, claims_in_threads: list[str]
+) -> None:
+    cookie = await database_sync_to_async(cookie_for)(username)
+    if username:  # the user's row on the app's database too, for the owner row to refer to
+        await database_sync_to_async(copy_user_to_postgres)(username)
+    chat = await socket("/ws/sessions/pg-claim/", cookie=cookie)
+    assert (await chat.connect())[0]
+    await booking_begun(chat)
+    await chat.disconnect()
+
+    assert claims_in_threads == []
+    assert MODEL.threads == [threading.get_ident()] * 2  # its first turn too
+    [owner] = await database_sync_to_async(owners_of)("pg-claim")
+    assert (owner.user_id is None) == (username is None) and bool(owner.anonymous_key) != bool(
+        owner.user_id
+    )
+    again = await socket("/ws/sessions/pg-claim/", cookie=cookie)  # a reload: still theirs
+    assert (await again.connect())[0]
+    assert (await again.receive_json_from(timeout=5))["seq"] == 1
+    await again.disconnect()
+
+
+async def test_of_two_strangers_on_a_new_id_the_first_frame_wins_and_the_other_is_closed(
+    claims_in_threads: list[str],
+) -> None:
+    first, second = [await socket("/ws/sessions/pg-race/", username=None) for _ in range(2)]
+    for chat in (first, second):
+        assert (await chat.connect())[0]  # both saw an id nobody used
+    await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    assert (await until_turn(first))[-1]["type"] == "turn"
+    await second.send_json_to({"type": "message", "text": "mine", "id": "x1"})
+    assert await second.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    assert claims_in_threads == ["pg-race"]  # the claim on the loop found the id taken
+    assert len(await database_sync_to_async(owners_of)("pg-race")) == 1
+    await first.disconnect()
+
+
+async def test_an_early_socket_does_not_claim_a_session_server_code_made_after_it_connected(
+    claims_in_threads: list[str],
+) -> None:
+    early = await socket("/ws/sessions/pg-later/", "mallory")
+    assert (await early.connect())[0]
+    await database_sync_to_async(Host().handle)(
+        "pg-later", {"message": {"text": "book", "id": "s1"}}
+    )
+    await early.send_json_to({"type": "message", "text": "mine now", "id": "x1"})
+    assert await early.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    assert await database_sync_to_async(owners_of)("pg-later") == []
+
+
+async def test_a_first_frame_on_an_id_with_a_log_left_behind_starts_it_clean(
+    claims_in_threads: list[str],
+) -> None:
+    """A session row deleted without its records (bypassing ``forget_session``): the claim on
+    the loop leaves the id to the claim in a thread, which forgets the old log first."""
+
+    def left_behind() -> None:
+        Host().handle("pg-stale", {"message": {"text": "book", "id": "old"}})
+        with connections["postgres"].cursor() as cursor:
+            cursor.execute("DELETE FROM warlock_sessions_session WHERE id = 'pg-stale'")
+        assert SessionEvent.objects.using("postgres").filter(session_id="pg-stale").exists()
+
+    await database_sync_to_async(left_behind)()
+    chat = await socket("/ws/sessions/pg-stale/", username=None)
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    events = await until_turn(chat)
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert claims_in_threads == ["pg-stale"]
+    await chat.disconnect()
+
+
+async def test_a_failed_first_turn_takes_the_claim_made_on_the_loop_with_it(
+    claims_in_threads: list[str],
+) -> None:
+    failing = {"AGENTS": SETTINGS["AGENTS"], "DEFAULT_AGENT": "failing", **ON_POSTGRES}
+    with override_settings(WARLOCK_SESSIONS=failing):
+        chat = await socket("/ws/sessions/pg-fail/", username=None)
+        assert (await chat.connect())[0]
+        await chat.send_json_to({"type": "message", "text": "book", "id": "m1"})
+        assert (await chat.receive_json_from(timeout=5))["code"] == "auth-failed"
+        assert await database_sync_to_async(owners_of)("pg-fail") == []
+        await chat.send_json_to({"type": "message", "text": "book", "id": "m2"})  # claims again
+        assert (await chat.receive_json_from(timeout=5))["code"] == "auth-failed"
+        await chat.disconnect()
+    assert claims_in_threads == []
+    assert await database_sync_to_async(owners_of)("pg-fail") == []

@@ -40,9 +40,11 @@ from ..permissions import (
     SessionAccess,
     SessionPolicy,
     claim_new_session,
+    owner_fields,
     release_claim,
 )
 from ..stores import default_store
+from ..stores.loop_connections import loop_connection
 from .base import UNAUTHORISED, WarlockConsumer
 from .follow import log_follower
 
@@ -64,6 +66,9 @@ class SessionConsumer(WarlockConsumer):
         self.sending = asyncio.Lock()
         self.last_saved: Session | None = None
         self.hosts: dict[str | None, Host] = {}
+        #: For an id nobody used at connect: the owner row's fields the first frame claims it
+        #: with on the event loop, when the store can and the policy admits such an owner.
+        self.claimant: dict[str, Any] | None = None
         try:
             self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
         except InvalidInputError:
@@ -96,8 +101,16 @@ class SessionConsumer(WarlockConsumer):
             return None, None, False
         trusted = warlock_settings.PERMISSION().is_trusted(self.requester)
         owner = self.current_owner()
-        if owner is None and default_store().load(self.session_id) is None:
-            return client, None, trusted  # nobody uses the id: the first frame claims it
+        store = default_store()
+        if owner is None and store.load(self.session_id) is None:
+            # Nobody uses the id: the first frame claims it. Who would own it is settled now,
+            # in this thread, so the claim itself can wait for the event loop.
+            if store.committer().on_event_loop() is not None:
+                user, key = owner_fields(self.requester).values()
+                fields = {"user_id": user and user.pk, "anonymous_key": key}
+                claim = SessionOwner(session_id=self.session_id, **fields)
+                self.claimant = fields if self.permitted(claim) else None
+            return client, None, trusted
         logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
         return client, logged, trusted
 
@@ -269,9 +282,11 @@ class SessionConsumer(WarlockConsumer):
             check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
         claim = None
         if not self.following:
-            permitted, claim = await in_worker_thread(self.claimed)()
-            if not permitted:
-                return None
+            claim = await self.claim_on_loop()
+            if claim is None:
+                permitted, claim = await in_worker_thread(self.claimed)()
+                if not permitted:
+                    return None
             # A session this frame just claimed did not exist: there is no log to replay.
             await self.follow([] if claim is not None else None)
         try:
@@ -283,13 +298,32 @@ class SessionConsumer(WarlockConsumer):
                 await self.release(claim)
             raise
 
+    async def claim_on_loop(self) -> SessionOwner | None:
+        """The claim of the id nobody used at connect, made on the event loop (no thread hop on
+        a chat's first turn); ``None`` when it could not be (the id is used by now, or there is
+        no prepared claimant): the claim in a worker thread decides."""
+        fields, self.claimant = self.claimant, None
+        committer = default_store().committer().on_event_loop()
+        if fields is None or committer is None:
+            return None
+        async with loop_connection(committer.using) as connection:
+            if connection is None:
+                return None
+            owner_id = await committer.aclaim(connection, self.session_id, **fields)
+        return (
+            None
+            if owner_id is None
+            else SessionOwner(pk=owner_id, session_id=self.session_id, **fields)
+        )
+
     async def release(self, claim: SessionOwner) -> None:
         """Undo this socket's claim after its first turn failed, and wait, as before it, for
-        the session to start (another tab may start it)."""
+        the session to start (another tab may start it) or for its next frame to claim it."""
         try:
             await in_worker_thread(release_claim)(claim, default_store())
         except Exception:  # the turn's own error is the one to report
             logger.warning("could not release the claim on %r", self.session_id, exc_info=True)
+        self.claimant = {"user_id": claim.user_id, "anonymous_key": claim.anonymous_key}
         await self.unfollow()
         log_follower().follow(self)
 

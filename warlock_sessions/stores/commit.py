@@ -46,6 +46,13 @@ class LoopCommitter(Committer, Protocol):
         self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
     ) -> tuple[Session, int]: ...
 
+    async def aclaim(
+        self, connection: Any, session_id: str, user_id: Any, anonymous_key: str
+    ) -> int | None:
+        """Make the owner row of an id nothing uses yet (``permissions.claim_new_session``);
+        its id, or ``None`` if anything uses the id."""
+        ...
+
 
 class DatabaseCommitter:
     """A ``DjangoStore``: the save and the records in the database's own transaction; on
@@ -89,6 +96,11 @@ class DatabaseCommitter:
         )
         saved, (first_seq,) = await self.store.arun_combined(connection, combined)
         return saved, first_seq
+
+    async def aclaim(
+        self, connection: Any, session_id: str, user_id: Any, anonymous_key: str
+    ) -> int | None:
+        return await self.store.aclaim(connection, session_id, user_id, anonymous_key)
 
 
 class RecordsBesideCommitter:

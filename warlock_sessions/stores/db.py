@@ -15,9 +15,12 @@ from django.utils import timezone
 from ..engine.session import Session, decode_session
 from ..errors import SessionConflictError
 from ..models import Session as SessionRow
-from ..models import forget_records, run_summary
+from ..models import SessionEvent, SessionOwner, forget_records, run_summary
 from .base import Store, check_session_id, saved_copy
 from .commit import DatabaseCommitter
+
+#: The owner row's columns the claim statement fills, in the order of its parameters.
+OWNER_COLUMNS = ("session_id", "user", "anonymous_key", "created_at")
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,19 @@ class DjangoStore(Store):
         )
         placeholders = ", ".join(["%s"] * (3 + len(written)))
         by_id = f"WHERE {column['id']} = %s"
+        owner, event = SessionOwner._meta, SessionEvent._meta
+        owner_column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
         return {
+            # permissions.claim_new_session in one statement: the owner row of an id that no
+            # session, log or owner uses yet.
+            "claim": (
+                f"INSERT INTO {quote(owner.db_table)} ("
+                + ", ".join(owner_column[name] for name in OWNER_COLUMNS)
+                + f") SELECT %s, %s, %s, %s WHERE NOT EXISTS (SELECT 1 FROM {table} {by_id}) "
+                f"AND NOT EXISTS (SELECT 1 FROM {quote(event.db_table)} "
+                f"WHERE {quote(event.get_field('session_id').column or '')} = %s) "
+                f"ON CONFLICT DO NOTHING RETURNING {owner_column['id']}"
+            ),
             "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}",
             "version": f"SELECT {column['version']} FROM {table} {by_id}",
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
@@ -103,6 +118,18 @@ class DjangoStore(Store):
             cursor = await connection.execute(self._sql["load"], [check_session_id(session_id)])
             row = await cursor.fetchone()
         return None if row is None else decode_session(row[0], session_id, row[1])
+
+    async def aclaim(
+        self, connection: Any, session_id: str, user_id: Any, anonymous_key: str
+    ) -> int | None:
+        """``permissions.claim_new_session`` awaited on ``connection`` (see ``arun_combined``),
+        in one statement: the new owner row's id, or ``None`` when the session, its log or an
+        owner exists already (the synchronous claim then decides)."""
+        now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
+        params = [session_id, user_id, anonymous_key, now, session_id, session_id]
+        with connections[self.using].wrap_database_errors:
+            row = await (await connection.execute(self._sql["claim"], params)).fetchone()
+        return None if row is None else int(row[0])
 
     def _prepare(
         self, session: Session, expected_version: int, agent: str | None = None
