@@ -450,3 +450,44 @@ async def test_two_tabs_and_a_turn_from_elsewhere_see_every_event_once_in_order(
 async def test_a_made_up_cookie_is_no_identity(layer: str) -> None:
     made_up = await socket("/ws/sessions/s/", cookie=b"sessionid=abcdefghijklmnopqrstuvwxyz012345")
     assert await refused(made_up) == 4403
+
+
+@pytest.fixture
+def pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sessions whose sockets pushed a turn's events to the channel layer; the log is not
+    followed meanwhile, so only the layer can bring one socket another's events."""
+    from warlock_sessions.realtime import consumers, follow
+
+    pushed: list[str] = []
+    push = consumers.apush
+
+    async def noting(session_id: str, events: list[dict[str, Any]]) -> None:
+        pushed.append(session_id)
+        await push(session_id, events)
+
+    monkeypatch.setattr(consumers, "apush", noting)
+    monkeypatch.setattr(follow, "FOLLOW_INTERVAL", 3600)
+    return pushed
+
+
+async def test_a_socket_alone_on_its_session_in_one_process_skips_the_layer(
+    layer: str, pushes: list[str]
+) -> None:
+    cookie = await database_sync_to_async(cookie_for)("ana")
+    first = await socket("/ws/sessions/alone-1/", cookie=cookie)
+    assert (await first.connect())[0]
+    await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    last_seq = (await until_turn(first))[-1]["seq"]
+    # The in-memory layer never crosses processes: nobody else can be listening. Any other
+    # layer may carry the events to a socket in another process.
+    assert pushes == ([] if layer == "memory" else ["alone-1"])
+
+    second = await socket(f"/ws/sessions/alone-1/?after_seq={last_seq}", cookie=cookie)
+    assert (await second.connect())[0]
+    await first.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
+    sent = await until_turn(first)
+    assert await until_turn(second) == sent  # through the layer, the log not followed
+    assert pushes[-1] == "alone-1"
+    for tab in (first, second):
+        assert await tab.receive_nothing(timeout=0.3)
+        await tab.disconnect()

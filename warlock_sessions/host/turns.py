@@ -166,11 +166,13 @@ class Host:
         context: Any = None,
         *,
         last_saved: Session | None = None,
+        push: bool = True,
         **turn_options: Any,
     ) -> HostedTurn:
         """``handle`` for async code (Channels consumers): the turn runs in a worker thread with
         its own database connection, so concurrent conversations do not queue behind each other;
-        the events go to the channel layer from the event loop once it has committed.
+        the events go to the channel layer from the event loop once it has committed (unless
+        ``push`` is false: the caller delivers them, as a socket alone on its session does).
 
         A turn that cannot block runs on the event loop instead, with no thread hop, when all of
         these hold: the store saves together (``DjangoStore`` on PostgreSQL), the agent cannot
@@ -185,13 +187,15 @@ class Host:
                             connection, session_id, input, context, turn_options, last_saved
                         )
                         if on_loop is not None:
-                            await apush(session_id, on_loop.events)
+                            if push:
+                                await apush(session_id, on_loop.events)
                             return on_loop
                         last_saved = None
             hosted: HostedTurn = await in_worker_thread(self._handle)(
                 session_id, input, context, turn_options, last_saved, None
             )
-        await apush(session_id, hosted.events)
+        if push:
+            await apush(session_id, hosted.events)
         return hosted
 
     def _runs_on_loop(self) -> bool:

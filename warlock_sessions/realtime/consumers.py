@@ -21,6 +21,8 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.layers import InMemoryChannelLayer
+
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import ProviderError, Session
@@ -32,6 +34,7 @@ from ..errors import (
 )
 from ..host import Host, HostedTurn, group_name
 from ..host.events import event_frame
+from ..host.notify import apush
 from ..host.threads import in_worker_thread
 from ..host.wire import check_allowed, parse_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
@@ -290,13 +293,25 @@ class SessionConsumer(WarlockConsumer):
             # A session this frame just claimed did not exist: there is no log to replay.
             await self.follow([] if claim is not None else None)
         try:
-            return await self.host(agent).ahandle(
-                self.session_id, turn_input, context, last_saved=self.last_saved
+            hosted = await self.host(agent).ahandle(
+                self.session_id, turn_input, context, last_saved=self.last_saved, push=False
             )
         except BaseException:
             if claim is not None:  # the first turn failed: the claim goes with it
                 await self.release(claim)
             raise
+        if not self.alone_on_session():
+            await apush(self.session_id, hosted.events)
+        return hosted
+
+    def alone_on_session(self) -> bool:
+        """Whether no other socket can be following the session, so this one's own delivery is
+        all its turn's events need: on the in-memory layer, which never crosses processes, the
+        group lists every socket (asked after the commit, so a socket that joins later reads
+        the events from the log)."""
+        layer = self.channel_layer
+        groups = getattr(layer, "groups", None) if isinstance(layer, InMemoryChannelLayer) else None
+        return isinstance(groups, dict) and groups.get(self.group, {}).keys() <= {self.channel_name}
 
     async def claim_on_loop(self) -> SessionOwner | None:
         """The claim of the id nobody used at connect, made on the event loop (no thread hop on
