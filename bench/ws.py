@@ -8,7 +8,11 @@ For each channel layer (in-memory, and channels-redis pub/sub when Redis answers
           every reply exactly once, every seq in order with no gap
   http    the same turns through POST /sessions/{id}/turn/
 
-Target (issue 6): ours >= 0.5x echo's throughput; websocket not slower than HTTP.
+Then, on a fresh daphne process per consumer, the memory 1,000 idle chats hold: each connects,
+exchanges one message and stays connected; the growth of the server's RSS is compared.
+
+Targets (issues 6 and 17): ours >= 0.75x echo's throughput and ours p99 <= 2x echo's, on both
+layers; RSS per 1,000 idle chats <= 1.3x echo's; the websocket not slower than HTTP.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ from typing import Any
 CHATS = 200
 MESSAGES = 20
 ROUNDS = 3
+IDLE_CHATS = 1000
+#: Chats connecting at once while the idle ones are opened.
+CONNECTING = 100
+THROUGHPUT_TARGET = 0.75
+P99_TARGET = 2.0
+RSS_TARGET = 1.3
 
 
 def free_port() -> int:
@@ -76,53 +86,125 @@ def fresh_visitors(count: int) -> list[str]:
     return keys
 
 
-async def echo_chat(port: int, index: int, latencies: list[float], problems: list[Any]) -> None:
+def echo_socket(port: int, key: str) -> Any:
     import websockets
 
-    async with websockets.connect(f"ws://127.0.0.1:{port}/ws/echo/", open_timeout=60) as ws:
+    return websockets.connect(f"ws://127.0.0.1:{port}/ws/echo/", open_timeout=60)
+
+
+async def echo_message(ws: Any, index: int, n: int, problems: list[Any]) -> None:
+    await ws.send(json.dumps({"chat": index, "n": n}))
+    reply = json.loads(await asyncio.wait_for(ws.recv(), 60))
+    if reply != {"chat": index, "n": n}:
+        problems.append(("echo", index, n, reply))
+
+
+async def echo_chat(
+    port: int, index: int, key: str, latencies: list[float], problems: list[Any]
+) -> None:
+    async with echo_socket(port, key) as ws:
         for n in range(MESSAGES):
             started = time.perf_counter()
-            await ws.send(json.dumps({"chat": index, "n": n}))
-            reply = json.loads(await asyncio.wait_for(ws.recv(), 60))
-            if reply != {"chat": index, "n": n}:
-                problems.append(("echo", index, n, reply))
+            await echo_message(ws, index, n, problems)
             latencies.append(time.perf_counter() - started)
+
+
+def session_socket(port: int, key: str) -> Any:
+    import websockets
+
+    return websockets.connect(
+        f"ws://127.0.0.1:{port}/ws/sessions/bench-{key}/",
+        additional_headers={"Cookie": f"sessionid={key}"},
+        open_timeout=60,
+        max_size=None,
+    )
+
+
+class SessionChecks:
+    """What one chat on our socket has seen: every seq in order, each reply once."""
+
+    def __init__(self, index: int, problems: list[Any]) -> None:
+        self.index, self.problems = index, problems
+        self.last_seq = 0
+        self.replies: set[str] = set()
+
+    async def message(self, ws: Any, n: int) -> None:
+        problems, index = self.problems, self.index
+        await ws.send(json.dumps({"type": "message", "text": "hi", "id": f"m{n}"}))
+        while True:
+            event = json.loads(await asyncio.wait_for(ws.recv(), 120))
+            if event["type"] == "error":
+                problems.append(("error", index, n, event))
+                return
+            if event["seq"] != self.last_seq + 1:
+                problems.append(("seq", index, self.last_seq, event["seq"]))
+            self.last_seq = event["seq"]
+            if event["type"] == "message" and event["role"] == "user":
+                if event["id"] != f"m{n}":
+                    problems.append(("user message", index, n, event))
+            elif event["type"] == "message":
+                if event["key"] in self.replies:
+                    problems.append(("duplicate", index, event["key"]))
+                self.replies.add(event["key"])
+            if event["type"] == "turn":
+                return
 
 
 async def session_chat(
     port: int, index: int, key: str, latencies: list[float], problems: list[Any]
 ) -> None:
-    import websockets
-
-    url = f"ws://127.0.0.1:{port}/ws/sessions/bench-{index}/"
-    async with websockets.connect(
-        url, additional_headers={"Cookie": f"sessionid={key}"}, open_timeout=60, max_size=None
-    ) as ws:
-        last_seq = 0
-        replies: set[str] = set()
+    async with session_socket(port, key) as ws:
+        checks = SessionChecks(index, problems)
         for n in range(MESSAGES):
             started = time.perf_counter()
-            await ws.send(json.dumps({"type": "message", "text": "hi", "id": f"m{n}"}))
-            while True:
-                event = json.loads(await asyncio.wait_for(ws.recv(), 120))
-                if event["type"] == "error":
-                    problems.append(("error", index, n, event))
-                    break
-                if event["seq"] != last_seq + 1:
-                    problems.append(("seq", index, last_seq, event["seq"]))
-                last_seq = event["seq"]
-                if event["type"] == "message" and event["role"] == "user":
-                    if event["id"] != f"m{n}":
-                        problems.append(("user message", index, n, event))
-                elif event["type"] == "message":
-                    if event["key"] in replies:
-                        problems.append(("duplicate", index, event["key"]))
-                    replies.add(event["key"])
-                if event["type"] == "turn":
-                    break
+            await checks.message(ws, n)
             latencies.append(time.perf_counter() - started)
-        if len(replies) != MESSAGES:
-            problems.append(("replies", index, len(replies)))
+        if len(checks.replies) != MESSAGES:
+            problems.append(("replies", index, len(checks.replies)))
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+async def idle_rss(kind: str, port: int, pid: int, keys: list[str]) -> float:
+    """The server's RSS growth, in MiB per 1,000 chats, while ``keys`` chats that each
+    exchanged one message stay connected. A first batch, closed again, warms the process up
+    (its thread pool and database connections grow to what a batch needs), so what is
+    measured is what each chat holds."""
+    problems: list[Any] = []
+    opened = {"echo": echo_socket, "ours": session_socket}[kind]
+
+    async def exchange(ws: Any, index: int) -> None:
+        if kind == "echo":
+            await echo_message(ws, index, 0, problems)
+        else:
+            await SessionChecks(index, problems).message(ws, 0)
+
+    async def open_batch(batch: list[tuple[int, str]]) -> list[Any]:
+        connected = await asyncio.gather(*(opened(port, key) for _, key in batch))
+        await asyncio.gather(
+            *(exchange(ws, index) for ws, (index, _) in zip(connected, batch, strict=True))
+        )
+        return list(connected)
+
+    chats = list(enumerate(keys))
+    warming, idle = chats[:CONNECTING], chats[CONNECTING:]
+    await asyncio.gather(*(ws.close() for ws in await open_batch(warming)))
+    await asyncio.sleep(1)
+    before = rss_kib(pid)
+    sockets: list[Any] = []
+    try:
+        for start in range(0, len(idle), CONNECTING):
+            sockets += await open_batch(idle[start : start + CONNECTING])
+        await asyncio.sleep(1)
+        after = rss_kib(pid)
+    finally:
+        await asyncio.gather(*(ws.close() for ws in sockets))
+    if problems:
+        raise RuntimeError(f"idle chats failed: {problems[:3]}")
+    return (after - before) / 1024 / len(idle) * 1000
 
 
 async def http_chat(
@@ -149,13 +231,12 @@ async def http_chat(
 async def run_load(kind: str, port: int, keys: list[str]) -> dict[str, Any]:
     latencies: list[float] = []
     problems: list[Any] = []
-    chats = {
-        "echo": lambda i: echo_chat(port, i, latencies, problems),
-        "ours": lambda i: session_chat(port, i, keys[i], latencies, problems),
-        "http": lambda i: http_chat(port, i, keys[i], latencies, problems),
-    }[kind]
+    chat = {"echo": echo_chat, "ours": session_chat, "http": http_chat}[kind]
     started = time.perf_counter()
-    results = await asyncio.gather(*(chats(i) for i in range(len(keys))), return_exceptions=True)
+    results = await asyncio.gather(
+        *(chat(port, index, key, latencies, problems) for index, key in enumerate(keys)),
+        return_exceptions=True,
+    )
     elapsed = time.perf_counter() - started
     problems += [
         ("exception", repr(result)[:200]) for result in results if isinstance(result, BaseException)
@@ -176,12 +257,71 @@ def describe(result: dict[str, Any]) -> str:
     return f"{result['done']} msgs, {len(problems)} PROBLEMS e.g. {problems[:2]}"
 
 
+def verdict(met: bool) -> str:
+    return "OK" if met else "MISSED"
+
+
+def throughput(layer: str, chats: int, rounds: int) -> None:
+    """Echo and ours interleaved over ``rounds``, then HTTP once, on one daphne process."""
+    port = free_port()
+    server = start_daphne(layer, port)
+    try:
+        runs: dict[str, list[dict[str, Any]]] = {"echo": [], "ours": [], "http": []}
+        for kind in [*(["echo", "ours"] * rounds), "http"]:
+            result = asyncio.run(run_load(kind, port, fresh_visitors(chats)))
+            runs[kind].append(result)
+            print(
+                f"{layer:<7} {kind:<5} {result['rate']:8.0f} {result['p50'] * 1e3:7.1f}ms "
+                f"{result['p99'] * 1e3:7.1f}ms  {describe(result)}"
+            )
+    finally:
+        server.kill()
+        server.wait(10)
+    rate, p99 = (
+        {kind: statistics.median(run[measure] for run in runs[kind]) for kind in runs}
+        for measure in ("rate", "p99")
+    )
+    per_round = [
+        mine["rate"] / floor["rate"] for mine, floor in zip(runs["ours"], runs["echo"], strict=True)
+    ]
+    speed, tail = rate["ours"] / rate["echo"], p99["ours"] / p99["echo"]
+    print(
+        f"{layer}: ours / echo = {speed:.2f}x (medians; rounds {min(per_round):.2f}-"
+        f"{max(per_round):.2f}x; target >= {THROUGHPUT_TARGET}x) "
+        f"{verdict(speed >= THROUGHPUT_TARGET)}"
+        f"; p99 ours / echo = {tail:.2f}x (target <= {P99_TARGET}x) {verdict(tail <= P99_TARGET)}"
+        f"; ours / http = {rate['ours'] / rate['http']:.2f}x (target >= 1x) "
+        f"{verdict(rate['ours'] >= rate['http'])}"
+    )
+
+
+def memory(layer: str, idle_chats: int) -> None:
+    """RSS per 1,000 idle chats, each consumer on a fresh daphne process."""
+    growth = {}
+    for kind in ("echo", "ours"):
+        port = free_port()
+        server = start_daphne(layer, port)
+        try:
+            visitors = fresh_visitors(idle_chats + CONNECTING)
+            growth[kind] = asyncio.run(idle_rss(kind, port, server.pid, visitors))
+        finally:
+            server.kill()
+            server.wait(10)
+    ratio = growth["ours"] / growth["echo"]
+    print(
+        f"{layer}: RSS per 1,000 idle chats: echo {growth['echo']:.1f} MiB, ours "
+        f"{growth['ours']:.1f} MiB = {ratio:.2f}x (target <= {RSS_TARGET}x) "
+        f"{verdict(ratio <= RSS_TARGET)}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, default=CHATS)
     parser.add_argument(
         "--rounds", type=int, default=ROUNDS, help="echo/ours pairs, interleaved (median taken)"
     )
+    parser.add_argument("--idle-chats", type=int, default=IDLE_CHATS)
     args = parser.parse_args()
     from bench.common import bench_database_url
 
@@ -201,29 +341,9 @@ def main() -> None:
     )
     print(f"{'layer':<7} {'load':<5} {'msg/s':>8} {'p50':>9} {'p99':>9}  checked")
     for layer in layers:
-        port = free_port()
-        server = start_daphne(layer, port)
-        try:
-            rates: dict[str, list[float]] = {"echo": [], "ours": []}
-            for kind in [*(["echo", "ours"] * args.rounds), "http"]:
-                result = asyncio.run(run_load(kind, port, fresh_visitors(args.chats)))
-                rates.setdefault(kind, []).append(result["rate"])
-                print(
-                    f"{layer:<7} {kind:<5} {result['rate']:8.0f} {result['p50'] * 1e3:7.1f}ms "
-                    f"{result['p99'] * 1e3:7.1f}ms  {describe(result)}"
-                )
-            echo, ours, http = (statistics.median(rates[kind]) for kind in ("echo", "ours", "http"))
-            pairs = zip(rates["ours"], rates["echo"], strict=True)
-            per_round = [mine / floor for mine, floor in pairs]
-            print(
-                f"{layer}: ours / echo = {ours / echo:.2f}x (medians; rounds "
-                f"{min(per_round):.2f}-{max(per_round):.2f}x; target >= 0.5x) "
-                f"{'OK' if ours / echo >= 0.5 else 'MISSED'}; ours / http = {ours / http:.2f}x "
-                f"(target >= 1x) {'OK' if ours >= http else 'MISSED'}"
-            )
-        finally:
-            server.kill()
-            server.wait(10)
+        throughput(layer, args.chats, args.rounds)
+    for layer in layers:
+        memory(layer, args.idle_chats)
 
 
 if __name__ == "__main__":

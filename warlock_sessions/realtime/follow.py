@@ -58,21 +58,19 @@ class LogFollower:
     """The sockets of one event loop that follow a session, and the task that reads the log."""
 
     def __init__(self) -> None:
-        self.sockets: dict[str, weakref.WeakSet[Any]] = {}
+        #: One set for the loop (each socket names its session): a set per session would cost
+        #: an idle chat more than the socket's own entry.
+        self.sockets: weakref.WeakSet[Any] = weakref.WeakSet()
         self.task: asyncio.Task[None] | None = None
         self.previous: tuple[dict[str, int], float] = ({}, 0.0)  # the last read, and when
 
     def follow(self, socket: Follower) -> None:
-        self.sockets.setdefault(socket.session_id, weakref.WeakSet()).add(socket)
+        self.sockets.add(socket)
         if self.task is None or self.task.done():
             self.task = asyncio.get_running_loop().create_task(self.run())
 
     def unfollow(self, socket: Follower) -> None:
-        followers = self.sockets.get(socket.session_id)
-        if followers is not None:
-            followers.discard(socket)
-            if not followers:
-                del self.sockets[socket.session_id]
+        self.sockets.discard(socket)
 
     async def run(self) -> None:
         while self.sockets:
@@ -109,13 +107,11 @@ class LogFollower:
         """Per session, its sockets idle since ``idle_since``. Only those are read for: an
         active one learns of a gap from its next delivery, and a busy server is spared reads
         it does not need."""
-        for session_id in [sid for sid, sockets in self.sockets.items() if not sockets]:
-            del self.sockets[session_id]  # their sockets were collected without unfollowing
-        return {
-            sid: idle
-            for sid, sockets in self.sockets.items()
-            if (idle := [socket for socket in sockets if socket.last_active < idle_since])
-        }
+        idle: dict[str, list[Follower]] = {}
+        for socket in list(self.sockets):
+            if socket.last_active < idle_since:
+                idle.setdefault(socket.session_id, []).append(socket)
+        return idle
 
 
 _followers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LogFollower] = (
