@@ -119,8 +119,12 @@ def report(samples: dict[str, list[float]], baseline: str) -> dict[str, float]:
     return ratios
 
 
-def verdict(label: str, ratio: float, limit: float) -> str:
-    return f"{label}: {ratio:.2f}x (target <= {limit}x) {'OK' if ratio <= limit else 'MISSED'}"
+def verdict(label: str, ratio: float, limit: float, *, at_least: bool = False) -> str:
+    """``label: ratio (target) OK|MISSED``; the target is a ceiling, or a floor ``at_least``."""
+    met = ratio >= limit if at_least else ratio <= limit
+    return f"{label}: {ratio:.2f}x (target {'>=' if at_least else '<='} {limit}x) " + (
+        "OK" if met else "MISSED"
+    )
 
 
 def empty_tables(*models: Any) -> None:

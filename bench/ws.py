@@ -28,6 +28,8 @@ import sys
 import time
 from typing import Any
 
+from bench.common import verdict
+
 CHATS = 200
 MESSAGES = 20
 ROUNDS = 3
@@ -257,10 +259,6 @@ def describe(result: dict[str, Any]) -> str:
     return f"{result['done']} msgs, {len(problems)} PROBLEMS e.g. {problems[:2]}"
 
 
-def verdict(met: bool) -> str:
-    return "OK" if met else "MISSED"
-
-
 def throughput(layer: str, chats: int, rounds: int) -> None:
     """Echo and ours interleaved over ``rounds``, then HTTP once, on one daphne process."""
     port = free_port()
@@ -284,15 +282,11 @@ def throughput(layer: str, chats: int, rounds: int) -> None:
     per_round = [
         mine["rate"] / floor["rate"] for mine, floor in zip(runs["ours"], runs["echo"], strict=True)
     ]
-    speed, tail = rate["ours"] / rate["echo"], p99["ours"] / p99["echo"]
-    print(
-        f"{layer}: ours / echo = {speed:.2f}x (medians; rounds {min(per_round):.2f}-"
-        f"{max(per_round):.2f}x; target >= {THROUGHPUT_TARGET}x) "
-        f"{verdict(speed >= THROUGHPUT_TARGET)}"
-        f"; p99 ours / echo = {tail:.2f}x (target <= {P99_TARGET}x) {verdict(tail <= P99_TARGET)}"
-        f"; ours / http = {rate['ours'] / rate['http']:.2f}x (target >= 1x) "
-        f"{verdict(rate['ours'] >= rate['http'])}"
-    )
+    print(f"{layer}: rounds of ours / echo {min(per_round):.2f}-{max(per_round):.2f}x; medians:")
+    speed = rate["ours"] / rate["echo"]
+    print("  " + verdict("ours / echo, msg/s", speed, THROUGHPUT_TARGET, at_least=True))
+    print("  " + verdict("ours / echo, p99", p99["ours"] / p99["echo"], P99_TARGET))
+    print("  " + verdict("ours / http, msg/s", rate["ours"] / rate["http"], 1, at_least=True))
 
 
 def memory(layer: str, idle_chats: int) -> None:
@@ -307,12 +301,11 @@ def memory(layer: str, idle_chats: int) -> None:
         finally:
             server.kill()
             server.wait(10)
-    ratio = growth["ours"] / growth["echo"]
-    print(
-        f"{layer}: RSS per 1,000 idle chats: echo {growth['echo']:.1f} MiB, ours "
-        f"{growth['ours']:.1f} MiB = {ratio:.2f}x (target <= {RSS_TARGET}x) "
-        f"{verdict(ratio <= RSS_TARGET)}"
+    label = (
+        f"{layer}: RSS per 1,000 idle chats, ours {growth['ours']:.1f} MiB / echo "
+        f"{growth['echo']:.1f} MiB"
     )
+    print(verdict(label, growth["ours"] / growth["echo"], RSS_TARGET))
 
 
 def main() -> None:

@@ -79,7 +79,8 @@ def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None)
     assert list(Wake.objects.values_list("key", flat=True)) == ["due"]
     event_steps = [0, *(done for what, done, total in seen if what == "events")]
     assert event_steps[-1] == 150
-    assert all(0 < later - earlier <= 7 for earlier, later in pairwise(event_steps))
+    steps = [later - earlier for earlier, later in pairwise(event_steps)]
+    assert steps[:-1] == [7] * (len(steps) - 1) and 0 < steps[-1] <= 7  # full pages, however sparse
 
 
 def test_what_came_back_to_life_since_its_key_was_read_is_kept(history: None) -> None:
@@ -137,3 +138,19 @@ def test_the_command_shows_progress_and_never_keeps_a_kind(history: None) -> Non
 def test_bad_options_are_refused(args: list[str]) -> None:
     with pytest.raises(CommandError):
         call_command("warlock_prune", *args)
+
+
+def test_a_prune_remembering_few_sessions_still_keeps_each_ones_last_entries(
+    history: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from warlock_sessions.stores import retention
+
+    events("recent", 120, 60)
+    monkeypatch.setattr(retention, "LAST_SEQS_REMEMBERED", 0)  # forgets after every read
+
+    counts = prune(Retention(), batch=7, pause=-1)
+
+    assert counts["events"] == 150 + 20
+    for session_id in ("live", "recent"):
+        kept = SessionEvent.objects.filter(session_id=session_id).values_list("seq", flat=True)
+        assert len(kept) == 100 and max(kept) in (250, 120)

@@ -200,7 +200,8 @@ class Host:
 
     def _runs_on_loop(self) -> bool:
         return self.may_run_on_loop and not any(
-            signal.has_listeners(sender) for signal, sender in self._signals_sent()
+            signal.receivers and signal.has_listeners(sender)  # the first test is the cheap one
+            for signal, sender in self._signals_sent()
         )
 
     def _signals_sent(self) -> list[tuple[Any, Any]]:

@@ -4,9 +4,11 @@ no hop through Channels' one database thread."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
+import orjson
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
@@ -85,6 +87,13 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
         return loads(text_data)
+
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        try:
+            return orjson.dumps(content).decode()
+        except orjson.JSONEncodeError:  # what orjson refuses (lone surrogates, huge integers)
+            return json.dumps(content)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any

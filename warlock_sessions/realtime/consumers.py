@@ -109,8 +109,9 @@ class SessionConsumer(WarlockConsumer):
             # Nobody uses the id: the first frame claims it. Who would own it is settled now,
             # in this thread, so the claim itself can wait for the event loop.
             if store.committer().on_event_loop() is not None:
-                user, key = owner_fields(self.requester).values()
-                fields = {"user_id": user and user.pk, "anonymous_key": key}
+                owner_row = owner_fields(self.requester)
+                user = owner_row["user"]
+                fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
                 claim = SessionOwner(session_id=self.session_id, **fields)
                 self.claimant = fields if self.permitted(claim) else None
             return client, None, trusted

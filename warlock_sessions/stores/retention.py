@@ -29,6 +29,8 @@ from ..models import OutboundMessage, Session, SessionEvent, Wake, forget_record
 
 DEFAULT_BATCH = 1000
 DEFAULT_PAUSE = 0.05
+#: Sessions whose last log ``seq`` the log's prune remembers at most.
+LAST_SEQS_REMEMBERED = 100_000
 
 
 @dataclass(frozen=True)
@@ -139,10 +141,13 @@ def _pages_of(rows: QuerySet[Any], batch: int) -> Pages:
 
 def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any]]:
     """The log entries older than ``cutoff`` that are not among their session's last
-    ``keep``: ``batch`` old entries read at a time along the primary key, each session's last
-    ``seq`` looked up once (a session that logs meanwhile only keeps a few more)."""
+    ``keep``, ``batch`` at a time: old entries are read ``batch`` at a time along the primary
+    key, each session's last ``seq`` looked up once (a session that logs meanwhile only keeps
+    a few more), until a page is full (a read may find few to delete: each deletion, and the
+    rest after it, is then worth a full page)."""
     last_seq: dict[str, int] = {}
     after = 0
+    page: list[Any] = []
     while True:
         rows = list(
             SessionEvent.objects.filter(created_at__lt=cutoff, pk__gt=after)
@@ -150,9 +155,14 @@ def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any
             .values_list("pk", "session_id", "seq")[:batch]
         )
         if not rows:
+            if page:
+                yield page
             return
         after = rows[-1][0]
-        unseen = {session_id for _, session_id, _ in rows} - last_seq.keys()
+        if len(last_seq) > LAST_SEQS_REMEMBERED:
+            last_seq.clear()  # memory stays bounded; a session seen again is looked up again
+        # (Not `set - last_seq.keys()`: that walks every key remembered, for every batch.)
+        unseen = {session_id for _, session_id, _ in rows if session_id not in last_seq}
         if unseen:
             last_seq.update(
                 SessionEvent.objects.filter(session_id__in=unseen)
@@ -160,13 +170,14 @@ def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any
                 .annotate(last=Max("seq"))
                 .values_list("session_id", "last")
             )
-        keys = [
+        page += [
             key
             for key, session_id, seq in rows
             if seq <= last_seq.get(session_id, seq + keep) - keep  # a session gone meanwhile
         ]
-        if keys:
-            yield keys
+        while len(page) >= batch:
+            yield page[:batch]
+            page = page[batch:]
 
 
 def _raw_delete(model: type[Model], keys: list[Any], using: str) -> int:
