@@ -18,6 +18,7 @@ from ..models import Session as SessionRow
 from ..models import SessionEvent, SessionOwner, forget_records, run_summary
 from .base import Store, check_session_id, saved_copy
 from .commit import DatabaseCommitter
+from .loop_connections import database
 
 #: The owner row's columns the claim statement fills, in the order of its parameters.
 OWNER_COLUMNS = ("session_id", "user", "anonymous_key", "created_at")
@@ -114,7 +115,7 @@ class DjangoStore(Store):
 
     async def aload(self, connection: Any, session_id: str) -> Session | None:
         """``load`` awaited on ``connection`` (see ``arun_combined``)."""
-        with connections[self.using].wrap_database_errors:
+        with database(self.using).wrap_database_errors:
             cursor = await connection.execute(self._sql["load"], [check_session_id(session_id)])
             row = await cursor.fetchone()
         return None if row is None else decode_session(row[0], session_id, row[1])
@@ -125,9 +126,9 @@ class DjangoStore(Store):
         """``permissions.claim_new_session`` awaited on ``connection`` (see ``arun_combined``),
         in one statement: the new owner row's id, or ``None`` when the session, its log or an
         owner exists already (the synchronous claim then decides)."""
-        now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
+        now = database(self.using).ops.adapt_datetimefield_value(timezone.now())
         params = [session_id, user_id, anonymous_key, now, session_id, session_id]
-        with connections[self.using].wrap_database_errors:
+        with database(self.using).wrap_database_errors:
             row = await (await connection.execute(self._sql["claim"], params)).fetchone()
         return None if row is None else int(row[0])
 
@@ -143,7 +144,7 @@ class DjangoStore(Store):
         self, session: Session, expected: int, text: str, agent: str | None
     ) -> list[Any]:
         summary = run_summary(session)
-        now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
+        now = database(self.using).ops.adapt_datetimefield_value(timezone.now())
         written = [
             text,
             expected + 1,
@@ -186,7 +187,7 @@ class DjangoStore(Store):
     @property
     def combines_writes(self) -> bool:
         """Whether :meth:`run_combined` can join other writes to the save (PostgreSQL)."""
-        return connections[self.using].vendor == "postgresql"
+        return database(self.using).vendor == "postgresql"
 
     def combined_save(
         self,
@@ -235,7 +236,7 @@ class DjangoStore(Store):
         store's database in autocommit mode (``stores.loop_connections``). Database errors are
         Django's, as from ``run_combined``."""
         session_id = combined.session["id"]
-        with connections[self.using].wrap_database_errors:
+        with database(self.using).wrap_database_errors:
             row = await (await connection.execute(combined.statement, combined.values)).fetchone()
             if row[0] is None:
                 cursor = await connection.execute(self._sql["version"], [session_id])
@@ -243,7 +244,7 @@ class DjangoStore(Store):
         return combined.saved(), tuple(row[1:])
 
     def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:
-        if connections[self.using].features.supports_ignore_conflicts:
+        if database(self.using).features.supports_ignore_conflicts:
             cursor.execute(self._sql["insert"], params)
             return int(cursor.rowcount)
         # Backends without ON CONFLICT: a savepoint keeps the duplicate from breaking an

@@ -15,12 +15,16 @@ close with the process.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from django.core.signals import setting_changed
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.dispatch import receiver
 
 from ..conf import warlock_settings
 
@@ -77,8 +81,22 @@ _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopConnections]
 )
 
 
+@functools.cache
+def database(using: str) -> BaseDatabaseWrapper:
+    """Django's wrapper of database ``using``, never connected: its vendor, features, operations
+    and error mapping, from any thread or task. (``connections[using]`` builds a wrapper for
+    each asyncio task that asks, which every socket's task would then keep.)"""
+    return connections.create_connection(using)
+
+
+@receiver(setting_changed)
+def _databases_changed(setting: str, **kwargs: Any) -> None:
+    if setting == "DATABASES":
+        database.cache_clear()
+
+
 async def _connect(using: str) -> Any:
-    wrapper = connections[using]
+    wrapper = database(using)
     params = wrapper.get_connection_params()
     params.pop("cursor_factory", None)  # Django's cursors are synchronous
     role = wrapper.settings_dict["OPTIONS"].get("assume_role")
@@ -99,7 +117,7 @@ async def loop_connection(using: str) -> AsyncIterator[Any | None]:
     waiting while this loop's ``LOOP_CONNECTIONS`` are all in use; ``None`` when there can be
     none (not PostgreSQL with psycopg 3, or ``LOOP_CONNECTIONS`` is 0)."""
     limit = warlock_settings.LOOP_CONNECTIONS
-    if limit == 0 or AsyncConnection is None or connections[using].vendor != "postgresql":
+    if limit == 0 or AsyncConnection is None or database(using).vendor != "postgresql":
         yield None
         return
     loop = asyncio.get_running_loop()

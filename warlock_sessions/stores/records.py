@@ -12,11 +12,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from ..engine.isotime import ms_from_iso
 from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
+from .loop_connections import database
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).
@@ -205,7 +206,7 @@ def _statement_parts(
     using: str, applied: bool, messages: bool, fired: bool, replaced: bool, schedule: bool
 ) -> tuple[str, ...]:
     table = {
-        model: connections[using].ops.quote_name(model._meta.db_table)
+        model: database(using).ops.quote_name(model._meta.db_table)
         for model in (AppliedInput, OutboundMessage, SessionEvent, Wake)
     }
     parts: list[str] = []
