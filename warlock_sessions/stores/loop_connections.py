@@ -96,7 +96,7 @@ def _databases_changed(setting: str, **kwargs: Any) -> None:
 
 
 async def _connect(using: str) -> Any:
-    wrapper = database(using)
+    wrapper = connections[using]  # its parameters as they are now (a test database's name)
     params = wrapper.get_connection_params()
     params.pop("cursor_factory", None)  # Django's cursors are synchronous
     role = wrapper.settings_dict["OPTIONS"].get("assume_role")
