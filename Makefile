@@ -55,7 +55,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.snapshots
 	$(BIN)/python -m bench.conversations
 	$(BIN)/python -m bench.growth
-	# Full size takes 7-9 minutes on 2 cores; WARLOCK_SCALE=0.01 runs it small.
+	# Full size takes about 8 minutes on 2 cores; WARLOCK_SCALE=0.01 runs it small.
 	$(BIN)/python -m bench.scale
 
 $(VENV)/.docs-installed: $(STAMP)
