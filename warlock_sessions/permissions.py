@@ -153,6 +153,12 @@ class SessionPolicy(BasePermission, metaclass=_PolicyMeta):
     policy that changes one must change the other (check ``W005``), or the list would show
     sessions that answer 404."""
 
+    #: Whether the answers about a session depend only on the requester and the owner record,
+    #: so a socket may ask at connect about the owner its first frame would make, and make it
+    #: on the event loop without asking again. A policy that reads other state (a quota, a
+    #: ban list) leaves this false: its sockets claim in a worker thread and ask at claim time.
+    decides_from_owner = False
+
     @abstractmethod
     def can_see(self, requester: Any, access: SessionAccess) -> bool:
         """Whether to admit the session exists (everything else answers 404 / 4403)."""
@@ -186,7 +192,12 @@ class OwnerOrStaff(SessionPolicy):
     Django session, that started it) may read it, its events, and send it turns. Writing a raw
     blob or deleting needs staff or the ``change_session``/``delete_session`` permissions (an
     end user must never write claims or data directly); ``change_session`` also allows turns and
-    ``view_session`` reading. Everyone else gets 404, so a session's existence does not leak."""
+    ``view_session`` reading. Everyone else gets 404, so a session's existence does not leak.
+
+    A subclass that reads state besides the requester and the owner sets ``decides_from_owner``
+    back to false."""
+
+    decides_from_owner = True
 
     def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
         user = requester.user

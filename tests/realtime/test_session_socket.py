@@ -454,18 +454,25 @@ async def test_a_made_up_cookie_is_no_identity(layer: str) -> None:
 
 @pytest.fixture
 def pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The sessions whose sockets pushed a turn's events to the channel layer; the log is not
-    followed meanwhile, so only the layer can bring one socket another's events."""
-    from warlock_sessions.realtime import consumers, follow
+    """The sessions whose turns' events reached the channel layer (from the socket or from the
+    host); the log is not followed meanwhile, so only the layer can bring one socket another's
+    events."""
+    from channels.layers import get_channel_layer
+
+    from warlock_sessions.host import group_name
+    from warlock_sessions.realtime import follow
 
     pushed: list[str] = []
-    push = consumers.apush
+    layer = get_channel_layer()
+    group_send = layer.group_send
 
-    async def noting(session_id: str, events: list[dict[str, Any]]) -> None:
-        pushed.append(session_id)
-        await push(session_id, events)
+    async def noting(group: str, message: dict[str, Any]) -> None:
+        if message["type"] == "warlock.events":
+            pushed.append(message["session_id"])
+            assert group == group_name(message["session_id"])
+        await group_send(group, message)
 
-    monkeypatch.setattr(consumers, "apush", noting)
+    monkeypatch.setattr(layer, "group_send", noting)
     monkeypatch.setattr(follow, "FOLLOW_INTERVAL", 3600)
     return pushed
 

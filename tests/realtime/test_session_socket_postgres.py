@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -17,6 +18,7 @@ from tests.host.conftest import ThreadNotingModel, needs_postgres
 from warlock_sessions.engine import Agent
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent, SessionOwner
+from warlock_sessions.permissions import OwnerOrStaff, SessionAccess
 from warlock_sessions.realtime.consumers import SessionConsumer
 
 from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
@@ -220,3 +222,69 @@ async def test_a_failed_first_turn_takes_the_claim_made_on_the_loop_with_it(
         await chat.disconnect()
     assert claims_in_threads == []
     assert await database_sync_to_async(owners_of)("pg-fail") == []
+
+
+class MembersOnly(OwnerOrStaff):
+    """Anonymous visitors may not send turns, even to a session they would own."""
+
+    def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
+        user = requester.user
+        return bool(user and user.is_authenticated) and super().can_act(requester, action, access)
+
+
+class OneSessionEach(OwnerOrStaff):
+    """Reads state besides the owner (how many sessions the visitor owns already), so it is
+    asked at claim time, never at connect."""
+
+    decides_from_owner = False
+
+
+@pytest.mark.parametrize("policy", ["MembersOnly", "OneSessionEach"])
+async def test_a_policy_is_asked_about_the_claim_it_would_allow(
+    policy: str, claims_in_threads: list[str]
+) -> None:
+    with override_settings(WARLOCK_SESSIONS={**SETTINGS, "PERMISSION": f"{__name__}.{policy}"}):
+        chat = await socket("/ws/sessions/pg-policy/", username=None)
+        assert (await chat.connect())[0]
+        await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+        if policy == "MembersOnly":  # refused at connect: nothing claimed, on the loop or not
+            assert await chat.receive_output(timeout=5) == {
+                "type": "websocket.close",
+                "code": 4403,
+            }
+            assert await database_sync_to_async(owners_of)("pg-policy") == []
+        else:  # asked in a thread when the claim is made
+            assert (await until_turn(chat))[-1]["type"] == "turn"
+            assert claims_in_threads == ["pg-policy"]
+            await chat.disconnect()
+
+
+def end_loop_connections() -> int:
+    """End the backends whose last statement was one only the event loop's connections run
+    (the turn's combined save), as a restarted server or a network cut would."""
+    with connections["postgres"].cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+            "AND query LIKE 'WITH saved AS%%'"
+        )
+        return len(cursor.fetchall())
+
+
+async def test_a_claim_on_a_lost_loop_connection_is_made_in_a_thread(
+    claims_in_threads: list[str],
+) -> None:
+    first = await socket("/ws/sessions/pg-lost-1/", username=None)
+    assert (await first.connect())[0]
+    await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    assert (await until_turn(first))[-1]["type"] == "turn"
+    await first.disconnect()
+    assert await database_sync_to_async(end_loop_connections)() >= 1
+
+    chat = await socket("/ws/sessions/pg-lost-2/", username=None)
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    assert (await until_turn(chat))[-1]["type"] == "turn"  # claimed, and its turn ran
+    assert claims_in_threads == ["pg-lost-2"]
+    assert len(await database_sync_to_async(owners_of)("pg-lost-2")) == 1
+    await chat.disconnect()

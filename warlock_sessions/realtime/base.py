@@ -102,9 +102,13 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         if size > warlock_settings.MAX_BODY_BYTES:
             await self.error("payload-too-large", "the frame is too large")
             return
+        if text_data is None:
+            await self.error("invalid-json", "frames are JSON objects sent as text")
+            return
         try:
-            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+            content = await self.decode_json(text_data)
         except InvalidInputError as error:
             await self.error("invalid-json", str(error))
-        except ValueError:  # no text frame at all
-            await self.error("invalid-json", "frames are JSON objects sent as text")
+            return
+        # Whatever the handling raises is not the frame's fault (it once all read as bad JSON).
+        await self.receive_json(content, **kwargs)

@@ -21,7 +21,8 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.layers import InMemoryChannelLayer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import DatabaseError
 
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
@@ -46,8 +47,8 @@ from ..permissions import (
     owner_fields,
     release_claim,
 )
-from ..stores import default_store
-from ..stores.loop_connections import loop_connection
+from ..stores import Store, default_store
+from ..stores.loop_connections import loop_connection, loop_connections_available
 from .base import UNAUTHORISED, WarlockConsumer
 from .follow import log_follower
 
@@ -72,6 +73,7 @@ class SessionConsumer(WarlockConsumer):
         #: For an id nobody used at connect: the owner row's fields the first frame claims it
         #: with on the event loop, when the store can and the policy admits such an owner.
         self.claimant: dict[str, Any] | None = None
+        self.first_claimant: dict[str, Any] | None = None  # what a released claim re-arms
         try:
             self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
         except InvalidInputError:
@@ -108,15 +110,28 @@ class SessionConsumer(WarlockConsumer):
         if owner is None and store.load(self.session_id) is None:
             # Nobody uses the id: the first frame claims it. Who would own it is settled now,
             # in this thread, so the claim itself can wait for the event loop.
-            if store.committer().on_event_loop() is not None:
-                owner_row = owner_fields(self.requester)
-                user = owner_row["user"]
-                fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
-                claim = SessionOwner(session_id=self.session_id, **fields)
-                self.claimant = fields if self.permitted(claim) else None
+            self.claimant = self.first_claimant = self.prepared_claimant(store)
             return client, None, trusted
         logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
         return client, logged, trusted
+
+    def prepared_claimant(self, store: Store) -> dict[str, Any] | None:
+        """The owner row's fields the first frame may claim the id with on the event loop, if
+        the store can and the policy decides from the owner alone and admits that owner."""
+        committer = store.committer().on_event_loop()
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        if (
+            committer is None
+            or not loop_connections_available(committer.using)
+            or not policy.decides_from_owner
+        ):
+            return None
+        owner_row = owner_fields(self.requester)
+        user = owner_row["user"]
+        fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
+        return (
+            fields if self.permitted(SessionOwner(session_id=self.session_id, **fields)) else None
+        )
 
     def current_owner(self) -> SessionOwner | None:
         return SessionOwner.objects.filter(session_id=self.session_id).first()
@@ -133,8 +148,13 @@ class SessionConsumer(WarlockConsumer):
         """Claim the session if it does not exist yet and nobody owns it (a socket never takes
         over a session that server code or staff made), then apply the policy. Returns whether
         the client may send to it, and the owner row this claim made (if it made one)."""
-        claim = claim_new_session(self.requester, self.session_id, default_store())
-        return self.permitted(claim or self.current_owner()), claim
+        store = default_store()
+        claim = claim_new_session(self.requester, self.session_id, store)
+        permitted = self.permitted(claim or self.current_owner())
+        if claim is not None and not permitted:
+            release_claim(claim, store)  # a claim the policy refuses is not kept
+            return False, None
+        return permitted, claim
 
     def may_see_now(self) -> bool:
         return self.permitted(self.current_owner())
@@ -285,15 +305,15 @@ class SessionConsumer(WarlockConsumer):
         if not self.is_trusted:
             check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
         claim = None
-        if not self.following:
-            claim = await self.claim_on_loop()
-            if claim is None:
-                permitted, claim = await in_worker_thread(self.claimed)()
-                if not permitted:
-                    return None
-            # A session this frame just claimed did not exist: there is no log to replay.
-            await self.follow([] if claim is not None else None)
         try:
+            if not self.following:
+                claim = await self.claim_on_loop()
+                if claim is None:
+                    permitted, claim = await in_worker_thread(self.claimed)()
+                    if not permitted:
+                        return None
+                # A session this frame just claimed did not exist: there is no log to replay.
+                await self.follow([] if claim is not None else None)
             hosted = await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved, push=False
             )
@@ -311,8 +331,12 @@ class SessionConsumer(WarlockConsumer):
         group lists every socket (asked after the commit, so a socket that joins later reads
         the events from the log)."""
         layer = self.channel_layer
-        groups = getattr(layer, "groups", None) if isinstance(layer, InMemoryChannelLayer) else None
-        return isinstance(groups, dict) and groups.get(self.group, {}).keys() <= {self.channel_name}
+        if not isinstance(layer, InMemoryChannelLayer) or layer is not get_channel_layer():
+            return False  # apush sends through the default layer
+        try:
+            return set(layer.groups.get(self.group, ())) <= {self.channel_name}
+        except (AttributeError, RuntimeError, TypeError):  # the layer's insides changed: push
+            return False
 
     async def claim_on_loop(self) -> SessionOwner | None:
         """The claim of the id nobody used at connect, made on the event loop (no thread hop on
@@ -322,10 +346,14 @@ class SessionConsumer(WarlockConsumer):
         committer = default_store().committer().on_event_loop()
         if fields is None or committer is None:
             return None
-        async with loop_connection(committer.using) as connection:
-            if connection is None:
-                return None
-            owner_id = await committer.aclaim(connection, self.session_id, **fields)
+        try:
+            async with loop_connection(committer.using) as connection:
+                if connection is None:
+                    return None
+                owner_id = await committer.aclaim(connection, self.session_id, **fields)
+        except DatabaseError:  # a user deleted meanwhile, a connection lost: as in a thread
+            logger.warning("could not claim %r on the event loop", self.session_id, exc_info=True)
+            return None
         return (
             None
             if owner_id is None
@@ -339,7 +367,7 @@ class SessionConsumer(WarlockConsumer):
             await in_worker_thread(release_claim)(claim, default_store())
         except Exception:  # the turn's own error is the one to report
             logger.warning("could not release the claim on %r", self.session_id, exc_info=True)
-        self.claimant = {"user_id": claim.user_id, "anonymous_key": claim.anonymous_key}
+        self.claimant = self.first_claimant
         await self.unfollow()
         log_follower().follow(self)
 

@@ -85,14 +85,25 @@ _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopConnections]
 def database(using: str) -> BaseDatabaseWrapper:
     """Django's wrapper of database ``using``, never connected: its vendor, features, operations
     and error mapping, from any thread or task. (``connections[using]`` builds a wrapper for
-    each asyncio task that asks, which every socket's task would then keep.)"""
+    each asyncio task that asks, which every socket's task would then keep.) Ask it only what
+    needs no server: a feature that reads the server's version would connect it."""
     return connections.create_connection(using)
 
 
 @receiver(setting_changed)
 def _databases_changed(setting: str, **kwargs: Any) -> None:
-    if setting == "DATABASES":
+    if setting in ("DATABASES", "TIME_ZONE", "USE_TZ"):
         database.cache_clear()
+
+
+def loop_connections_available(using: str) -> bool:
+    """Whether event loops get connections to database ``using``: PostgreSQL with psycopg 3,
+    and ``LOOP_CONNECTIONS`` not 0."""
+    return (
+        warlock_settings.LOOP_CONNECTIONS != 0
+        and AsyncConnection is not None
+        and database(using).vendor == "postgresql"
+    )
 
 
 async def _connect(using: str) -> Any:
@@ -116,8 +127,7 @@ async def loop_connection(using: str) -> AsyncIterator[Any | None]:
     """An autocommit ``psycopg.AsyncConnection`` to database ``using`` for this event loop,
     waiting while this loop's ``LOOP_CONNECTIONS`` are all in use; ``None`` when there can be
     none (not PostgreSQL with psycopg 3, or ``LOOP_CONNECTIONS`` is 0)."""
-    limit = warlock_settings.LOOP_CONNECTIONS
-    if limit == 0 or AsyncConnection is None or database(using).vendor != "postgresql":
+    if not loop_connections_available(using):
         yield None
         return
     loop = asyncio.get_running_loop()
@@ -125,5 +135,5 @@ async def loop_connection(using: str) -> AsyncIterator[Any | None]:
     if pool is None:
         pool = _by_loop[loop] = _LoopConnections()
         await pool.closer.__anext__()  # registers the generator with the loop
-    async with pool.borrowed(using, limit) as connection:
+    async with pool.borrowed(using, warlock_settings.LOOP_CONNECTIONS) as connection:
         yield connection
