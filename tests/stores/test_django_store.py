@@ -132,3 +132,40 @@ def test_each_operation_is_one_statement_seen_by_django_instrumentation(alias: s
 
     assert [len(insert), len(load), len(update), len(conflict)] == [1, 1, 1, 2]
     assert "INSERT" in insert[0]["sql"] and "UPDATE" in update[0]["sql"]
+
+
+@pytest.mark.parametrize("alias", ["default", pytest.param("postgres", marks=needs_postgres)])
+def test_an_execute_wrapper_sees_every_statement(alias: str) -> None:
+    """The store's hand-written statements go through Django's cursors: an APM's or a test's
+    wrapper sees them."""
+    seen: list[str] = []
+
+    def watching(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        seen.append(sql.split()[0])
+        return execute(sql, params, many, context)
+
+    store = DjangoStore(using=alias)
+    store.save(session_blob("s1"), 0)
+    with connections[alias].execute_wrapper(watching):
+        store.save(session_blob("s1"), store.load("s1")["version"])  # type: ignore[index]
+    assert seen == ["SELECT", "UPDATE"]
+
+
+@pytest.mark.parametrize("alias", ["default", pytest.param("postgres", marks=needs_postgres)])
+def test_a_broken_transaction_is_refused_as_django_refuses_it(alias: str) -> None:
+    from django.db import DatabaseError
+    from django.db.transaction import TransactionManagementError
+
+    store = DjangoStore(using=alias)
+    store.save(session_blob("s1"), 0)
+    with transaction.atomic(using=alias):
+        with (
+            pytest.raises(DatabaseError),
+            transaction.atomic(using=alias, savepoint=False),
+            connections[alias].cursor() as cursor,
+        ):
+            cursor.execute("SELECT * FROM no_such_table")  # marks the transaction for rollback
+        with pytest.raises(TransactionManagementError):
+            store.load("s1")
+        with pytest.raises(TransactionManagementError):
+            store.save(session_blob("s1"), 1)
