@@ -20,7 +20,7 @@ FLOWS = [
         "on": [{"message": ["quero comprar"]}],
         "steps": [
             {"id": "quem", "collect": ["nome", "empresa"]},
-            {"id": "fim", "say": "Obrigado, {{data.nome}}!"},
+            {"id": "fim", "say": "Obrigado, {{data.nome|você}}!"},
         ],
     },
     {
