@@ -44,6 +44,8 @@ MESSAGE_IDS = itertools.count()
 
 
 def configure(url: str) -> None:
+    from tests import settings as test_settings
+
     configure_django(
         url,
         apps=[
@@ -55,24 +57,9 @@ def configure(url: str) -> None:
         ROOT_URLCONF="bench.scale_urls",
         SECRET_KEY="bench",
         ALLOWED_HOSTS=["*"],
-        MIDDLEWARE=[
-            "django.contrib.sessions.middleware.SessionMiddleware",
-            "django.contrib.auth.middleware.AuthenticationMiddleware",
-            "django.contrib.messages.middleware.MessageMiddleware",
-        ],
-        TEMPLATES=[
-            {
-                "BACKEND": "django.template.backends.django.DjangoTemplates",
-                "APP_DIRS": True,
-                "OPTIONS": {
-                    "context_processors": [
-                        "django.template.context_processors.request",
-                        "django.contrib.auth.context_processors.auth",
-                        "django.contrib.messages.context_processors.messages",
-                    ]
-                },
-            }
-        ],
+        # The admin's middleware and templates, as the test suite configures them.
+        MIDDLEWARE=test_settings.MIDDLEWARE,
+        TEMPLATES=test_settings.TEMPLATES,
         WARLOCK_SESSIONS=ECHO_AGENTS,
     )
 

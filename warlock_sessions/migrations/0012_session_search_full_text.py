@@ -9,11 +9,19 @@ from typing import Any
 from django.db import migrations
 
 
+def _session_table_on_postgres(apps: Any, schema_editor: Any) -> str | None:
+    """The sessions' table, quoted; ``None`` on other databases (no index to change)."""
+    if schema_editor.connection.vendor != "postgresql":
+        return None
+    model = apps.get_model("warlock_sessions", "Session")
+    return str(schema_editor.quote_name(model._meta.db_table))
+
+
 def full_text_index(apps: Any, schema_editor: Any) -> None:
     """On the expression ``SessionQuerySet.saying`` filters by (Django's ``SearchVector``)."""
-    if schema_editor.connection.vendor != "postgresql":
+    table = _session_table_on_postgres(apps, schema_editor)
+    if table is None:
         return
-    table = schema_editor.quote_name(apps.get_model("warlock_sessions", "Session")._meta.db_table)
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("DROP INDEX CONCURRENTLY IF EXISTS warlock_session_search_trgm")
         cursor.execute(
@@ -24,9 +32,9 @@ def full_text_index(apps: Any, schema_editor: Any) -> None:
 
 def trigram_index(apps: Any, schema_editor: Any) -> None:
     """Back to 0010's trigram index, where ``pg_trgm`` is there."""
-    if schema_editor.connection.vendor != "postgresql":
+    table = _session_table_on_postgres(apps, schema_editor)
+    if table is None:
         return
-    table = schema_editor.quote_name(apps.get_model("warlock_sessions", "Session")._meta.db_table)
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("DROP INDEX CONCURRENTLY IF EXISTS warlock_session_search_words")
         cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
