@@ -211,7 +211,7 @@ class SessionAdmin(ReadOnlyAdmin):
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
         """By id, or by what a person knows of the conversation (its data's text), through
-        the search column and its trigram index rather than the blob."""
+        the search column and its full-text index (on PostgreSQL) rather than the blob."""
         term = search_term.strip()
         if not term or text_problem(term):
             return super().get_search_results(request, queryset, term)
