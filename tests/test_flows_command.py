@@ -47,6 +47,12 @@ def test_labels_cannot_break_out_of_their_quotes() -> None:
     )
 
 
+def test_a_sentence_in_several_languages_is_labelled_with_its_english() -> None:
+    agent = Agent([{"id": "f", "steps": [{"id": "s", "say": {"en": "Hello", "pt": "Olá"}}]}])
+    node = next(line for line in mermaid(agent).splitlines() if "f0_s0" in line)
+    assert node == '    f0_s0>"s: say: Hello"]'
+
+
 def test_a_chain_to_another_flow_points_at_its_start() -> None:
     agent = Agent(
         [

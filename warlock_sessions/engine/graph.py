@@ -14,6 +14,7 @@ from typing import Any
 
 from .agent import Agent
 from .flows import Flow, Step
+from .templates import localized
 
 #: What each kind of step looks like: Mermaid's node shapes.
 _SHAPES = {
@@ -91,7 +92,7 @@ def _describe(step: Step) -> str:
     if step.kind == "talk":
         what = f"ask {', '.join(step.collect)}" if step.collect else "talk"
     elif step.kind == "say":
-        what = f"say: {raw['say']}"
+        what = f"say: {localized(raw['say'], None)}"  # English, of several languages
     elif step.kind == "do":
         what = f"do {raw['do']}"
     elif step.kind == "wait":
