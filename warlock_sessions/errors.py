@@ -241,3 +241,28 @@ class ToolArgumentsError(WarlockError, ValueError):
 
 class AttachmentError(WarlockError, ValueError):
     """An attachment cannot be read: no such file, too large, or not a known part shape."""
+
+
+class ServiceUnavailableError(WarlockError):
+    """A service the call needs (the database, Redis, the channel layer) did not answer, or
+    has no capacity left right now. Nothing was changed; try again after ``retry_after``
+    seconds. The API answers it with ``503 unavailable`` and ``Retry-After``, a socket with an
+    ``error`` frame ``unavailable``."""
+
+    def __init__(self, service: str, why: str, retry_after: float = 2.0) -> None:
+        self.service = service
+        self.why = why
+        self.retry_after = retry_after
+        super().__init__(f"{service} is unavailable: {why}")
+
+
+class LeaseLostError(WarlockError):
+    """A lock's lease ran out or was taken over while its holder still worked under it: what
+    the holder would write now may overwrite the next holder's work, so it is not written."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f'the lock on "{key}" was lost while held (its renewal failed or another holder '
+            "took it over); the work it protected was not saved"
+        )

@@ -4,8 +4,15 @@ the ``Worker`` loop behind ``manage.py warlock_worker``.
 Several workers may run at once. A due row is claimed with ``SELECT … FOR UPDATE SKIP LOCKED``
 where the database has it (PostgreSQL), else by compare-and-set on its lease (``UPDATE … WHERE
 lease_until < now``, as django-q2 does on SQLite); the lease keeps others off it while it is
-worked on. A wake is fired through ``Host.handle``, so a second fire of the same wake can only
-meet ``stale-wake`` or a version conflict: each wake takes effect exactly once.
+worked on. Rows are claimed one at a time, just before they are worked on: a worker killed
+mid-batch strands one row for ``LEASE_SECONDS``, not the batch. A wake is fired through
+``Host.handle``, so a second fire of the same wake can only meet ``stale-wake`` or a version
+conflict: each wake takes effect exactly once.
+
+The ``Worker`` loop rides through database outages: a pass that fails (a restart, a lost
+connection, a full pool) is logged once per outage, its connections are dropped, and the next
+pass comes after a back-off (1 s, doubling to 30 s) with fresh connections. A wake or message
+whose work failed only because a service was unavailable does not count an attempt.
 """
 
 from __future__ import annotations
@@ -24,9 +31,15 @@ from django.utils import timezone
 from .. import signals
 from ..conf import warlock_settings
 from ..models import OutboundMessage, Wake
+from ..stores.outages import OutageLog, unavailable
 from .turns import Host
 
 logger = logging.getLogger("warlock_sessions.worker")
+
+#: The first pause after a failed pass, in seconds; it doubles with each further failure.
+OUTAGE_BACKOFF = 1.0
+#: The longest such pause.
+MAX_OUTAGE_PAUSE = 30.0
 
 RowT = TypeVar("RowT", bound=models.Model)
 
@@ -51,6 +64,8 @@ def claim(
             model._default_manager.using(using).filter(pk__in=[row.pk for row in claimed]).update(
                 lease_until=lease_until
             )
+        for row in claimed:  # the lease as stored: a hand-back compares it
+            row.lease_until = lease_until  # type: ignore[attr-defined]
         return claimed
     won = [
         pk
@@ -79,19 +94,30 @@ def _give_up_or_retry(
 def run_due_wakes(
     limit: int = 100, *, using: str | None = None, should_stop: Callable[[], bool] = lambda: False
 ) -> int:
-    """Fire up to ``limit`` due wakes; returns how many were taken. For cron, Celery or tasks."""
-    now = timezone.now()
-    wakes = claim(Wake, Q(status=Wake.Status.PENDING, due_at__lte=now), limit, using=using, now=now)
+    """Fire up to ``limit`` due wakes, each claimed just before it is fired; returns how many
+    were fired. For cron, Celery or tasks."""
     hosts: dict[str, Host] = {}
-    for index, wake in enumerate(wakes):
-        if should_stop():
-            # Hand the rest back at once rather than when their lease runs out.
-            Wake.objects.using(wake._state.db).filter(pk__in=[w.pk for w in wakes[index:]]).update(
-                lease_until=None
-            )
-            return index
-        fire_wake(wake, hosts)
-    return len(wakes)
+    fired = 0
+    while fired < limit and not should_stop():
+        now = timezone.now()
+        due = Q(status=Wake.Status.PENDING, due_at__lte=now)
+        wakes = claim(Wake, due, 1, using=using, now=now)
+        if not wakes:
+            break
+        fire_wake(wakes[0], hosts)
+        fired += 1
+    return fired
+
+
+def _hand_back(row: Wake | OutboundMessage) -> None:
+    """A row whose work met an outage: its lease ends now (not one lease later) if the
+    database still answers; the attempt does not count, as the fault was not the row's."""
+    try:
+        type(row)._default_manager.using(row._state.db).filter(
+            pk=row.pk, lease_until=row.lease_until
+        ).update(lease_until=None)
+    except Exception:  # the database is the service that is down: the lease runs out
+        logger.debug("could not hand back %s %s", type(row).__name__, row.pk, exc_info=True)
 
 
 def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
@@ -101,6 +127,9 @@ def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
         host = hosts.get(wake.agent) or hosts.setdefault(wake.agent, Host(wake.agent))
         result = host.handle(wake.session_id, {"wake": wake.key})
     except Exception as error:  # recorded on the row and retried; the worker keeps going
+        if unavailable(error):
+            _hand_back(wake)
+            raise
         _give_up_or_retry(
             wake,
             error,
@@ -149,10 +178,14 @@ def deliver_due_messages(limit: int = 100, *, using: str | None = None) -> int:
         return 0
     now = timezone.now()
     due = Q(status=OutboundMessage.Status.PENDING, deliver_after__lte=now)
-    messages = claim(OutboundMessage, due, limit, using=using, now=now)
-    for message in messages:
-        deliver_message(message, deliver)
-    return len(messages)
+    delivered = 0
+    while delivered < limit:
+        messages = claim(OutboundMessage, due, 1, using=using, now=now)
+        if not messages:
+            break
+        deliver_message(messages[0], deliver)
+        delivered += 1
+    return delivered
 
 
 def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]) -> None:
@@ -181,17 +214,29 @@ def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage
 
 class Worker:
     """Fires due wakes and delivers due messages until stopped (SIGTERM/SIGINT finish the wake
-    in hand first). ``once`` makes one pass; ``until_idle`` stops at the first empty pass."""
+    in hand first). ``once`` makes one pass; ``until_idle`` stops at the first empty pass.
+
+    ``before_work`` runs before the first pass and again before each pass until it has once
+    succeeded (the command drains the orchestrators' unfinished turns with it). A pass that
+    fails, whatever the error, is logged and tried again after a back-off: the worker never
+    exits on a database outage."""
 
     def __init__(
-        self, *, batch: int = 100, poll_interval: float | None = None, using: str | None = None
+        self,
+        *,
+        batch: int = 100,
+        poll_interval: float | None = None,
+        using: str | None = None,
+        before_work: Callable[[], Any] | None = None,
     ) -> None:
         self.batch = batch
         self.poll_interval = (
             warlock_settings.POLL_INTERVAL if poll_interval is None else poll_interval
         )
         self.using = using
+        self.before_work = before_work
         self.stopping = False
+        self.outage = OutageLog(logger, "the worker's pass (database unavailable)")
 
     def stop(self, *args: Any) -> None:
         self.stopping = True
@@ -201,23 +246,49 @@ class Worker:
             number: signal.signal(number, self.stop) for number in (signal.SIGTERM, signal.SIGINT)
         }
         done = 0
+        failures = 0
         try:
             while not self.stopping:
-                worked = run_due_wakes(
-                    self.batch, using=self.using, should_stop=lambda: self.stopping
-                )
-                worked += deliver_due_messages(self.batch, using=self.using)
+                try:
+                    worked = self.run_pass()
+                except Exception as error:
+                    failures += 1
+                    self._failed(error)
+                    if once:
+                        raise
+                    self._sleep(min(MAX_OUTAGE_PAUSE, OUTAGE_BACKOFF * 2 ** (failures - 1)))
+                    continue
+                failures = 0
+                self.outage.succeeded()
                 done += worked
                 if once or (until_idle and not worked):
                     break
                 if not worked:
-                    self._sleep()
+                    self._sleep(self.poll_interval)
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
         return done
 
-    def _sleep(self) -> None:
-        deadline = time.monotonic() + self.poll_interval
+    def run_pass(self) -> int:
+        # Connections broken by an outage (or past CONN_MAX_AGE) are dropped here, so this
+        # pass makes new ones; as Django does around each request, outside any transaction.
+        for connection in connections.all(initialized_only=True):
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
+        if self.before_work is not None:
+            self.before_work()
+            self.before_work = None
+        worked = run_due_wakes(self.batch, using=self.using, should_stop=lambda: self.stopping)
+        return worked + deliver_due_messages(self.batch, using=self.using)
+
+    def _failed(self, error: Exception) -> None:
+        if unavailable(error):
+            self.outage.failed(error)
+        else:  # a bug, or bad data: every time, with its traceback
+            logger.exception("a worker pass failed; trying again", extra={"event": "pass_failed"})
+
+    def _sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
         while not self.stopping and time.monotonic() < deadline:
-            time.sleep(min(0.05, self.poll_interval))
+            time.sleep(min(0.05, seconds))

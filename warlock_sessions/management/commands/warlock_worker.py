@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...host import Worker
+from ...stores.outages import unavailable
 from ...workflows.orchestrator import drain_configured
 
 logger = logging.getLogger("warlock_sessions.worker")
@@ -38,11 +39,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1")
-        self.drain_orchestrators()
         worker = Worker(
             batch=options["batch"],
             poll_interval=options["poll_interval"],
             using=options["database"],
+            before_work=self.drain_orchestrators,
         )
         if options["verbosity"] >= 2:  # each wake fired and message delivered, as it happens
             handler = logging.StreamHandler(self.stdout)
@@ -58,10 +59,14 @@ class Command(BaseCommand):
 
     def drain_orchestrators(self) -> None:
         """Finish the turns a crashed process left (WARLOCK_SESSIONS["ORCHESTRATORS"]) before
-        taking new work; one that cannot be finished is logged, and the worker starts anyway."""
+        taking new work. While the database is unavailable the worker tries again before each
+        pass; a turn that cannot be finished for another reason is logged, and the worker
+        starts anyway."""
         try:
             finished = drain_configured()
-        except Exception:
+        except Exception as error:
+            if unavailable(error):
+                raise
             logger.exception("could not resume the orchestrators' unfinished turns")
             return
         if finished:
