@@ -6,6 +6,7 @@ from example_project.demo.views import assistant, chat
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("warlock_sessions.api.urls")),
+    path("", include("warlock_sessions.api.health")),  # /healthz and /readyz
     path("assistant/", assistant, name="assistant-home"),
     path("assistant/<str:conversation_id>/", assistant, name="assistant"),
     path("", chat, name="chat"),

@@ -17,7 +17,7 @@ from ..conf import warlock_settings
 from ..errors import InvalidInputError
 from ..host.wire import loads, session_id_input
 from ..permissions import SessionPolicy
-from .errors import ApiError, exception_handler
+from .errors import ApiError, exception_handler, outage
 
 
 class CheckedJSONParser(JSONParser):
@@ -37,6 +37,11 @@ class WarlockViewSet(viewsets.ViewSet):
 
     def get_exception_handler(self) -> Any:
         return exception_handler
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if response.status_code < 500:
+            outage.succeeded()
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         limit = warlock_settings.MAX_BODY_BYTES

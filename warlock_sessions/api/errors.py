@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from rest_framework import exceptions
@@ -14,7 +15,13 @@ from ..errors import (
     InvalidInputError,
     InvalidSessionError,
     SessionConflictError,
+    SessionLockTimeout,
 )
+from ..stores.outages import RETRY_AFTER, OutageLog, unavailable
+
+logger = logging.getLogger("warlock_sessions.api")
+#: Requests that met an outage: logged once per outage, not once per request.
+outage = OutageLog(logger, "requests to the API (answered 503 unavailable)")
 
 
 class ApiError(exceptions.APIException):
@@ -29,6 +36,17 @@ class ApiError(exceptions.APIException):
 
 def not_found(session_id: str) -> ApiError:
     return ApiError(404, "session-not-found", f'There is no session "{session_id}".')
+
+
+def service_unavailable() -> ApiError:
+    """A database, Redis or capacity fault: nothing was done, and a retry may succeed."""
+    return ApiError(
+        503,
+        "unavailable",
+        "The service is temporarily unavailable (its database or channel layer did not answer, "
+        "or it is at capacity); nothing was changed. Try again shortly.",
+        retry_after=RETRY_AFTER,
+    )
 
 
 def precondition_failed(error: SessionConflictError) -> ApiError:
@@ -72,9 +90,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ApiError(403, "input-not-allowed", str(exc), field=exc.field)
     elif isinstance(exc, AgentNotConfiguredError):
         exc = ApiError(400, "invalid-input", str(exc), field="agent")
+    elif isinstance(exc, SessionLockTimeout):
+        exc = ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")
+    elif unavailable(exc):
+        outage.failed(exc)
+        exc = service_unavailable()
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
+    if response.status_code == 503:
+        response["Retry-After"] = str(RETRY_AFTER)
     if isinstance(exc, ApiError):
         response.data = {"code": exc.code, "detail": str(exc.detail), **exc.extra}
     elif isinstance(exc, exceptions.ValidationError):

@@ -22,6 +22,7 @@ from ..errors import (
 )
 from ..host.wire import provider_failure, session_id_input
 from ..models import Conversation
+from ..stores.outages import RETRY_AFTER, unavailable
 from .agent import AgentResult
 from .toolagent import is_summary
 
@@ -163,4 +164,12 @@ def failure(error: BaseException) -> ConversationFailure | None:
             return ConversationFailure(status, code, str(error), **extra)
     if isinstance(error, ProviderError):
         return run_failure(error)
+    if unavailable(error):
+        return ConversationFailure(
+            503,
+            "unavailable",
+            "The service is temporarily unavailable; the conversation is unchanged. "
+            "Send it again shortly.",
+            retry_after=RETRY_AFTER,
+        )
     return None

@@ -12,9 +12,12 @@ from django.conf import settings
 from .. import signals
 from ..engine import TurnResult
 from ..models import forget_records
+from ..stores.outages import OutageLog
 from .events import event_frame
 
 logger = logging.getLogger("warlock_sessions.host")
+#: Pushes to the channel layer: lossy by design, so one outage is a few lines, not one a turn.
+push_outage = OutageLog(logger, "pushing events to the channel layer (sockets read the log)")
 
 
 def group_name(session_id: str) -> str:
@@ -59,10 +62,10 @@ async def apush(session_id: str, events: list[dict[str, Any]]) -> None:
                 "events": [event_frame(event) for event in events],
             },
         )
-    except Exception:
-        logger.warning(
-            "could not push events of session %r to the channel layer", session_id, exc_info=True
-        )
+    except Exception as error:
+        push_outage.failed(error)
+    else:
+        push_outage.succeeded()
 
 
 def push(session_id: str, events: list[dict[str, Any]]) -> None:
@@ -89,5 +92,5 @@ def forget_session(session_id: str, using: str | None = None) -> None:
 async def _announce_forgotten(session_id: str) -> None:
     try:
         await _channel_layer().group_send(group_name(session_id), {"type": "warlock.forgotten"})
-    except Exception:
-        logger.warning("could not tell the sockets of %r it was deleted", session_id, exc_info=True)
+    except Exception as error:
+        push_outage.failed(error)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from .. import signals
@@ -30,7 +30,7 @@ from ..stores.records import TurnRecords
 from .events import turn_events
 from .inputs import applied_key, forget_applied, input_identity, was_applied
 from .notify import announce, apush, push
-from .threads import in_worker_thread
+from .threads import give_back_connection, in_worker_thread
 
 #: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
 #: with each further loss, and each pause is drawn at random up to that (full jitter), so turns
@@ -136,9 +136,8 @@ class Host:
         self.committer = self.store.committer()
         self.using = self.committer.using
         self.loop_committer = self.committer.on_event_loop()
-        self.may_run_on_loop = self.loop_committer is not None and not self.agent.may_block(
-            self.model
-        )
+        self.may_block = self.agent.may_block(self.model)
+        self.may_run_on_loop = self.loop_committer is not None and not self.may_block
 
     def handle(
         self,
@@ -226,12 +225,17 @@ class Host:
     ) -> HostedTurn | None:
         """``ahandle``'s first attempt on the event loop, loading (unless given ``last_saved``)
         and saving on ``connection``; ``None`` when it is to be redone in a thread: it lost the
-        version race, or it changed nothing on a remembered copy (no save checked that copy)."""
+        version race, it changed nothing on a remembered copy (no save checked that copy), or
+        its load found the connection broken (the thread's pool checks the one it hands out)."""
         turn_input = turn_input_of(input)
         remembered = last_saved is not None
         committer = self.loop_committer
         assert committer is not None  # _runs_on_loop checked it
-        loaded = last_saved if remembered else await committer.aload(connection, session_id)
+        try:
+            loaded = last_saved if remembered else await committer.aload(connection, session_id)
+        except (OperationalError, InterfaceError):
+            return None  # a connection lost before anything was written: the thread retries
+
         hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
         if not hosted.changed:
             return None if remembered else hosted
@@ -267,6 +271,8 @@ class Host:
             remembered = last_saved is not None
             loaded = last_saved if remembered else self.store.load(session_id)
             last_saved = None
+            if self.may_block:
+                give_back_connection(self.using)  # the model may take seconds
             hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
             if not hosted.changed and remembered:
                 continue  # no conditional save checks a turn that changed nothing: ask the store

@@ -1,24 +1,47 @@
 """What every warlock_sessions socket shares: who the client is, how many sockets it may hold
-open in this process, frames checked before they are parsed, errors as ``error`` events, and
-no hop through Channels' one database thread."""
+open in this process, frames checked before they are parsed, errors as ``error`` events, no
+hop through Channels' one database thread, and faults ridden through.
+
+Faults (CONTRACT §5, docs/deployment.md): a frame whose handling meets an outage (the
+database, Redis) is answered with an ``error`` frame ``unavailable`` and the socket stays open;
+any other failure of a frame is logged and answered ``server-error``, never a 1011. A channel
+layer that cannot be reached at the handshake does not refuse the socket: it follows its
+session through the log alone. However a consumer ends, its client's socket slot is freed."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import logging
 from collections import Counter
 from typing import Any
 
 import orjson
 from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
 from ..conf import warlock_settings
 from ..errors import InvalidInputError
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester
+from ..stores.outages import RETRY_AFTER, OutageLog, unavailable
+
+logger = logging.getLogger("warlock_sessions.realtime")
+#: The channel layer, as sockets meet it: one outage, a bounded number of log lines.
+layer_outage = OutageLog(logger, "the channel layer (sockets follow the event log meanwhile)")
+#: Frames whose handling met a database or Redis outage.
+frame_outage = OutageLog(logger, "socket frames (answered 'unavailable')")
 
 UNAUTHORISED = 4403
 TOO_MANY_SOCKETS = 4429
+#: The handshake met an outage (the client could not be identified): reconnect later.
+TRY_AGAIN_LATER = 1013
+#: The server is shutting down: reconnect (to another server) with ``after_seq``.
+SERVICE_RESTART = 1012
 
 #: Open sockets per client in this process (``MAX_SOCKETS_PER_CLIENT``).
 _open_sockets: Counter[str] = Counter()
@@ -26,6 +49,62 @@ _open_sockets: Counter[str] = Counter()
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
     client = ""
+    channel_layer: Any  # None for a socket whose layer did not answer at the handshake
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' dispatch loop, except that a channel layer that cannot make this socket's
+        channel (its server is down) leaves the socket without one, and that the client's
+        socket slot is freed however the consumer ends."""
+        self.scope = scope
+        self.base_send = send
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        sources = [receive]
+        if self.channel_layer is not None:
+            try:
+                self.channel_name = await self.channel_layer.new_channel()
+            except Exception as error:
+                layer_outage.failed(error)
+                self.channel_layer = None
+            else:
+                sources.append(functools.partial(self.from_layer, self.channel_name))
+        try:
+            await await_many_dispatch(sources, self.dispatch)
+        except StopConsumer:
+            pass
+        finally:
+            self.release_slot()
+
+    async def from_layer(self, channel_name: str) -> dict[str, Any]:
+        """The next message of this socket's channel; while the layer's server is away, wait
+        (the log brings the events meanwhile) instead of ending the socket."""
+        while True:
+            try:
+                message: dict[str, Any] = await self.channel_layer.receive(channel_name)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                layer_outage.failed(error)
+                await asyncio.sleep(RETRY_AFTER)
+                continue
+            layer_outage.succeeded()
+            return message
+
+    async def group_add(self, group: str) -> None:
+        """Join ``group`` on the layer, if the socket has one and the layer answers."""
+        if self.channel_layer is None:
+            return
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+        except Exception as error:
+            layer_outage.failed(error)
+
+    async def group_discard(self, group: str) -> None:
+        if self.channel_layer is None:
+            return
+        try:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        except Exception as error:
+            layer_outage.failed(error)
 
     def identity(self) -> str | None:
         """The client: a user, or an anonymous visitor's Django session; ``None``: nobody.
@@ -43,6 +122,16 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
     @property
     def requester(self) -> Requester:
         return Requester(user=self.scope.get("user"), session=self.scope.get("session"))
+
+    async def websocket_connect(self, message: Any) -> None:
+        try:
+            await super().websocket_connect(message)
+        except Exception as error:
+            if not unavailable(error):
+                raise
+            frame_outage.failed(error)
+            self.release_slot()
+            await self.refuse(TRY_AGAIN_LATER)
 
     async def refuse(self, code: int) -> None:
         """Accepted, then closed with ``code``: a browser sees the code (a refused handshake
@@ -65,6 +154,9 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         return True
 
     async def disconnect(self, code: int) -> None:
+        self.release_slot()
+
+    def release_slot(self) -> None:
         if self.client:
             _open_sockets[self.client] -= 1
             if _open_sockets[self.client] <= 0:
@@ -110,5 +202,27 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         except InvalidInputError as error:
             await self.error("invalid-json", str(error))
             return
-        # Whatever the handling raises is not the frame's fault (it once all read as bad JSON).
-        await self.receive_json(content, **kwargs)
+        # Whatever the handling raises is not the frame's fault (it once all read as bad JSON),
+        # and does not end the socket.
+        try:
+            await self.receive_json(content, **kwargs)
+        except Exception as error:
+            await self.failed_frame(error)
+        else:
+            frame_outage.succeeded()
+
+    async def failed_frame(self, error: Exception) -> None:
+        if unavailable(error):
+            frame_outage.failed(error)
+            await self.send_json(
+                {
+                    "type": "error",
+                    "code": "unavailable",
+                    "detail": "The service is temporarily unavailable; nothing was changed. "
+                    "Send it again shortly.",
+                    "retry_after": RETRY_AFTER,
+                }
+            )
+            return
+        logger.exception("a socket frame failed")
+        await self.error("server-error", "The server failed on this frame; it is logged.")

@@ -63,6 +63,8 @@ class SessionConsumer(WarlockConsumer):
         self.following = False
         self.client = ""
         self.last_seq = 0
+        #: Where the log ended when this socket, not following, last asked whether it may.
+        self.checked_seq = 0
         #: The latest frames of this socket's own turns, by seq: their copies from the channel
         #: layer are expected again; any other event numbered as one already sent is not.
         self.own_frames: dict[int, dict[str, Any]] = {}
@@ -164,7 +166,7 @@ class SessionConsumer(WarlockConsumer):
     async def follow(self, logged: list[dict[str, Any]] | None = None) -> None:
         """Start following the session: its group, then the log past ``last_seq``."""
         self.following = True
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.group_add(self.group)
         log_follower().follow(self)
         await self.catch_up(logged)
 
@@ -173,16 +175,19 @@ class SessionConsumer(WarlockConsumer):
             log_follower().unfollow(self)
         if self.following:
             self.following = False
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.group_discard(self.group)
 
-    async def log_moved(self) -> None:
+    async def log_moved(self, latest: int) -> None:
         """The log has events this socket has not sent (``realtime.follow``): send them, or,
         for a socket that could not see the session before, check whether it may now (another
-        tab of the same visitor started it)."""
+        tab of the same visitor started it): once each time the log moves, so an idle socket
+        on someone else's session costs no more than an idle owner's."""
         if self.following:
             await self.catch_up()
-        elif await in_worker_thread(self.may_see_now)():
-            await self.follow()
+        elif latest > self.checked_seq:
+            self.checked_seq = latest
+            if await in_worker_thread(self.may_see_now)():
+                await self.follow()
 
     def logged_after(self, seq: int) -> list[dict[str, Any]]:
         rows = SessionEvent.objects.filter(session_id=self.session_id, seq__gt=seq).order_by("seq")

@@ -18,8 +18,10 @@ from django.db.models import Max
 
 from ..host.threads import in_worker_thread
 from ..models import SessionEvent
+from ..stores.outages import OutageLog
 
 logger = logging.getLogger("warlock_sessions.realtime")
+read_outage = OutageLog(logger, "reading the event log for the sockets")
 
 #: Seconds between two reads of the log. A socket is caught up from the log once it is still
 #: behind what the previous read found: events the layer brought meanwhile cost no read.
@@ -36,7 +38,9 @@ class Follower(Protocol):
     #: keeps a busy server from adding reads to its backlog.
     last_active: float
 
-    async def log_moved(self) -> None: ...
+    async def log_moved(self, latest: int) -> None:
+        """The log of the socket's session ends at ``latest``, past the socket's ``last_seq``."""
+        ...
 
 
 def latest_seqs(session_ids: Iterable[str]) -> dict[str, int]:
@@ -77,8 +81,10 @@ class LogFollower:
             await asyncio.sleep(FOLLOW_INTERVAL)
             try:
                 await self.tick()
-            except Exception:  # a database outage: log it and try again next second
-                logger.warning("could not read the event log", exc_info=True)
+            except Exception as error:  # a database outage: try again next time
+                read_outage.failed(error)
+            else:
+                read_outage.succeeded()
 
     async def tick(self) -> None:
         read_at = asyncio.get_running_loop().time()
@@ -91,13 +97,13 @@ class LogFollower:
         # Behind: the log had moved past the socket at the previous read, and the socket has
         # received nothing since (an event in flight would have reached it by now).
         behind = [
-            socket
+            (socket, previous[session_id])
             for session_id, sockets in watched.items()
             for socket in sockets
             if previous.get(session_id, 0) > socket.last_seq and socket.last_active < since
         ]
         results = await asyncio.gather(
-            *(socket.log_moved() for socket in behind), return_exceptions=True
+            *(socket.log_moved(latest) for socket, latest in behind), return_exceptions=True
         )
         for result in results:
             if isinstance(result, Exception):

@@ -27,6 +27,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.dispatch import receiver
 
 from ..conf import warlock_settings
+from .pool import closed_by_server
 
 try:
     from psycopg import AsyncConnection, pq, sql
@@ -59,7 +60,14 @@ class _LoopConnections:
         free = self.free.setdefault(using, asyncio.Semaphore(limit))
         idle = self.idle.setdefault(using, [])
         async with free:
-            connection = idle.pop() if idle else await _connect(using)
+            connection = None
+            while idle and connection is None:
+                connection = idle.pop()
+                if closed_by_server(connection):  # a restart, a terminated backend
+                    await connection.close()
+                    connection = None
+            if connection is None:
+                connection = await _connect(using)
             try:
                 yield connection
             finally:

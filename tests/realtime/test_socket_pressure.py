@@ -1,0 +1,64 @@
+"""Sockets under pressure and at their end: an idle stranger costs what an idle owner does,
+and however a consumer ends, its client's socket slot is freed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import override_settings
+
+from warlock_sessions.realtime import base
+from warlock_sessions.realtime.consumers import SessionConsumer
+
+from .test_session_socket import SETTINGS, cookie_for, layer, refused, socket, until_turn
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+__all__ = ["layer"]
+
+
+async def test_an_idle_stranger_asks_whether_it_may_see_only_when_the_log_moves(
+    layer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    may_see_now = SessionConsumer.may_see_now
+
+    def counted(self: SessionConsumer) -> bool:
+        asked.append(self.session_id)
+        return may_see_now(self)
+
+    monkeypatch.setattr(SessionConsumer, "may_see_now", counted)
+    owner = await socket("/ws/sessions/idle-1/")
+    assert (await owner.connect())[0]
+    await owner.send_json_to({"type": "message", "text": "book", "id": "m1"})
+    await until_turn(owner)
+    stranger = await socket("/ws/sessions/idle-1/", "bob")
+    assert (await stranger.connect())[0]
+
+    await asyncio.sleep(2.5)  # five reads of the log: it moved once before the stranger came
+    assert len(asked) == 1, asked
+    await owner.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
+    await until_turn(owner)
+    await asyncio.sleep(1.5)
+    assert len(asked) == 2, asked  # once more for the one move, not once a read
+    assert await stranger.receive_nothing(timeout=0.1)
+    for open_socket in (owner, stranger):
+        await open_socket.disconnect()
+
+
+async def test_a_consumer_ended_without_a_disconnect_frees_its_slot(layer: str) -> None:
+    cookie = await database_sync_to_async(cookie_for)("slots")
+    with override_settings(WARLOCK_SESSIONS={**SETTINGS, "MAX_SOCKETS_PER_CLIENT": 1}):
+        first = await socket("/ws/sessions/slot-1/", cookie=cookie)
+        assert (await first.connect())[0]
+        # A server stopping, or a failure nobody handled: the task ends, no disconnect comes.
+        first.future.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first.future
+        assert not base._open_sockets
+        second = await socket("/ws/sessions/slot-2/", cookie=cookie)
+        assert (await second.connect())[0]
+        third = await socket("/ws/sessions/slot-3/", cookie=cookie)
+        assert await refused(third) == 4429  # the limit itself still holds
+        await second.disconnect()

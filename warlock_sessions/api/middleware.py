@@ -1,0 +1,96 @@
+"""``ServiceUnavailableMiddleware``: a fault of the database or the channel layer anywhere in a
+request is ``503`` with ``Retry-After``, and the API never answers an HTML page.
+
+DRF's views map the faults they see themselves (``api.errors``). What fails around a view is
+out of their reach: the session middleware saving a visitor's session, authentication reading
+the user, a plain Django view. Django turns such an error into a 500 page (the debug page
+under ``DEBUG``); this middleware, placed first in ``MIDDLEWARE``, sees which error it was
+(``got_request_exception``) and answers instead: ``503 unavailable`` for an outage, and, for
+the API's own endpoints, JSON with a stable ``code`` for anything else."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.core.signals import got_request_exception
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from ..stores.outages import RETRY_AFTER, unavailable
+from .errors import outage, service_unavailable
+
+_EXCEPTION = "_warlock_exception"
+
+
+@receiver(got_request_exception)
+def _remember_exception(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    if request is not None:
+        setattr(request, _EXCEPTION, sys.exc_info()[1])
+
+
+def speaks_json(request: HttpRequest) -> bool:
+    """Whether the request went to one of the package's JSON endpoints, or asked for JSON."""
+    match = getattr(request, "resolver_match", None)
+    module = getattr(getattr(match, "func", None), "__module__", "") or ""
+    view_class = getattr(getattr(match, "func", None), "cls", None)
+    return (
+        module.startswith("warlock_sessions.")
+        or (view_class is not None and view_class.__module__.startswith("warlock_sessions."))
+        or "application/json" in request.headers.get("Accept", "")
+    )
+
+
+def fault_response(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """``response``, or what answers instead of it when it is a 500 for an outage or a 500 of
+    a JSON endpoint."""
+    if response.status_code != 500:
+        return response
+    error = getattr(request, _EXCEPTION, None)
+    json = speaks_json(request)
+    if error is not None and unavailable(error):
+        outage.failed(error)
+        problem = service_unavailable()
+        answer: HttpResponse = (
+            JsonResponse({"code": problem.code, "detail": str(problem.detail)}, status=503)
+            if json
+            else HttpResponse(
+                "The service is temporarily unavailable. Try again in a moment.",
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        )
+        answer["Retry-After"] = str(RETRY_AFTER)
+        return answer
+    if json:
+        return JsonResponse(
+            {"code": "server-error", "detail": "The server failed on this request; it is logged."},
+            status=500,
+        )
+    return response
+
+
+class ServiceUnavailableMiddleware:
+    """Put it first in ``MIDDLEWARE`` (docs/deployment.md). Sync and async alike."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(
+        self, get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
+    ) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        response = self.get_response(request)
+        return fault_response(request, response)  # type: ignore[arg-type]
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        response = await self.get_response(request)  # type: ignore[misc]
+        return fault_response(request, response)
