@@ -18,7 +18,7 @@ from django.dispatch import receiver
 from .conf import SETTING_NAME, import_from_string, warlock_settings
 from .engine import Agent
 from .errors import AgentNotConfiguredError
-from .locks import SessionLock
+from .locks import InProcessLock, LeasedLock, SessionLock
 
 DEFAULT_MODEL_CLASS = "warlock_sessions.providers.OpenAICompatibleModel"
 
@@ -119,9 +119,16 @@ def get_conversation_agent() -> Any:
 
 @cache
 def conversation_lock() -> SessionLock | None:
-    """``WARLOCK_SESSIONS["CONVERSATION_LOCK"]``, built once; ``None``: the default lock."""
+    """``WARLOCK_SESSIONS["CONVERSATION_LOCK"]``, built once; ``None``: the default lock. A
+    lock built to wait for ever waits ``LOCK_TIMEOUT`` seconds instead: a request queued
+    behind a long turn is answered ``conversation-busy`` rather than hold its thread."""
     lock_class = warlock_settings.CONVERSATION_LOCK
-    return None if lock_class is None else lock_class()
+    if lock_class is None:
+        return None
+    lock: SessionLock = lock_class()
+    if isinstance(lock, InProcessLock | LeasedLock) and lock.timeout is None:
+        lock.timeout = warlock_settings.LOCK_TIMEOUT
+    return lock
 
 
 @receiver(setting_changed)

@@ -82,6 +82,9 @@ DEFAULTS: dict[str, Any] = {
     # server process serves them. None: one in-process lock per database, shared by every
     # request of this process (the row store's version check still refuses a lost race).
     "CONVERSATION_LOCK": None,
+    # Seconds a conversation turn waits for its conversation's lock (another turn of it runs)
+    # before it is refused: 409 conversation-busy over HTTP, an error frame on a socket.
+    "LOCK_TIMEOUT": 10.0,
 }
 
 
@@ -341,6 +344,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "PERMISSION": _permission,
     "MAX_BODY_BYTES": _number(1, whole=True),
     "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
+    "LOCK_TIMEOUT": _number(0, whole=False),
 }
 
 

@@ -9,6 +9,7 @@ judged is a :class:`SessionAccess`: the session id and its owner record.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -54,6 +55,8 @@ class Requester:
 #: had when they first claimed a session. Kept as data, it survives ``login()`` cycling the
 #: key; and every tab of the visitor, however they race, writes the same value.
 VISITOR_KEY = "warlock_visitor"
+#: The longest visitor identity an owner row holds.
+MAX_VISITOR_KEY = 64
 
 
 def anonymous_key(request: Any, *, create: bool = False) -> str:
@@ -67,9 +70,17 @@ def anonymous_key(request: Any, *, create: bool = False) -> str:
     if key is None and create:
         if not session.session_key:
             session.save()  # a visitor with no session yet gets one
-        key = session[VISITOR_KEY] = session.session_key
+        key = session[VISITOR_KEY] = visitor_key(session.session_key)
         session.save()
-    return key or session.session_key or ""
+    return key or visitor_key(session.session_key or "")
+
+
+def visitor_key(session_key: str) -> str:
+    """A Django session's key as the visitor's identity: itself, or a digest of it when it is
+    longer than an owner row holds (``signed_cookies`` sessions: the key is the whole cookie)."""
+    if len(session_key) <= MAX_VISITOR_KEY:
+        return session_key
+    return hashlib.sha256(session_key.encode()).hexdigest()[:MAX_VISITOR_KEY]
 
 
 def adopt_visitor_sessions(user: Any, request: Any) -> int:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ..errors import SessionConflictError, SessionExistsError
+from ..host.threads import give_back_connection
 from ..models import Conversation, ConversationMessage
 from .stores import RECORD_TYPE
 
@@ -37,6 +38,9 @@ class DjangoConversationStore:
         """Every store on one database shares the in-process lock of its conversations (the
         API makes a store per request)."""
         return ("conversations", self.using)
+
+    def idle(self) -> None:
+        give_back_connection(self.using)
 
     def header(self, id: str) -> Conversation | None:
         return Conversation.objects.using(self.using).filter(id=id).first()

@@ -12,6 +12,7 @@ import threading
 import weakref
 from typing import Any
 
+from ..conf import warlock_settings
 from ..errors import InvalidInputError, SessionExistsError, SessionNotFoundError, ToolPairError
 from ..locks import InProcessLock, NoLock, SessionLock
 from ..snapshots import SnapshotStore
@@ -36,6 +37,7 @@ def _default_lock(store: Any) -> InProcessLock:
         lock: InProcessLock | None = locks.get(key)
         if lock is None:
             lock = locks[key] = InProcessLock()
+        lock.timeout = warlock_settings.LOCK_TIMEOUT  # as the settings are now
         return lock
 
 
@@ -102,6 +104,7 @@ class ConversationSession:
         when (and only when) the run succeeded. Returns the agent's result; a run that raised
         re-raises, with the conversation unchanged."""
         options = self._options(options)
+        self.records.idle()  # no connection held while waiting for another turn
         return self.lock.with_lock(
             self.key, lambda: self._send(input, options), signal=options.get("signal")
         )
@@ -110,6 +113,7 @@ class ConversationSession:
         """``send`` as the agent runs: iterate the returned stream for its events; its
         ``result`` settles once the turn is stored (or failed)."""
         options = self._options(options)
+        self.records.idle()
         return EventStream.run(
             lambda stream: self.lock.with_lock(
                 self.key, lambda: self._stream(input, options, stream), signal=options.get("signal")
@@ -120,6 +124,7 @@ class ConversationSession:
     def resume(self, **options: Any) -> AgentResult | None:
         """Finish the turn a crash cut short (a durable agent resumes its run), or ``None``
         when no turn is pending. The agent's errors propagate and keep the pending mark."""
+        self.records.idle()
         return self.lock.with_lock(
             self.key, lambda: self._resume(options), signal=options.get("signal")
         )
@@ -139,6 +144,7 @@ class ConversationSession:
     def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
         record, run_id = self._begin(input)
         history = copy.deepcopy(record["messages"])
+        self.records.idle()  # the model may take seconds
         try:
             result = self.agent.execute(input, history=history, run_id=run_id, **options)
         except BaseException:
@@ -149,6 +155,7 @@ class ConversationSession:
     def _stream(self, input: Any, options: dict[str, Any], out: EventStream) -> AgentResult:
         record, run_id = self._begin(input)
         history = copy.deepcopy(record["messages"])
+        self.records.idle()
         try:
             events = self.agent.stream(input, history=history, run_id=run_id, **options)
             if isinstance(events, EventStream):  # straight from the agent's thread
@@ -169,6 +176,7 @@ class ConversationSession:
         # Moved on before the agent resumes: a second resume elsewhere that read the same
         # record loses the race at this write, instead of running the agent's tools again.
         self.records.set_pending(record, {**record["pending"], "resumedAt": now_iso()})
+        self.records.idle()
         result = self.agent.resume(record["pending"]["runId"], **options)
         return self._settle(record, result, record["messages"])
 

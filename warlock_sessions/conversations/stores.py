@@ -14,6 +14,7 @@ import copy
 from typing import Any, Protocol
 
 from ..errors import SessionExistsError, SessionTypeError, SnapshotConflictError
+from ..host.threads import give_back_connection
 from ..snapshots import SnapshotStore
 from ..workflows.runs import now_iso
 
@@ -53,6 +54,11 @@ class ConversationStore(Protocol):
         ...
 
     def delete(self, id: str) -> None: ...
+
+    def idle(self) -> None:
+        """The store is not used for a while (a model call, a lock wait): give back what it
+        holds of shared resources (a pooled database connection)."""
+        ...
 
 
 def new_record(id: str) -> dict[str, Any]:
@@ -125,6 +131,11 @@ class RecordConversationStore:
 
     def delete(self, id: str) -> None:
         self.store.delete(f"session:{id}")
+
+    def idle(self) -> None:
+        using = getattr(self.store, "using", None)  # the Django snapshot store's database
+        if isinstance(using, str):
+            give_back_connection(using)
 
 
 def appended(

@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..errors import SessionLockTimeout
 from .base import AbortSignal, SessionLock, aborted_error
 
 T = TypeVar("T")
@@ -21,9 +22,11 @@ class _Waiter:
 class InProcessLock(SessionLock):
     """Calls on one key run one at a time, in the order they arrived; a key's entry is
     dropped once nobody holds or awaits it. For one process; ``DatabaseLock``,
-    ``RedisLock`` and ``PostgresAdvisoryLock`` serialize across processes."""
+    ``RedisLock`` and ``PostgresAdvisoryLock`` serialize across processes. A waiter still
+    waiting after ``timeout`` seconds (``None``: for ever) raises ``SessionLockTimeout``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timeout: float | None = None) -> None:
+        self.timeout = timeout
         self._guard = threading.Lock()
         self._held: set[str] = set()
         self._queues: dict[str, deque[_Waiter]] = {}
@@ -46,7 +49,8 @@ class InProcessLock(SessionLock):
             self._queues.setdefault(key, deque()).append(waiter)
         if signal is not None:
             signal.on_abort(waiter.event.set)
-        waiter.event.wait()
+        timeout = self.timeout
+        waiter.event.wait(timeout)
         with self._guard:
             if waiter.granted:
                 return  # handed over: the lock is ours, aborted or not
@@ -54,7 +58,9 @@ class InProcessLock(SessionLock):
             queue.remove(waiter)
             if not queue:
                 del self._queues[key]
-        raise aborted_error(signal, key)  # type: ignore[arg-type]
+        if signal is not None and signal.aborted:
+            raise aborted_error(signal, key)
+        raise SessionLockTimeout(key, timeout or 0)
 
     def _release(self, key: str) -> None:
         with self._guard:
