@@ -183,6 +183,113 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             browser.close()
         print(f"\nscreenshots: {shots}")
 
+    def test_messages_lost_in_a_fault_are_kept_and_sent_again(self) -> None:
+        """The faults of a deployment, as the page meets them: a server restarting closes the
+        socket (1012) with a message in flight that it never handled; a database outage
+        answers another with ``unavailable``. The page keeps both until the log echoes them."""
+        from playwright.sync_api import expect, sync_playwright
+
+        faults = {"restart": "I'd like to book an appointment", "outage": "My name is Ana Souza"}
+        met: list[str] = []
+
+        def route(socket: Any) -> None:
+            server = socket.connect_to_server()
+
+            def from_page(message: str | bytes) -> None:
+                text = str(message)
+                for fault, said in faults.items():
+                    if fault not in met and said in text:
+                        met.append(fault)
+                        if fault == "restart":
+                            socket.close(code=1012, reason="service restart")
+                        else:
+                            socket.send(
+                                '{"type": "error", "code": "unavailable", "detail": "the'
+                                ' database is restarting", "retry_after": 1}'
+                            )
+                        return
+                server.send(message)
+
+            socket.on_message(from_page)
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 390, "height": 700})
+            page.route_web_socket(re.compile(r"/ws/sessions/"), route)
+            page.goto(self.live_server_url + "/")
+            bot = page.locator(".messages li.bot")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            say(page, faults["restart"])
+            expect(bot.last).to_have_text(
+                "Great, let's get you booked. What's your name?", timeout=15000
+            )
+            say(page, faults["outage"])
+            expect(page.locator(".messages li.unsent")).to_have_text(faults["outage"])
+            page.screenshot(path=str(shots / "unavailable.png"))
+            expect(bot.last).to_have_text(
+                "Thanks, Ana Souza! What's your e-mail address?", timeout=15000
+            )
+            mine = page.locator(".messages li.me").all_inner_texts()
+            assert (
+                page.evaluate(
+                    "sessionStorage.getItem(`warlock-unsent:${document.querySelector('.chat').dataset.chatId}`)"
+                )
+                == "[]"
+            )
+            browser.close()
+        assert met == ["restart", "outage"]
+        assert mine == list(faults.values())  # each once, in order
+        print(f"\nscreenshot: {shots / 'unavailable.png'}")
+
+    def test_the_assistant_sends_again_what_an_outage_or_a_restart_lost(self) -> None:
+        """The assistant's socket meets the same faults: an ``unavailable`` answer, and a
+        server restart (1012) after the turn was stored but before its result arrived. The
+        first is sent again; the second is not (the history shows it stored)."""
+        from playwright.sync_api import expect, sync_playwright
+
+        met: list[str] = []
+
+        def route(socket: Any) -> None:
+            server = socket.connect_to_server()
+
+            def from_page(message: str | bytes) -> None:
+                if "My name is Sara" in str(message) and "outage" not in met:
+                    met.append("outage")
+                    socket.send(
+                        '{"type": "error", "code": "unavailable", "detail": "the'
+                        ' database is restarting", "retry_after": 1}'
+                    )
+                    return
+                server.send(message)
+
+            def from_server(message: str | bytes) -> None:
+                if '"type":"result"' in str(message).replace(" ", "") and "restart" not in met:
+                    met.append("restart")
+                    socket.close(code=1012, reason="service restart")
+                    return
+                socket.send(message)
+
+            socket.on_message(from_page)
+            server.on_message(from_server)
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.route_web_socket(re.compile(r"/ws/conversations/"), route)
+            page.goto(self.live_server_url + "/assistant/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            say(page, "My name is Sara")
+            expect(page.locator(".messages li.bot").last).to_have_text(
+                "Nice to meet you, Sara. I will remember your name.", timeout=20000
+            )
+            expect(page.locator("#send")).to_be_enabled(timeout=15000)
+            history = page.evaluate("window.warlockAssistant.history()")
+            browser.close()
+        assert met == ["outage", "restart"]
+        said = [m["content"] for m in history if m["role"] == "user"]
+        assert said == ["My name is Sara"]  # sent again once after the outage, not after
+
     def test_the_assistant_streams_calls_tools_undoes_and_forks(self) -> None:
         from playwright.sync_api import expect, sync_playwright
 

@@ -1,6 +1,8 @@
 // The demo assistant: history from the API, turns over ws/conversations/<id>/ with the reply
 // streamed word by word and tool calls shown, "undo last turn" (truncate) and "try another
-// answer" (fork before the last turn, with its question ready to rephrase).
+// answer" (fork before the last turn, with its question ready to rephrase). A message is kept
+// until its turn is in the history: after a dropped connection or an "unavailable" error it is
+// sent again, unless the history shows the turn was stored after all.
 (() => {
   const root = document.querySelector(".chat");
   const id = root.dataset.conversationId;
@@ -18,6 +20,8 @@
   let retry = 0;
   let busy = false;
   let streaming = null;
+  let pending = null;  // the text of the turn sent and not yet in the history
+  let resendTimer = null;
   const running = {};  // tool calls waiting for their result, by id
 
   const csrf = () => (document.cookie.match(/(?:^|; )csrftoken=([^;]+)/) || [])[1] || "";
@@ -52,7 +56,24 @@
         bubble(toolLine(call, JSON.parse(message.content)), "tool");
       }
     }
+    if (pending !== null) bubble(pending, "me unsent");
     setBusy(busy);
+  }
+
+  function sendPending() {
+    clearTimeout(resendTimer);
+    if (pending === null || !socket || socket.readyState !== WebSocket.OPEN) return;
+    for (const item of list.querySelectorAll("li.unsent")) item.classList.remove("unsent");
+    setBusy(true);
+    socket.send(JSON.stringify({ type: "send", input: pending }));
+  }
+
+  async function settlePending() {  // after a reconnect: stored already, or to send again?
+    if (pending === null) return;
+    await load();
+    const last = lastUserIndex();
+    if (last >= 0 && text(history[last].content) === pending) { pending = null; render(); return; }
+    sendPending();
   }
 
   function lastUserIndex() {
@@ -116,10 +137,17 @@
     } else if (frame.type === "result") {
       if (streaming) streaming.classList.remove("streaming");
       streaming = null;
+      pending = null;
       history = history.concat(frame.messages);
       setBusy(false);
+    } else if (frame.type === "error" && ["unavailable", "throttled"].includes(frame.code)) {
+      streaming = null;  // nothing was stored: the message goes again shortly
+      setBusy(false);
+      for (const item of list.querySelectorAll("li.me:last-of-type")) item.classList.add("unsent");
+      resendTimer = setTimeout(settlePending, 1000 * (frame.retry_after || 2));
     } else if (frame.type === "error") {
       streaming = null;
+      pending = null;  // refused for good
       bubble(`⚠ ${frame.detail}`, "bot");
       setBusy(false);
       load();
@@ -129,13 +157,16 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/conversations/${encodeURIComponent(id)}/`);
-    socket.onopen = () => { retry = 0; status.textContent = "online"; status.className = "status online"; };
+    socket.onopen = () => {
+      retry = 0; status.textContent = "online"; status.className = "status online";
+      settlePending();
+    };
     socket.onmessage = (message) => handle(JSON.parse(message.data));
     socket.onclose = (event) => {
       status.className = "status";
       if (event.code === 4403) { status.textContent = "not your conversation"; setBusy(true); return; }
       status.textContent = "reconnecting…";
-      if (busy) { setBusy(false); load(); }
+      if (busy) { setBusy(false); streaming = null; render(); }
       setTimeout(connect, Math.min(5000, 250 * 2 ** retry++));
     };
   }
@@ -145,6 +176,7 @@
     const said = input.value.trim();
     if (!said || busy || !socket || socket.readyState !== WebSocket.OPEN) return;
     bubble(said, "me");
+    pending = said;
     setBusy(true);
     socket.send(JSON.stringify({ type: "send", input: said }));
     input.value = "";

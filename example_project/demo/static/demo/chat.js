@@ -1,7 +1,9 @@
 // The demo chat: one websocket to ws/sessions/<id>/, events shown once each in seq order,
 // bot messages after their after_ms, the user's own messages from the log (another tab's
-// too), a reconnect that resumes from the last seq seen, and messages written while offline
-// kept as "not sent" and sent on reconnect.
+// too), and a reconnect that resumes from the last seq seen. Every message the user writes is
+// kept until its own echo (same id) is in the log: it is sent again after a reconnect, a
+// server restart (close 1012) or an "unavailable" error (the server's dedupe makes that
+// safe), and shows "not sent" while the connection is down or the server refused it.
 (() => {
   const root = document.querySelector(".chat");
   const chatId = root.dataset.chatId;
@@ -18,7 +20,9 @@
   let pending = 0;  // messages waiting for their after_ms
   const shown = JSON.parse(sessionStorage.getItem(shownKey) || "[]");
   const outboxKey = `warlock-unsent:${chatId}`;
-  const unsent = JSON.parse(sessionStorage.getItem(outboxKey) || "[]");  // [{id, text}]
+  // Written, not yet echoed by the log: [{id, text}], oldest first.
+  const unsent = JSON.parse(sessionStorage.getItem(outboxKey) || "[]");
+  let resendTimer = null;
   const mine = new Set(JSON.parse(sessionStorage.getItem(`warlock-mine:${chatId}`) || "[]"));
 
   // Dates the bot writes as 2026-09-21 are shown as people read them, in the browser's
@@ -61,32 +65,61 @@
     sessionStorage.setItem(`warlock-mine:${chatId}`, JSON.stringify([...mine].slice(-200)));
   }
 
-  function showUnsent(message) {
-    const item = append(message.text, "me unsent", false);
+  function showUnsent(message, sending) {
+    const item = append(message.text, sending ? "me sending" : "me unsent", false);
     item.dataset.id = message.id;
     item.title = "not sent yet: it goes when the connection is back";
   }
 
-  function flush() {  // what was written offline, in order; a resend is ignored by its id
-    while (unsent.length && socket && socket.readyState === WebSocket.OPEN) {
-      const message = unsent[0];
-      socket.send(JSON.stringify({ type: "message", text: message.text, id: message.id }));
-      unsent.shift();
+  function markUnsent() {  // the connection dropped or the server could not take them
+    for (const item of list.querySelectorAll("li.sending")) {
+      item.classList.replace("sending", "unsent");
     }
-    saveOutbox();
+  }
+
+  function flush() {  // every message not yet echoed, in order; a resend is ignored by its id
+    clearTimeout(resendTimer);
+    if (!socket || socket.readyState !== WebSocket.OPEN) return;
+    for (const message of unsent) {
+      socket.send(JSON.stringify({ type: "message", text: message.text, id: message.id }));
+    }
+    for (const item of list.querySelectorAll("li.unsent")) {
+      item.classList.replace("unsent", "sending");
+    }
+  }
+
+  function echoed(id) {
+    const index = unsent.findIndex((message) => message.id === id);
+    if (index >= 0) { unsent.splice(index, 1); saveOutbox(); }
   }
 
   function setTyping(on) { typing.hidden = !on; }
 
   function handle(event) {
-    if (event.type === "error") { append(`⚠ ${event.detail}`, "bot"); setTyping(false); return; }
+    if (event.type === "error" && ["unavailable", "throttled"].includes(event.code)) {
+      // Nothing was changed: keep the messages and send them again shortly.
+      markUnsent();
+      setTyping(false);
+      clearTimeout(resendTimer);
+      resendTimer = setTimeout(flush, 1000 * (event.retry_after || 2));
+      return;
+    }
+    if (event.type === "error") {  // refused for good: sending it again would not help
+      markUnsent();
+      unsent.splice(0);
+      saveOutbox();
+      append(`⚠ ${event.detail}`, "bot");
+      setTyping(false);
+      return;
+    }
     if (typeof event.seq !== "number" || event.seq <= lastSeq) return;  // already shown
     lastSeq = event.seq;
     sessionStorage.setItem(seqKey, String(lastSeq));
     if (event.type === "message" && event.role === "user") {
+      echoed(event.id);
       inOrder(0, () => {
-        const unsentCopy = list.querySelector(`li.unsent[data-id="${CSS.escape(event.id || "")}"]`);
-        if (unsentCopy) { unsentCopy.remove(); append(event.text, "me"); }
+        const copy = list.querySelector(`li[data-id="${CSS.escape(event.id || "")}"]`);
+        if (copy) { copy.remove(); append(event.text, "me"); }
         else if (!mine.has(event.id)) append(event.text, "me");  // another tab's, or before a reload
       });
     } else if (event.type === "message") {
@@ -114,6 +147,7 @@
     socket.onopen = () => { retry = 0; status.textContent = "online"; status.className = "status online"; flush(); };
     socket.onmessage = (message) => handle(JSON.parse(message.data));
     socket.onclose = () => {
+      markUnsent();
       status.textContent = "reconnecting…"; status.className = "status";
       setTimeout(connect, Math.min(5000, 250 * 2 ** retry++));
     };
@@ -126,20 +160,17 @@
     const id = crypto.randomUUID();
     mine.add(id);
     input.value = "";
-    if (!socket || socket.readyState !== WebSocket.OPEN) {  // offline: kept, sent on reconnect
-      unsent.push({ id, text });
-      saveOutbox();
-      showUnsent({ id, text });
-      return;
-    }
+    unsent.push({ id, text });  // kept until the log echoes it
     saveOutbox();
-    append(text, "me");
+    const online = socket && socket.readyState === WebSocket.OPEN;
+    showUnsent({ id, text }, online);
+    if (!online) return;  // offline: sent on reconnect
     setTyping(true);
     socket.send(JSON.stringify({ type: "message", text, id }));
   });
 
   for (const [who, text] of shown.splice(0)) append(text, who);  // a reload keeps the transcript
-  for (const message of unsent) showUnsent(message);
+  for (const message of unsent) showUnsent(message, false);
   window.warlockChat = { socket: () => socket, lastSeq: () => lastSeq };  // for the browser test
   connect();
 })();
