@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from channels.db import database_sync_to_async
+from django.core.cache import cache
 from django.test import override_settings
 
 from warlock_sessions.realtime import base
@@ -62,3 +63,35 @@ async def test_a_consumer_ended_without_a_disconnect_frees_its_slot(layer: str) 
         third = await socket("/ws/sessions/slot-3/", cookie=cookie)
         assert await refused(third) == 4429  # the limit itself still holds
         await second.disconnect()
+
+
+THROTTLED = {
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"anon": "3/min", "user": "3/min"},
+}
+
+
+@pytest.mark.parametrize("username", ["ana", None])
+async def test_socket_frames_obey_the_http_throttles(layer: str, username: str | None) -> None:
+    await database_sync_to_async(cache.clear)()
+    cookie = await database_sync_to_async(cookie_for)(username)
+    with override_settings(REST_FRAMEWORK=THROTTLED):
+        chat = await socket("/ws/sessions/throttled-1/", cookie=cookie)
+        assert (await chat.connect())[0]
+        answers = []
+        for index in range(4):
+            await chat.send_json_to({"type": "message", "text": f"hi {index}", "id": f"m{index}"})
+            answers.append((await until_turn(chat))[-1])
+        assert [answer["type"] for answer in answers] == ["turn"] * 3 + ["error"]
+        assert answers[-1]["code"] == "throttled" and 0 < answers[-1]["retry_after"] <= 60
+        # The same client's conversation socket draws on the same bucket.
+        talk = await socket("/ws/conversations/throttled-talk/", cookie=cookie)
+        assert (await talk.connect())[0]
+        await talk.send_json_to({"type": "send", "input": "hello"})
+        refused = await talk.receive_json_from(timeout=5)
+        assert refused["type"] == "error" and refused["code"] == "throttled"
+        for open_socket in (chat, talk):
+            await open_socket.disconnect()

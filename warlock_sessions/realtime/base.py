@@ -23,9 +23,13 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
+from django.contrib.auth.models import AnonymousUser
+from django.http.request import HttpHeaders
+from rest_framework.settings import api_settings
 
 from ..conf import warlock_settings
 from ..errors import InvalidInputError
+from ..host.threads import in_worker_thread
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester
 from ..stores.outages import RETRY_AFTER, OutageLog, unavailable
@@ -45,6 +49,24 @@ SERVICE_RESTART = 1012
 
 #: Open sockets per client in this process (``MAX_SOCKETS_PER_CLIENT``).
 _open_sockets: Counter[str] = Counter()
+
+
+class SocketRequest:
+    """What DRF's throttles read of a request (the user, the client's address), for a socket's
+    frames: each frame counts against the same throttles, at the same rates and in the same
+    buckets, as an HTTP request of the same client."""
+
+    method = "POST"
+
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self.user = scope.get("user") or AnonymousUser()
+        client = scope.get("client") or ("",)
+        self.META = {"REMOTE_ADDR": client[0] or ""}
+        for name, value in scope.get("headers", ()):
+            if name == b"x-forwarded-for":
+                self.META["HTTP_X_FORWARDED_FOR"] = value.decode("latin-1")
+        self.headers = HttpHeaders(self.META)
+        self._request = self
 
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
@@ -205,11 +227,39 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         # Whatever the handling raises is not the frame's fault (it once all read as bad JSON),
         # and does not end the socket.
         try:
+            if api_settings.DEFAULT_THROTTLE_CLASSES:
+                wait = await in_worker_thread(self.throttle_wait)()
+                if wait is not None:
+                    await self.throttled(wait)
+                    return
             await self.receive_json(content, **kwargs)
         except Exception as error:
             await self.failed_frame(error)
         else:
             frame_outage.succeeded()
+
+    def throttle_wait(self) -> float | None:
+        """``None`` when the project's DRF throttles (``DEFAULT_THROTTLE_CLASSES`` and their
+        rates) let this frame through, else the seconds to wait; reads the throttles' cache."""
+        request = SocketRequest(self.scope)
+        waits = [
+            throttle.wait() or 0.0
+            for throttle in (
+                throttle_class() for throttle_class in api_settings.DEFAULT_THROTTLE_CLASSES
+            )
+            if not throttle.allow_request(request, self)
+        ]
+        return max(waits) if waits else None
+
+    async def throttled(self, wait: float) -> None:
+        await self.send_json(
+            {
+                "type": "error",
+                "code": "throttled",
+                "detail": f"Too many frames: try again in {wait:.0f} seconds.",
+                "retry_after": wait,
+            }
+        )
 
     async def failed_frame(self, error: Exception) -> None:
         if unavailable(error):
