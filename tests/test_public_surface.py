@@ -52,8 +52,8 @@ PUBLIC = {
         "Tool", "ToolAgent", "session", "split_tool_pair", "tool",
     },
     "warlock_sessions.locks": {
-        "AbortSignal", "DatabaseLock", "InProcessLock", "LeasedLock", "NoLock",
-        "PostgresAdvisoryLock", "RedisLock", "SessionLock",
+        "AbortSignal", "DatabaseLock", "InProcessLock", "Lease", "LeasedLock", "NoLock",
+        "PostgresAdvisoryLock", "RedisLock", "SessionLock", "check_lease",
     },
     "warlock_sessions.testing": {
         "Dialogue", "FakeClock", "FakeModel", "FakeModelExhausted", "MemoryScheduler", "Said",

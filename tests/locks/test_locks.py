@@ -253,3 +253,61 @@ def test_an_advisory_wait_times_out_and_an_abort_stops_it() -> None:
         PostgresAdvisoryLock(POSTGRES_URL).with_lock(key, lambda: None, signal=signal)
     release.set()
     thread.join()
+
+
+# -- leases that are lost ----------------------------------------------------------------
+
+
+def backends(alias: str) -> int:
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@needs_postgres
+@pytest.mark.django_db(transaction=True, databases=["default", "postgres"])
+def test_renewing_a_database_lock_keeps_no_connection() -> None:
+    from warlock_sessions.locks import DatabaseLock
+
+    lock = DatabaseLock("postgres", ttl=0.3)
+    before = backends("postgres")
+    for index in range(3):  # each turn outlives two renewals
+        lock.with_lock(f"long-{index}", lambda: time.sleep(0.35))
+    # One per long turn, for good, before: the renewing thread's connection was never closed.
+    assert backends("postgres") == before
+
+
+def take_over(lock: Any, key: str) -> None:
+    """Another holder takes ``key``, as it may once this holder's lease ran out unnoticed."""
+    if hasattr(lock, "client"):  # RedisLock
+        lock.client.set(lock.prefix + key, "somebody-else")
+    else:
+        from warlock_sessions.models import SessionLockRow
+
+        SessionLockRow.objects.using(lock.using).filter(key=key).update(token="somebody-else")
+
+
+def test_a_holder_whose_lease_was_taken_over_is_told(
+    make_lock: tuple[str, Callable[[], SessionLock]],
+) -> None:
+    if make_lock[0] == "advisory":
+        pytest.skip("an advisory lock has no lease: its connection holds it")
+    from warlock_sessions.errors import LeaseLostError
+    from warlock_sessions.locks import check_lease
+
+    lock: Any = make_lock[1]()
+    seen: list[str] = []
+
+    def body() -> None:
+        check_lease()  # held: fine
+        take_over(lock, "lost")
+        time.sleep(lock.ttl / 3 + 0.3)  # a renewal fails meanwhile
+        with pytest.raises(LeaseLostError):
+            check_lease()
+        seen.append("told")
+
+    lock.with_lock("lost", body)
+    assert seen == ["told"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..conf import warlock_settings
 from ..errors import InvalidInputError, SessionExistsError, SessionNotFoundError, ToolPairError
-from ..locks import InProcessLock, NoLock, SessionLock
+from ..locks import InProcessLock, NoLock, SessionLock, check_lease
 from ..snapshots import SnapshotStore
 from ..workflows.runs import logger, new_run_id, now_iso
 from .agent import STREAM_THREADS, AgentResult, ConversationAgent, EventStream
@@ -138,6 +138,7 @@ class ConversationSession:
         record = self.load() or new_record(self.id)
         run_id = new_run_id("agent")
         pending = {"runId": run_id, "input": input, "startedAt": now_iso()}
+        check_lease()
         self.records.set_pending(record, pending)  # if this fails, the agent does not run
         return record, run_id
 
@@ -187,6 +188,7 @@ class ConversationSession:
             self._drop_pending(record)
             return result
         added = appended(history, result.messages)
+        check_lease()  # a lock lost while the agent ran: the next holder's turn stands
         self.records.append_turn(record, result.messages, added)  # a failure keeps the mark
         return result
 

@@ -13,7 +13,12 @@ from __future__ import annotations
 import copy
 from typing import Any, Protocol
 
-from ..errors import SessionExistsError, SessionTypeError, SnapshotConflictError
+from ..errors import (
+    SessionConflictError,
+    SessionExistsError,
+    SessionTypeError,
+    SnapshotConflictError,
+)
 from ..host.threads import give_back_connection
 from ..snapshots import SnapshotStore
 from ..workflows.runs import now_iso
@@ -75,13 +80,23 @@ def new_record(id: str) -> dict[str, Any]:
 
 
 class RecordConversationStore:
-    """Conversations as records ``session:<id>`` in a snapshot store."""
+    """Conversations as records ``session:<id>`` in a snapshot store. On a store that keeps
+    versions (``versioned``: the Django and memory stores) every write is conditional on the
+    version read: a writer that lost its lock (its lease ran out) and writes late gets
+    ``SessionConflictError`` instead of overwriting the turn of the one that took over. The
+    other stores overwrite: give them a lock that cannot be lost, or use the row store."""
 
     def __init__(self, store: SnapshotStore) -> None:
         self.store = store
 
     def load(self, id: str) -> dict[str, Any] | None:
-        record = self.store.load(f"session:{id}")
+        key = f"session:{id}"
+        record: dict[str, Any] | None
+        if self.store.versioned:
+            found = self.store.load_versioned(key)
+            record = None if found is None else {**found[0], "version": found[1]}
+        else:
+            record = self.store.load(key)
         if record is not None and record.get("type") != RECORD_TYPE:
             raise SessionTypeError(
                 f"'session:{id}' holds a {record.get('type')!r} record, not a conversation"
@@ -90,12 +105,24 @@ class RecordConversationStore:
 
     def _save(self, record: dict[str, Any]) -> None:
         record["updatedAt"] = now_iso()
-        self.store.save(record)
+        if not self.store.versioned:
+            self.store.save(record)
+            return
+        expected = record.get("version", 0)
+        try:
+            self._save_versioned(record, expected)
+        except SnapshotConflictError as error:
+            raise SessionConflictError(record["id"], expected, error.actual_version) from None
+
+    def _save_versioned(self, record: dict[str, Any], expected: int) -> None:
+        stored = {key: value for key, value in record.items() if key != "version"}
+        self.store.save(stored, expected_version=expected)
+        record["version"] = expected + 1
 
     def create(self, record: dict[str, Any]) -> None:
         if self.store.versioned:
             try:
-                self.store.save(record, expected_version=0)
+                self._save_versioned(record, 0)
             except SnapshotConflictError:
                 raise SessionExistsError(record["id"]) from None
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..stores.lazy import lazy_backends
-from .base import AbortSignal, LeasedLock, NoLock, SessionLock
+from .base import AbortSignal, Lease, LeasedLock, NoLock, SessionLock, check_lease
 from .memory import InProcessLock
 
 if TYPE_CHECKING:
@@ -24,11 +24,13 @@ __all__ = [
     "AbortSignal",
     "DatabaseLock",
     "InProcessLock",
+    "Lease",
     "LeasedLock",
     "NoLock",
     "PostgresAdvisoryLock",
     "RedisLock",
     "SessionLock",
+    "check_lease",
 ]
 
 __getattr__ = lazy_backends(__name__, _BACKENDS)

@@ -7,15 +7,19 @@ cancellation)."""
 
 from __future__ import annotations
 
+import logging
 import random
 import secrets
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
-from ..errors import SessionLockAborted, SessionLockTimeout
+from ..errors import LeaseLostError, SessionLockAborted, SessionLockTimeout
+
+logger = logging.getLogger("warlock_sessions.locks")
 
 T = TypeVar("T")
 
@@ -60,6 +64,43 @@ def aborted_error(signal: AbortSignal, key: str) -> BaseException:
     return signal.reason if signal.reason is not None else SessionLockAborted(key)
 
 
+class Lease:
+    """A lock as its holder holds it: ``lost`` once a renewal failed (the service did not
+    answer, or another holder took the key over after the lease ran out)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.lost = threading.Event()
+
+    def check(self) -> None:
+        """Raise ``LeaseLostError`` if the lease was lost: what the holder would write now
+        could overwrite the next holder's work."""
+        if self.lost.is_set():
+            raise LeaseLostError(self.key)
+
+
+_held = threading.local()
+
+
+@contextmanager
+def holding(lease: Lease) -> Iterator[Lease]:
+    """``lease`` is this thread's innermost held lease while the block runs."""
+    stack: list[Lease] = _held.__dict__.setdefault("leases", [])
+    stack.append(lease)
+    try:
+        yield lease
+    finally:
+        stack.remove(lease)
+
+
+def check_lease() -> None:
+    """Before a write the lock protects: ``LeaseLostError`` if this thread's innermost lease
+    (a ``LeasedLock``'s) was lost meanwhile; nothing for other locks."""
+    stack = getattr(_held, "leases", None)
+    if stack:
+        stack[-1].check()
+
+
 class SessionLock(ABC):
     @abstractmethod
     def with_lock(
@@ -79,7 +120,11 @@ class LeasedLock(SessionLock):
     while ``fn`` runs: a holder that dies stops renewing and is taken over after ``ttl``.
     Waiters poll every 50-100 ms (with jitter) until the lock is theirs, the signal aborts or
     ``timeout`` passes (``SessionLockTimeout``). Waiters are not served in arrival order
-    across processes. A backend implements three calls on ``(key, token)``."""
+    across processes. A backend implements three calls on ``(key, token)``.
+
+    A renewal that fails marks the lease lost and stops: ``check_lease()`` (which conversation
+    sessions call before they write) then raises ``LeaseLostError``. That spares most late
+    writes; the version every conditional store checks refuses the rest."""
 
     def __init__(self, *, ttl: float = 30.0, timeout: float | None = None) -> None:
         if ttl <= 0:
@@ -103,10 +148,12 @@ class LeasedLock(SessionLock):
         token = secrets.token_hex(16)
         self._acquire(key, token, signal)
         stop = threading.Event()
-        renewer = threading.Thread(target=self._keep, args=(key, token, stop), daemon=True)
+        lease = Lease(key)
+        renewer = threading.Thread(target=self._keep, args=(lease, token, stop), daemon=True)
         renewer.start()
         try:
-            return fn()
+            with holding(lease):
+                return fn()
         finally:
             stop.set()
             renewer.join()
@@ -125,6 +172,14 @@ class LeasedLock(SessionLock):
             else:
                 time.sleep(pause)
 
-    def _keep(self, key: str, token: str, stop: threading.Event) -> None:
+    def _keep(self, lease: Lease, token: str, stop: threading.Event) -> None:
         while not stop.wait(self.ttl / 3):
-            self._renew(key, token)
+            try:
+                renewed = self._renew(lease.key, token)
+            except Exception:
+                logger.warning("could not renew the lock on %r", lease.key, exc_info=True)
+                renewed = False
+            if not renewed:
+                logger.warning("the lock on %r was lost while held", lease.key)
+                lease.lost.set()
+                return

@@ -44,9 +44,14 @@ class DatabaseLock(LeasedLock):
             return taken.update(token=token, expires_at=expires) == 1
 
     def _renew(self, key: str, token: str) -> bool:
-        expires = timezone.now() + timedelta(seconds=self.ttl)
-        rows = SessionLockRow.objects.using(self.using).filter(key=key, token=token)
-        return rows.update(expires_at=expires) == 1
+        # In the renewing thread, on a connection given back after each renewal: it is idle
+        # for a third of the lease in between, and the thread ends without Django's tidying.
+        try:
+            expires = timezone.now() + timedelta(seconds=self.ttl)
+            rows = SessionLockRow.objects.using(self.using).filter(key=key, token=token)
+            return rows.update(expires_at=expires) == 1
+        finally:
+            connections[self.using].close()
 
     def _release(self, key: str, token: str) -> None:
         SessionLockRow.objects.using(self.using).filter(key=key, token=token).delete()

@@ -58,7 +58,7 @@ class SocketRequest:
 
     method = "POST"
 
-    def __init__(self, scope: dict[str, Any]) -> None:
+    def __init__(self, scope: Any) -> None:
         self.user = scope.get("user") or AnonymousUser()
         client = scope.get("client") or ("",)
         self.META = {"REMOTE_ADDR": client[0] or ""}
@@ -242,11 +242,10 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         """``None`` when the project's DRF throttles (``DEFAULT_THROTTLE_CLASSES`` and their
         rates) let this frame through, else the seconds to wait; reads the throttles' cache."""
         request = SocketRequest(self.scope)
+        throttles: list[Any] = [kind() for kind in api_settings.DEFAULT_THROTTLE_CLASSES]
         waits = [
             throttle.wait() or 0.0
-            for throttle in (
-                throttle_class() for throttle_class in api_settings.DEFAULT_THROTTLE_CLASSES
-            )
+            for throttle in throttles
             if not throttle.allow_request(request, self)
         ]
         return max(waits) if waits else None
