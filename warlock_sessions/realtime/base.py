@@ -242,7 +242,8 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         """``None`` when the project's DRF throttles (``DEFAULT_THROTTLE_CLASSES`` and their
         rates) let this frame through, else the seconds to wait; reads the throttles' cache."""
         request = SocketRequest(self.scope)
-        throttles: list[Any] = [kind() for kind in api_settings.DEFAULT_THROTTLE_CLASSES]
+        kinds: list[Any] = api_settings.DEFAULT_THROTTLE_CLASSES  # type: ignore[assignment]
+        throttles = [kind() for kind in kinds]
         waits = [
             throttle.wait() or 0.0
             for throttle in throttles
