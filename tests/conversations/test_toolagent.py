@@ -107,6 +107,37 @@ def test_bad_tool_arguments_and_unknown_tools_go_back_to_the_model() -> None:
     assert results[2] == {"error": "the arguments of note were not a JSON object"}
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"amount": float("nan")},
+        {"amount": float("inf")},
+        {"amount": 10**30},
+        {"nested": [{"x": -float("inf")}]},
+    ],
+)
+def test_arguments_no_store_can_keep_never_run_a_tool_nor_fail_the_save(
+    arguments: dict[str, Any], make_store: Any
+) -> None:
+    """What ``json.loads`` accepts from a model (NaN, Infinity, 1e999, 30-digit integers) once
+    ran the tool and then failed the save, leaving the conversation pending for good."""
+    ran: list[Any] = []
+
+    @tool
+    def pay(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "paid"
+
+    model = ScriptedModel([[("pay", arguments)], "Could not pay."])
+    chat = session("unstorable", make_store(), ToolAgent(model, tools=[pay]))
+    result = chat.send("pay it")
+    assert result.error is None and ran == []
+    stored = chat.load()
+    assert stored is not None and "pending" not in stored
+    outcome = json.loads(next(m["content"] for m in stored["messages"] if m["role"] == "tool"))
+    assert outcome == {"error": "the arguments of pay were not a JSON object"}
+
+
 def test_a_failing_tool_is_reported_to_the_model() -> None:
     @tool
     def explode() -> None:

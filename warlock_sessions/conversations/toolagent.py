@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.session import storable, storable_text
+from ..engine.session import plain_json, storable, storable_text
 from ..errors import (
     AgentCancelledError,
     AgentDriftError,
@@ -343,10 +343,14 @@ class _Run:
 
     def add_trip(self, reply: ChatReply) -> None:
         # What the model wrote is kept as text any store can hold (no NUL, no lone
-        # surrogate); provider blocks are kept verbatim, as they are signed.
+        # surrogate); provider blocks are kept verbatim, as they are signed. Arguments no store
+        # can keep (NaN, infinity, an integer beyond 64 bits) are kept as their text: the tool
+        # refuses them (not a JSON object) before it runs, and the model is told.
         message: Message = {"role": "assistant", "content": storable_text(reply.text)}
         if reply.tool_calls:
-            message["toolCalls"] = storable(reply.tool_calls)
+            message["toolCalls"] = storable(
+                [{**call, "input": plain_json(call.get("input"))} for call in reply.tool_calls]
+            )
         if reply.blocks:
             message["blocks"] = reply.blocks
         self.messages.append(message)
