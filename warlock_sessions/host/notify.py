@@ -83,14 +83,24 @@ def forget_session(session_id: str, using: str | None = None) -> None:
     API's, the admin's, deleting the model row) goes through here, so an id used again starts
     clean and nobody inherits the old conversation."""
     forget_records(session_id, using)
-    if _channel_layer() is not None:
+    tell_followers([session_id])
+
+
+def tell_followers(session_ids: list[str]) -> None:
+    """Close the sockets following ``session_ids``, which were deleted: whatever comes under
+    those ids next is someone else's. (Through the channel layer: a socket it does not reach
+    learns of it from its next turn, which finds the session gone.)"""
+    if _channel_layer() is not None and session_ids:
         from asgiref.sync import async_to_sync
 
-        async_to_sync(_announce_forgotten)(session_id)
+        async_to_sync(_announce_forgotten)(session_ids)
 
 
-async def _announce_forgotten(session_id: str) -> None:
-    try:
-        await _channel_layer().group_send(group_name(session_id), {"type": "warlock.forgotten"})
-    except Exception as error:
-        push_outage.failed(error)
+async def _announce_forgotten(session_ids: list[str]) -> None:
+    layer = _channel_layer()
+    for session_id in session_ids:
+        try:
+            await layer.group_send(group_name(session_id), {"type": "warlock.forgotten"})
+        except Exception as error:
+            push_outage.failed(error)
+            return

@@ -44,6 +44,7 @@ from ..permissions import (
     SessionAccess,
     SessionPolicy,
     claim_new_session,
+    claim_owner,
     owner_fields,
     release_claim,
 )
@@ -157,6 +158,12 @@ class SessionConsumer(WarlockConsumer):
             release_claim(claim, store)  # a claim the policy refuses is not kept
             return False, None
         return permitted, claim
+
+    def adopted(self) -> bool:
+        """Claim the session a turn of this socket has just made again, unless someone owns
+        it already; whether the client may still send to it."""
+        claim_owner(self.requester, self.session_id)
+        return self.may_see_now()
 
     def may_see_now(self) -> bool:
         return self.permitted(self.current_owner())
@@ -326,6 +333,15 @@ class SessionConsumer(WarlockConsumer):
             if claim is not None:  # the first turn failed: the claim goes with it
                 await self.release(claim)
             raise
+        if claim is None and hosted.changed and hosted.session.get("version") == 1:
+            # This turn made the session the socket was following: it had been deleted (a
+            # prune, a deletion whose notice did not come). Its sender owns it now, as a
+            # first frame's would; its log starts again from seq 1.
+            if not await in_worker_thread(self.adopted)():
+                await self.unfollow()
+                return None
+            self.last_seq = 0
+            self.own_frames.clear()
         if not self.alone_on_session():
             await apush(self.session_id, hosted.events)
         return hosted

@@ -46,6 +46,8 @@ class Retention:
 
 #: Called after each batch with (what, rows deleted so far, rows to delete in all).
 Progress = Callable[[str, int, int], None]
+#: Called with the ids of each batch of sessions deleted, once it has committed.
+Forgotten = Callable[[list[str]], None]
 
 
 def prune(
@@ -56,11 +58,14 @@ def prune(
     progress: Progress | None = None,
     now: datetime | None = None,
     pause: float = DEFAULT_PAUSE,
+    forgotten: Forgotten | None = None,
 ) -> dict[str, int]:
     """Delete what ``retention`` no longer keeps; the count of each kind deleted (or, with
     ``dry_run``, that would be). After each batch it rests as long as the batch took, plus
     ``pause`` seconds, leaving the database to the turns meanwhile: at full speed, on a
-    two-core machine, a prune took a third of them. A negative ``pause`` never rests."""
+    two-core machine, a prune took a third of them. A negative ``pause`` never rests.
+    ``forgotten`` hears of every session deleted (the command closes the sockets still
+    following one: an ended session may still have its owner's tab open)."""
     now = now or timezone.now()
     counts: dict[str, int] = {}
     for what, rows, pages in _kinds(retention, now, batch):
@@ -74,7 +79,14 @@ def prune(
         for keys in pages():
             # Deleted only if still so: a session may have come back to life, a wake been
             # set again, since its key was read.
-            deleted += _delete_still_unkept(rows.filter(pk__in=keys), using)
+            still = rows.filter(pk__in=keys)
+            if rows.model is Session:
+                gone = _delete_still_ended(still, using)
+                deleted += len(gone)
+                if gone and forgotten is not None:
+                    forgotten(gone)
+            else:
+                deleted += int(still.using(using).delete()[0])
             if progress is not None:
                 progress(what, deleted, max(expected, deleted))
             if pause >= 0:
@@ -113,14 +125,14 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
     return kinds
 
 
-def _delete_still_unkept(rows: QuerySet[Any], using: str) -> int:
-    """Delete ``rows`` in one short transaction; a session with what is kept about it."""
+def _delete_still_ended(sessions: QuerySet[Any], using: str) -> list[str]:
+    """Delete ``sessions`` with what is kept about them, in one short transaction; their ids."""
     with transaction.atomic(using=using):
-        if rows.model is not Session:
-            return int(rows.using(using).delete()[0])
-        keys = list(rows.using(using).select_for_update().values_list("pk", flat=True))
-        forget_records_of(keys, using)  # no socket follows a conversation ended months ago
-        return _raw_delete(Session, keys, using) if keys else 0
+        keys = list(sessions.using(using).select_for_update().values_list("pk", flat=True))
+        if keys:
+            forget_records_of(keys, using)
+            _raw_delete(Session, keys, using)
+    return [str(key) for key in keys]
 
 
 def _pages_of(rows: QuerySet[Any], batch: int) -> Pages:

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...engine.durations import is_duration, parse_duration
+from ...host.notify import tell_followers
 from ...stores.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
 
 BAR_WIDTH = 30
@@ -68,6 +69,7 @@ class Command(BaseCommand):
             dry_run=options["dry_run"],
             progress=None if options["dry_run"] else self._progress,
             pause=options["pause"],
+            forgotten=tell_followers,
         )
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():

@@ -15,6 +15,8 @@
   const seqKey = `warlock-last-seq:${chatId}`;
   const shownKey = `warlock-shown:${chatId}`;
   let lastSeq = Number(sessionStorage.getItem(seqKey) || 0);
+  const versionKey = `warlock-version:${chatId}`;
+  let lastVersion = Number(sessionStorage.getItem(versionKey) || 0);
   let socket = null;
   let retry = 0;
   let pending = 0;  // messages waiting for their after_ms
@@ -112,7 +114,21 @@
       setTyping(false);
       return;
     }
+    if (event.type === "turn" && event.version < lastVersion) {
+      // The session was deleted (a retention prune) and this turn made it again: its log
+      // starts over. Read it from the start.
+      lastSeq = 0;
+      lastVersion = 0;
+      sessionStorage.setItem(seqKey, "0");
+      sessionStorage.setItem(versionKey, "0");
+      socket.close();
+      return;
+    }
     if (typeof event.seq !== "number" || event.seq <= lastSeq) return;  // already shown
+    if (event.type === "turn") {
+      lastVersion = event.version;
+      sessionStorage.setItem(versionKey, String(lastVersion));
+    }
     lastSeq = event.seq;
     sessionStorage.setItem(seqKey, String(lastSeq));
     if (event.type === "message" && event.role === "user") {
