@@ -344,3 +344,21 @@ def test_definitions_are_checked() -> None:
         ToolAgent(OfflineChatModel(), tools=[calculate, calculate])
     with pytest.raises(AgentExecutionError, match="SNAPSHOT_STORE"):
         ToolAgent(OfflineChatModel(), durable=True)
+
+
+def test_streamed_turns_run_in_a_forked_child() -> None:
+    """A server that forks its workers after a turn ran in the parent (or a test's live
+    server) once handed its streamed turns to the parent's threads, which a fork does not
+    copy: they waited for ever."""
+    from warlock_sessions.conversations.agent import stream_threads
+
+    assert stream_threads().submit(lambda: "parent").result(5) == "parent"
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports by its exit code
+        ran = False
+        try:
+            ran = stream_threads().submit(lambda: "child").result(5) == "child"
+        finally:
+            os._exit(0 if ran else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -17,7 +17,7 @@ from ..errors import InvalidInputError, SessionExistsError, SessionNotFoundError
 from ..locks import InProcessLock, NoLock, SessionLock, check_lease
 from ..snapshots import SnapshotStore
 from ..workflows.runs import logger, new_run_id, now_iso
-from .agent import STREAM_THREADS, AgentResult, ConversationAgent, EventStream
+from .agent import AgentResult, ConversationAgent, EventStream, stream_threads
 from .stores import ConversationStore, RecordConversationStore, appended, new_record
 
 #: The default lock: one per store object, shared by every session on it.
@@ -118,7 +118,7 @@ class ConversationSession:
             lambda stream: self.lock.with_lock(
                 self.key, lambda: self._stream(input, options, stream), signal=options.get("signal")
             ),
-            STREAM_THREADS,
+            stream_threads(),
         )
 
     def resume(self, **options: Any) -> AgentResult | None:

@@ -22,7 +22,7 @@ from typing import Any
 from ..agents import conversation_lock, get_conversation_agent
 from ..conf import warlock_settings
 from ..conversations import AgentResult, DjangoConversationStore, session
-from ..conversations.agent import STREAM_THREADS
+from ..conversations.agent import stream_threads
 from ..conversations.wire import failure, result_json, run_failure, send_input
 from ..errors import AgentCancelledError, InvalidInputError
 from ..host.threads import in_worker_thread
@@ -124,7 +124,7 @@ class ConversationConsumer(WarlockConsumer):
         try:
             # Turns wait for their model: they hold threads of their own pool, not those the
             # sockets' short database calls use.
-            turn = asyncio.ensure_future(in_worker_thread(run, STREAM_THREADS)())
+            turn = asyncio.ensure_future(in_worker_thread(run, stream_threads())())
             while (event := await events.get()) is not None:
                 await self.send_json(event)
             outcome = await turn
