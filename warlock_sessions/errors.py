@@ -186,6 +186,19 @@ class SessionLockTimeout(WarlockError):
         super().__init__(f'could not lock "{key}" within {timeout:g} s')
 
 
+class ResumeInProgressError(WarlockError):
+    """Another caller is resuming the conversation's pending turn (its claim on the pending
+    mark has not run out): a second resume would run the agent's model and tools again."""
+
+    def __init__(self, session_id: str, until: str) -> None:
+        self.session_id = session_id
+        self.until = until
+        super().__init__(
+            f'the pending turn of "{session_id}" is being resumed elsewhere (claimed until '
+            f"{until}); try again later"
+        )
+
+
 class SessionLockAborted(WarlockError):
     """Waiting for a session lock was aborted before the lock was acquired."""
 

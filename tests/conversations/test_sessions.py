@@ -23,6 +23,7 @@ from warlock_sessions.conversations import session
 from warlock_sessions.conversations.stores import new_record
 from warlock_sessions.errors import (
     AgentDriftError,
+    ResumeInProgressError,
     SessionExistsError,
     SessionNotFoundError,
     ToolPairError,
@@ -378,3 +379,45 @@ def test_a_fork_onto_itself_or_two_forks_each_way_never_hang() -> None:
     for thread in threads:
         thread.join(5)
     assert sorted(outcomes) == ["a", "b"]  # both refused, neither stuck
+
+
+@pytest.mark.parametrize(
+    "backend", [*CONVERSATION_ROWS, pytest.param("memory-records", id="memory-records")]
+)
+def test_a_second_resume_elsewhere_is_refused_before_the_agent_runs(backend: str) -> None:
+    """Two processes resuming one crashed turn (each with its own in-process lock): the one
+    that reads the pending mark after the other claimed it is refused, before any model or
+    tool of the agent runs again."""
+    store = MemorySnapshotStore() if backend == "memory-records" else conversation_rows(backend)
+    durable = MemorySnapshotStore()
+    started, go_on = threading.Event(), threading.Event()
+    resumes: list[str] = []
+
+    class Held(FakeAgent):
+        def resume(self, run_id: str, **options: Any) -> Any:
+            resumes.append(run_id)
+            started.set()
+            go_on.wait(10)
+            return super().resume(run_id, **options)
+
+    crashed = session("twice", store, FakeAgent(durable=durable), lock=False)
+    record = new_record("twice")
+    crashed.records.set_pending(record, {"runId": "agent-1", "input": "q1", "startedAt": "x"})
+    FakeAgent(durable=durable)._checkpoint(
+        "agent-1", [{"role": "user", "content": "q1"}], "running"
+    )
+
+    first = session("twice", store, Held(durable=durable), lock=False)
+    second = session("twice", store, Held(durable=durable), lock=False)
+    outcome: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("first", first.resume()))
+    thread.start()
+    assert started.wait(10)
+    with pytest.raises(ResumeInProgressError):
+        second.resume()
+    go_on.set()
+    thread.join(10)
+    assert resumes == ["agent-1"]
+    assert outcome["first"] is not None and outcome["first"].error is None
+    stored = first.load()
+    assert stored is not None and stored["turns"] == 1 and "pending" not in stored

@@ -13,12 +13,22 @@ import weakref
 from typing import Any
 
 from ..conf import warlock_settings
-from ..errors import InvalidInputError, SessionExistsError, SessionNotFoundError, ToolPairError
+from ..errors import (
+    InvalidInputError,
+    ResumeInProgressError,
+    SessionExistsError,
+    SessionNotFoundError,
+    ToolPairError,
+)
 from ..locks import InProcessLock, NoLock, SessionLock, check_lease
 from ..snapshots import SnapshotStore
-from ..workflows.runs import logger, new_run_id, now_iso
+from ..workflows.runs import iso_after, logger, new_run_id, now_iso
 from .agent import AgentResult, ConversationAgent, EventStream, stream_threads
 from .stores import ConversationStore, RecordConversationStore, appended, new_record
+
+#: How long a resume's claim on the pending mark keeps other resumes off, in seconds: a
+#: resumer that died is taken over after it.
+RESUME_CLAIM_SECONDS = 600
 
 #: The default lock: one per store object, shared by every session on it.
 _store_locks: weakref.WeakKeyDictionary[Any, InProcessLock] = weakref.WeakKeyDictionary()
@@ -174,9 +184,19 @@ class ConversationSession:
         record = self.load()
         if record is None or "pending" not in record:
             return None
-        # Moved on before the agent resumes: a second resume elsewhere that read the same
-        # record loses the race at this write, instead of running the agent's tools again.
-        self.records.set_pending(record, {**record["pending"], "resumedAt": now_iso()})
+        pending = record["pending"]
+        claimed_until = pending.get("resumeClaimedUntil")
+        if isinstance(claimed_until, str) and claimed_until > now_iso():
+            raise ResumeInProgressError(self.id, claimed_until)  # before the agent runs
+        # Claimed before the agent resumes, conditionally on the version read (the row store,
+        # a versioned record store): a second resume that read the same record loses the race
+        # at this write, and one that reads it later finds the claim, instead of running the
+        # agent's model and tools again. A resumer that dies leaves a claim that runs out.
+        until = iso_after(RESUME_CLAIM_SECONDS)
+        check_lease()
+        self.records.set_pending(
+            record, {**pending, "resumedAt": now_iso(), "resumeClaimedUntil": until}
+        )
         self.records.idle()
         result = self.agent.resume(record["pending"]["runId"], **options)
         return self._settle(record, result, record["messages"])

@@ -7,7 +7,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -38,7 +38,14 @@ def new_run_id(name: str) -> str:
 
 
 def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_after(0)
+
+
+def iso_after(seconds: float) -> str:
+    """The moment ``seconds`` from now, as the records write moments (UTC, milliseconds, Z):
+    two such texts compare as the moments do."""
+    moment = datetime.now(UTC) + timedelta(seconds=seconds)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def resolve_store(store: SnapshotStore | None) -> SnapshotStore | None:
