@@ -198,8 +198,20 @@ class ConversationSession:
             record, {**pending, "resumedAt": now_iso(), "resumeClaimedUntil": until}
         )
         self.records.idle()
-        result = self.agent.resume(record["pending"]["runId"], **options)
+        try:
+            result = self.agent.resume(record["pending"]["runId"], **options)
+        except BaseException:
+            self._unclaim(record, pending)
+            raise
         return self._settle(record, result, record["messages"])
+
+    def _unclaim(self, record: dict[str, Any], pending: dict[str, Any]) -> None:
+        """A resume that raised keeps the pending mark, without its claim: a resume may be
+        tried again at once (best effort: the agent's error is the one the caller gets)."""
+        try:
+            self.records.set_pending(record, pending)
+        except Exception:
+            logger.warning("could not release the resume claim of %s", self.key, exc_info=True)
 
     def _settle(
         self, record: dict[str, Any], result: AgentResult, history: list[dict[str, Any]]
