@@ -16,7 +16,7 @@ from tests.api.test_hostile_api import post, visitor
 from warlock_sessions.api.health import urlpatterns as health_urls
 from warlock_sessions.errors import SessionLockTimeout
 from warlock_sessions.locks import InProcessLock
-from warlock_sessions.models import SessionOwner
+from warlock_sessions.models import Conversation, SessionOwner
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -166,3 +166,36 @@ class SlowAssistant:
 
 
 slow_assistant = SlowAssistant()
+
+
+@override_settings(
+    WARLOCK_SESSIONS={
+        **BOOKING,
+        "CONVERSATION_AGENT": "example_project.demo.assistant.assistant",
+        "MAX_SESSIONS_PER_OWNER": 2,
+        "MAX_CONVERSATIONS_PER_OWNER": 2,
+    }
+)
+def test_an_owner_may_make_only_so_many_sessions_and_conversations() -> None:
+    eve, ana = visitor(), visitor()
+    hello = {"message": {"text": "hi", "id": "m1"}}
+    assert [post(eve, f"/api/sessions/eve-{n}/turn/", hello).status_code for n in range(2)] == [
+        200,
+        200,
+    ]
+    refused = post(eve, "/api/sessions/eve-2/turn/", hello)
+    assert refused.status_code == 403
+    assert json.loads(refused.content)["code"] == "quota-exceeded"
+    assert post(eve, "/api/sessions/eve-0/turn/", hello).status_code == 200  # her own, still
+    assert post(ana, "/api/sessions/ana-0/turn/", hello).status_code == 200  # others unaffected
+
+    said = {"input": "hello"}
+    assert post(eve, "/api/conversations/eve-talk-0/send/", said).status_code == 200
+    assert post(eve, "/api/conversations/eve-talk-0/fork/", {}).status_code == 201
+    for refused in (
+        post(eve, "/api/conversations/eve-talk-1/send/", said),
+        post(eve, "/api/conversations/eve-talk-0/fork/", {}),
+    ):
+        assert refused.status_code == 403
+        assert json.loads(refused.content)["code"] == "quota-exceeded"
+    assert Conversation.objects.filter(anonymous_key__startswith="").count() == 2

@@ -12,7 +12,16 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from warlock_sessions.models import OutboundMessage, Session, SessionEvent, SessionOwner, Wake
+from warlock_sessions.models import (
+    Conversation,
+    ConversationMessage,
+    OutboundMessage,
+    Session,
+    SessionEvent,
+    SessionOwner,
+    Snapshot,
+    Wake,
+)
 from warlock_sessions.stores.retention import Retention, prune
 from warlock_sessions.testing import run_blob
 from warlock_sessions.testing.factories import SessionFactory
@@ -62,6 +71,29 @@ def history() -> None:
     outbox("live", "delivered", 1, "new")
     wake("live", "fired", 10, "old")
     wake("live", "pending", 10, "due")
+    conversation("idle", days=100)
+    conversation("pending", days=100, pending={"runId": "r1", "input": "q"})
+    conversation("talking", days=1)
+    snapshot("run-done", days=40, payload={"runId": "run-done", "status": "completed"})
+    snapshot("run-live", days=40, payload={"runId": "run-live", "status": "running"})
+    snapshot("run-recent", days=1, payload={"runId": "run-recent", "status": "failed"})
+    snapshot("session:old-record", days=100, payload={"type": "conversation-session"})
+    snapshot(
+        "session:pending-record",
+        days=100,
+        payload={"type": "conversation-session", "pending": {"runId": "r2"}},
+    )
+
+
+def conversation(id: str, days: int, pending: object = None) -> None:
+    Conversation.objects.create(
+        id=id, anonymous_key="v1", created_at=aged(days), updated_at=aged(days), pending=pending
+    )
+    ConversationMessage.objects.create(conversation_id=id, position=0, message={"role": "user"})
+
+
+def snapshot(key: str, days: int, payload: dict[str, object]) -> None:
+    Snapshot.objects.create(key=key, payload=payload, saved_at=aged(days))
 
 
 def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None) -> None:
@@ -69,7 +101,22 @@ def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None)
 
     counts = prune(Retention(), batch=7, progress=lambda *step: seen.append(step), pause=-1)
 
-    assert counts == {"sessions": 1, "events": 150, "outbox": 1, "wakes": 1}
+    assert counts == {
+        "sessions": 1,
+        "events": 150,
+        "outbox": 1,
+        "wakes": 1,
+        "conversations": 1,
+        "conversation records": 1,
+        "snapshots": 1,
+    }
+    assert set(Conversation.objects.values_list("id", flat=True)) == {"pending", "talking"}
+    assert not ConversationMessage.objects.filter(conversation_id="idle").exists()
+    assert set(Snapshot.objects.values_list("key", flat=True)) == {
+        "run-live",
+        "run-recent",
+        "session:pending-record",
+    }
     assert set(Session.objects.values_list("id", flat=True)) == {"live", "recent"}
     assert not SessionEvent.objects.filter(session_id="ended").exists()
     assert not SessionOwner.objects.filter(session_id="ended").exists()
@@ -119,6 +166,9 @@ def test_a_dry_run_counts_and_deletes_nothing(history: None) -> None:
         "sessions: would delete 1",
         "outbox: would delete 1",
         "wakes: would delete 1",
+        "conversations: would delete 1",
+        "conversation records: would delete 1",
+        "snapshots: would delete 1",
     ]
     assert Session.objects.count() == 3 and SessionEvent.objects.count() == 253
 

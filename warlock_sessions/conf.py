@@ -85,6 +85,10 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a conversation turn waits for its conversation's lock (another turn of it runs)
     # before it is refused: 409 conversation-busy over HTTP, an error frame on a socket.
     "LOCK_TIMEOUT": 10.0,
+    # The most sessions and conversations (forks included) one owner (a user, or an anonymous
+    # visitor) may have; more are refused with 403 quota-exceeded. None: no limit.
+    "MAX_SESSIONS_PER_OWNER": 1000,
+    "MAX_CONVERSATIONS_PER_OWNER": 1000,
 }
 
 
@@ -138,6 +142,11 @@ def _number(minimum: float, *, whole: bool) -> Callable[[str, Any], Any]:
         return value
 
     return validate
+
+
+def _optional(validate: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    """``validate``, or ``None`` (no limit)."""
+    return lambda name, value: None if value is None else validate(name, value)
 
 
 def _mapping(name: str, value: Any) -> Any:
@@ -345,6 +354,8 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "MAX_BODY_BYTES": _number(1, whole=True),
     "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
     "LOCK_TIMEOUT": _number(0, whole=False),
+    "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),
+    "MAX_CONVERSATIONS_PER_OWNER": _optional(_number(1, whole=True)),
 }
 
 

@@ -279,3 +279,17 @@ class LeaseLostError(WarlockError):
             f'the lock on "{key}" was lost while held (its renewal failed or another holder '
             "took it over); the work it protected was not saved"
         )
+
+
+class QuotaExceededError(WarlockError):
+    """An owner (a user, or an anonymous visitor) already has as many sessions or
+    conversations as ``WARLOCK_SESSIONS["MAX_SESSIONS_PER_OWNER"]`` or
+    ``["MAX_CONVERSATIONS_PER_OWNER"]`` allow: nothing new was made for them."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        self.what = what
+        self.limit = limit
+        super().__init__(
+            f"you already have {limit} {what}, the most one person may have here: delete some, "
+            "or go on in one you have"
+        )

@@ -272,6 +272,15 @@ class Owned(models.Model):
     class Meta:
         abstract = True
 
+    @classmethod
+    def count_of(cls, owner: dict[str, Any], using: str | None = None) -> int:
+        """How many rows belong to ``owner`` (``owner_fields``: a user, or a visitor's key)."""
+        rows = cls._default_manager.db_manager(using).all()
+        user = owner.get("user")
+        if user is not None:
+            return rows.filter(user=user).count()
+        return rows.filter(user=None, anonymous_key=owner["anonymous_key"]).count()
+
 
 class SessionOwner(Owned):
     """Who a session belongs to, for the API's access policy: the user who started it, or for an
@@ -283,6 +292,14 @@ class SessionOwner(Owned):
     class Meta:
         verbose_name = _("session owner")
         verbose_name_plural = _("session owners")
+        indexes = [
+            # A visitor's sessions, counted against their quota (users have their FK's index).
+            models.Index(
+                fields=["anonymous_key"],
+                condition=~models.Q(anonymous_key=""),
+                name="warlock_owner_visitor",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.session_id} ({self.user_id or 'anonymous'})"
@@ -404,6 +421,13 @@ class Conversation(Owned):
         db_table = "warlock_conversations"
         verbose_name = _("conversation")
         verbose_name_plural = _("conversations")
+        indexes = [
+            models.Index(
+                fields=["anonymous_key"],
+                condition=~models.Q(anonymous_key=""),
+                name="warlock_conversation_visitor",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.id

@@ -17,7 +17,16 @@ from typing import Any, Protocol
 from django.db import IntegrityError
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
-from .models import Conversation, SessionEvent, SessionOwner, SessionQuerySet, forget_records
+from .conf import warlock_settings
+from .errors import QuotaExceededError
+from .models import (
+    Conversation,
+    Owned,
+    SessionEvent,
+    SessionOwner,
+    SessionQuerySet,
+    forget_records,
+)
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -100,10 +109,31 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
     session) the owner of a session nobody owns yet, returning the new owner row; when someone
     else owns it already (or won a concurrent claim) return ``None`` and let the policy
     decide. ``request`` is a DRF request or anything with ``user`` and ``session``."""
+    owner = owner_fields(request)
+    check_quota(SessionOwner, owner, warlock_settings.MAX_SESSIONS_PER_OWNER, "sessions")
     try:
-        return SessionOwner.objects.create(session_id=session_id, **owner_fields(request))
+        return SessionOwner.objects.create(session_id=session_id, **owner)
     except IntegrityError:
         return None
+
+
+def over_quota(
+    model: type[Owned], owner: dict[str, Any], limit: int | None, using: str | None = None
+) -> bool:
+    """Whether ``owner`` has ``limit`` rows of ``model`` already (``None``: no limit)."""
+    return limit is not None and model.count_of(owner, using) >= limit
+
+
+def check_quota(
+    model: type[Owned],
+    owner: dict[str, Any],
+    limit: int | None,
+    what: str,
+    using: str | None = None,
+) -> None:
+    """``QuotaExceededError`` before ``owner`` gets one more of ``model`` beyond ``limit``."""
+    if over_quota(model, owner, limit, using):
+        raise QuotaExceededError(what, limit or 0)
 
 
 def owner_fields(request: Any) -> dict[str, Any]:

@@ -95,3 +95,21 @@ async def test_socket_frames_obey_the_http_throttles(layer: str, username: str |
         assert refused["type"] == "error" and refused["code"] == "throttled"
         for open_socket in (chat, talk):
             await open_socket.disconnect()
+
+
+async def test_a_socket_past_its_owners_quota_is_told_and_stays(layer: str) -> None:
+    cookie = await database_sync_to_async(cookie_for)("quota")
+    with override_settings(WARLOCK_SESSIONS={**SETTINGS, "MAX_SESSIONS_PER_OWNER": 1}):
+        first = await socket("/ws/sessions/quota-1/", cookie=cookie)
+        assert (await first.connect())[0]
+        await first.send_json_to({"type": "message", "text": "book", "id": "m1"})
+        assert (await until_turn(first))[-1]["type"] == "turn"
+        second = await socket("/ws/sessions/quota-2/", cookie=cookie)
+        assert (await second.connect())[0]
+        await second.send_json_to({"type": "message", "text": "book", "id": "m1"})
+        refused = await second.receive_json_from(timeout=5)
+        assert refused["type"] == "error" and refused["code"] == "quota-exceeded", refused
+        await second.send_json_to({"type": "message", "text": "book", "id": "m2"})
+        assert (await second.receive_json_from(timeout=5))["code"] == "quota-exceeded"
+        for open_socket in (first, second):
+            await open_socket.disconnect()

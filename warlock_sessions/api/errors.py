@@ -14,6 +14,7 @@ from ..errors import (
     InputNotAllowedError,
     InvalidInputError,
     InvalidSessionError,
+    QuotaExceededError,
     SessionConflictError,
     SessionLockTimeout,
 )
@@ -90,6 +91,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ApiError(403, "input-not-allowed", str(exc), field=exc.field)
     elif isinstance(exc, AgentNotConfiguredError):
         exc = ApiError(400, "invalid-input", str(exc), field="agent")
+    elif isinstance(exc, QuotaExceededError):
+        exc = ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
     elif isinstance(exc, SessionLockTimeout):
         exc = ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")
     elif unavailable(exc):

@@ -11,9 +11,11 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..conf import warlock_settings
 from ..errors import SessionConflictError, SessionExistsError
 from ..host.threads import give_back_connection
 from ..models import Conversation, ConversationMessage
+from ..permissions import check_quota
 from .stores import RECORD_TYPE
 
 
@@ -49,6 +51,7 @@ class DjangoConversationStore:
         """The conversation ``id``: created empty for this store's owner unless it exists
         (one ``INSERT … ON CONFLICT DO NOTHING``, then its header; ``None`` if it was deleted
         in between)."""
+        self._check_quota()
         now = timezone.now()
         Conversation.objects.using(self.using).bulk_create(
             [Conversation(id=id, created_at=now, updated_at=now, **self.owner)],
@@ -102,6 +105,12 @@ class DjangoConversationStore:
             **self.owner,
         )
         record["version"] = 1
+
+    def _check_quota(self) -> None:
+        """Before this store's owner gets one more conversation (a new one, a fork)."""
+        if self.owner:
+            limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER
+            check_quota(Conversation, self.owner, limit, "conversations", self.using)
 
     def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> None:
         ConversationMessage.objects.using(self.using).bulk_create(
@@ -160,6 +169,7 @@ class DjangoConversationStore:
         so the stored JSON stays byte for byte what the provider signed."""
         connection = connections[self.using]
         table = connection.ops.quote_name(ConversationMessage._meta.db_table)
+        self._check_quota()
         try:
             with transaction.atomic(using=self.using):
                 self._insert(target)

@@ -31,6 +31,7 @@ from ..errors import (
     AgentNotConfiguredError,
     InputNotAllowedError,
     InvalidInputError,
+    QuotaExceededError,
     SessionConflictError,
 )
 from ..host import Host, HostedTurn, group_name
@@ -45,6 +46,7 @@ from ..permissions import (
     SessionPolicy,
     claim_new_session,
     claim_owner,
+    over_quota,
     owner_fields,
     release_claim,
 )
@@ -130,6 +132,8 @@ class SessionConsumer(WarlockConsumer):
         ):
             return None
         owner_row = owner_fields(self.requester)
+        if over_quota(SessionOwner, owner_row, warlock_settings.MAX_SESSIONS_PER_OWNER):
+            return None  # the claim in a thread refuses it, with its reason
         user = owner_row["user"]
         fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
         return (
@@ -292,6 +296,9 @@ class SessionConsumer(WarlockConsumer):
             return
         except InputNotAllowedError as error:
             await self.error("input-not-allowed", str(error))
+            return
+        except QuotaExceededError as error:
+            await self.error("quota-exceeded", str(error))
             return
         except SessionConflictError as error:
             await self.error("session-conflict", f"{error} Send it again.")

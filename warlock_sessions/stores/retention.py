@@ -5,7 +5,11 @@ lock for long, so the tables stay the size the hot paths were measured at.
   applied inputs and owner go with them);
 * log entries older than ``events``, keeping the last ``keep_events`` of every session;
 * outbox rows delivered (or given up) longer ago than ``outbox``;
-* wakes fired, cancelled or given up longer ago than ``wakes``.
+* wakes fired, cancelled or given up longer ago than ``wakes``;
+* conversations with no pending turn, not written for ``conversations`` (their messages go
+  with them), in the row store and as records in the Django snapshot store;
+* snapshots of finished runs (completed, failed, out of iterations) saved longer ago than
+  ``snapshots``.
 
 Each batch is one short transaction of at most ``batch`` rows, found by walking the primary
 key from where the last batch ended: the whole prune reads each table once, no batch holds a
@@ -25,7 +29,15 @@ from django.db import connections, router, transaction
 from django.db.models import Max, Model, QuerySet
 from django.utils import timezone
 
-from ..models import OutboundMessage, Session, SessionEvent, Wake, forget_records_of
+from ..models import (
+    Conversation,
+    OutboundMessage,
+    Session,
+    SessionEvent,
+    Snapshot,
+    Wake,
+    forget_records_of,
+)
 
 DEFAULT_BATCH = 1000
 DEFAULT_PAUSE = 0.05
@@ -42,6 +54,14 @@ class Retention:
     keep_events: int = 100
     outbox: timedelta | None = timedelta(days=7)
     wakes: timedelta | None = timedelta(days=7)
+    conversations: timedelta | None = timedelta(days=90)
+    snapshots: timedelta | None = timedelta(days=30)
+
+
+#: The statuses a run's snapshot ends with.
+FINISHED_RUNS = ["completed", "failed", "max-iterations"]
+#: The type of a conversation kept as a record in a snapshot store.
+CONVERSATION_RECORD = "conversation-session"
 
 
 #: Called after each batch with (what, rows deleted so far, rows to delete in all).
@@ -86,7 +106,8 @@ def prune(
                 if gone and forgotten is not None:
                     forgotten(gone)
             else:
-                deleted += int(still.using(using).delete()[0])
+                # Counted by kind: a conversation's messages go with it, uncounted.
+                deleted += still.using(using).delete()[1].get(rows.model._meta.label, 0)
             if progress is not None:
                 progress(what, deleted, max(expected, deleted))
             if pause >= 0:
@@ -122,6 +143,19 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
             status=Wake.Status.PENDING
         )
         kinds.append(("wakes", old_wakes, _pages_of(old_wakes, batch)))
+    if retention.conversations is not None:
+        cutoff = now - retention.conversations
+        idle = Conversation.objects.filter(updated_at__lt=cutoff, pending__isnull=True)
+        kinds.append(("conversations", idle, _pages_of(idle, batch)))
+        records = Snapshot.objects.filter(
+            saved_at__lt=cutoff, payload__type=CONVERSATION_RECORD
+        ).exclude(payload__has_key="pending")
+        kinds.append(("conversation records", records, _pages_of(records, batch)))
+    if retention.snapshots is not None:
+        finished = Snapshot.objects.filter(
+            saved_at__lt=now - retention.snapshots, payload__status__in=FINISHED_RUNS
+        )
+        kinds.append(("snapshots", finished, _pages_of(finished, batch)))
     return kinds
 
 

@@ -26,7 +26,8 @@ def _age(text: str) -> timedelta | None:
 class Command(BaseCommand):
     help = (
         "Delete ended sessions, old log entries (keeping each session's last ones), delivered "
-        "outbox rows and fired wakes, in short batches. Ages are like 90d, 12h; 'never' keeps "
+        "outbox rows, fired wakes, idle conversations and finished runs' snapshots, in short "
+        "batches. Ages are like 90d, 12h; 'never' keeps "
         "that kind for ever."
     )
 
@@ -44,6 +45,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--outbox", default="7d", help="delivered outbox rows older (7d)")
         parser.add_argument("--wakes", default="7d", help="fired wakes older than this (7d)")
+        parser.add_argument(
+            "--conversations",
+            default="90d",
+            help="conversations with no pending turn, not written for this long (90d)",
+        )
+        parser.add_argument(
+            "--snapshots", default="30d", help="snapshots of finished runs older than this (30d)"
+        )
         parser.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="rows per delete")
         parser.add_argument(
             "--pause",
@@ -62,6 +71,8 @@ class Command(BaseCommand):
             keep_events=options["keep_events"],
             outbox=_age(options["outbox"]),
             wakes=_age(options["wakes"]),
+            conversations=_age(options["conversations"]),
+            snapshots=_age(options["snapshots"]),
         )
         counts = prune(
             retention,
