@@ -152,10 +152,10 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
         ).exclude(payload__has_key="pending")
         kinds.append(("conversation records", records, _pages_of(records, batch)))
     if retention.snapshots is not None:
-        finished = Snapshot.objects.filter(
+        done = Snapshot.objects.filter(
             saved_at__lt=now - retention.snapshots, payload__status__in=FINISHED_RUNS
         )
-        kinds.append(("snapshots", finished, _pages_of(finished, batch)))
+        kinds.append(("snapshots", done, _pages_of(done, batch)))
     return kinds
 
 
