@@ -130,6 +130,8 @@ class Deployment:
                 sys.executable,
                 "-m",
                 "daphne",
+                "-v",
+                "2",
                 "-b",
                 "127.0.0.1",
                 "-p",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from typing import Any
 
@@ -171,3 +172,22 @@ def test_sockets_connect_and_follow_the_log_while_redis_is_down(
     ours = [line for line in server.output().splitlines() if "channel layer" in line]
     assert 1 <= len(ours) <= 6, ours
     assert "Internal Server Error" not in server.output()
+
+
+def test_a_server_stopped_with_sigterm_closes_its_sockets_for_a_restart(deployment: Deployment):
+    server, base = deployment.server()
+    client = visitor(base)
+
+    async def talk() -> int:
+        async with chat_socket(base, client, "sigterm") as socket:
+            chat = Chat(socket)
+            await chat.send("I'd like to book an appointment", "m1")
+            assert (await chat.until("turn"))["type"] == "turn"
+            server.popen.send_signal(signal.SIGTERM)
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(socket.recv(), 15)
+            return int(closed.value.rcvd.code) if closed.value.rcvd else 1006
+
+    # Service restart: reconnect, with after_seq. daphne sends no 1012, so its private twin.
+    assert asyncio.run(talk()) == 4012
+    assert server.popen.wait(20) == 0

@@ -33,6 +33,7 @@ from ..host.threads import in_worker_thread
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester
 from ..stores.outages import RETRY_AFTER, OutageLog, unavailable
+from .shutdown import open_consumers
 
 logger = logging.getLogger("warlock_sessions.realtime")
 #: The channel layer, as sockets meet it: one outage, a bounded number of log lines.
@@ -46,6 +47,14 @@ TOO_MANY_SOCKETS = 4429
 TRY_AGAIN_LATER = 1013
 #: The server is shutting down: reconnect (to another server) with ``after_seq``.
 SERVICE_RESTART = 1012
+#: The same, where the server refuses to send 1012 (daphne's autobahn sends only 1000 and
+#: 3000-4999): 4000 + 1012 % 1000.
+SERVICE_RESTART_PRIVATE = 4012
+#: Seconds a stopping server lets a socket's frame in hand finish before it closes it. Under
+#: daphne's own ``--application-close-timeout`` (10 s), which ends what is still running.
+SHUTDOWN_GRACE = 8.0
+#: Seconds a closing consumer waits for its close frame to be written out.
+CLOSE_FLUSH = 0.2
 
 #: Open sockets per client in this process (``MAX_SOCKETS_PER_CLIENT``).
 _open_sockets: Counter[str] = Counter()
@@ -71,6 +80,9 @@ class SocketRequest:
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
     client = ""
+    #: The handling of the frame in hand, shielded from a stopping server's cancellation.
+    frame: asyncio.Future[None] | None = None
+    shutting_down = False
     channel_layer: Any  # None for a socket whose layer did not answer at the handshake
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -93,8 +105,38 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
             await await_many_dispatch(sources, self.dispatch)
         except StopConsumer:
             pass
+        except asyncio.CancelledError:  # the server is stopping (SIGTERM, a redeploy)
+            await self.shut_down()
+            raise
         finally:
             self.release_slot()
+
+    async def shut_down(self) -> None:
+        """The server stops: the frame in hand may finish (within ``SHUTDOWN_GRACE``), then the
+        socket is closed with 1012 (service restart), so the client reconnects, to this server
+        once it is back or to another, and reads what it missed from the log (``after_seq``).
+        Once only (the server's cancellation and its shutdown trigger may both ask)."""
+        if self.shutting_down:
+            return
+        self.shutting_down = True
+        open_consumers.discard(self)
+        work = [task for task in self.work_in_hand() if not task.done()]
+        if work:
+            await asyncio.wait(work, timeout=SHUTDOWN_GRACE)
+        for code in (SERVICE_RESTART, SERVICE_RESTART_PRIVATE):
+            try:
+                await self.close(code=code)
+            except Exception:  # a code the server will not send, or the connection is gone
+                logger.debug("could not close a socket with %d", code, exc_info=True)
+                continue
+            # The server drops its connections once every consumer has ended, without
+            # flushing what they wrote: give the close frame a moment to leave.
+            await asyncio.sleep(CLOSE_FLUSH)
+            return
+
+    def work_in_hand(self) -> list[asyncio.Future[Any]]:
+        """What a stopping server lets finish: the frame being handled."""
+        return [self.frame] if self.frame is not None else []
 
     async def from_layer(self, channel_name: str) -> dict[str, Any]:
         """The next message of this socket's channel; while the layer's server is away, wait
@@ -173,12 +215,14 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         self.client = client
         _open_sockets[client] += 1
         await self.accept()
+        open_consumers.add(self)
         return True
 
     async def disconnect(self, code: int) -> None:
         self.release_slot()
 
     def release_slot(self) -> None:
+        open_consumers.discard(self)
         if self.client:
             _open_sockets[self.client] -= 1
             if _open_sockets[self.client] <= 0:
@@ -224,6 +268,10 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         except InvalidInputError as error:
             await self.error("invalid-json", str(error))
             return
+        self.frame = asyncio.ensure_future(self.handle_frame(content, **kwargs))
+        await asyncio.shield(self.frame)
+
+    async def handle_frame(self, content: Any, **kwargs: Any) -> None:
         # Whatever the handling raises is not the frame's fault (it once all read as bad JSON),
         # and does not end the socket.
         try:

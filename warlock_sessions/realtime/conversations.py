@@ -52,6 +52,11 @@ class ConversationConsumer(WarlockConsumer):
         # Whatever the id: the handshake says nothing of whether the conversation exists.
         await self.admit(await in_worker_thread(self.identity)())
 
+    def work_in_hand(self) -> list[asyncio.Future[Any]]:
+        """The turn that runs beside the socket, too."""
+        running = [self.running] if self.running is not None else []
+        return [*super().work_in_hand(), *running]
+
     async def disconnect(self, code: int) -> None:
         await super().disconnect(code)
         if self.signal is not None:  # nobody is listening: the turn stops, changing nothing

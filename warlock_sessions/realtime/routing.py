@@ -10,6 +10,7 @@ from django.urls import re_path
 
 from .consumers import SessionConsumer
 from .conversations import ConversationConsumer
+from .shutdown import close_sockets_when_daphne_stops
 
 websocket_urlpatterns = [
     # Channels' URLRouter takes ASGI applications where Django's stubs expect views.
@@ -19,3 +20,5 @@ websocket_urlpatterns = [
         ConversationConsumer.as_asgi(),  # type: ignore[arg-type]
     ),
 ]
+
+close_sockets_when_daphne_stops()
