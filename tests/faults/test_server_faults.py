@@ -8,6 +8,7 @@ import asyncio
 import json
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -191,3 +192,36 @@ def test_a_server_stopped_with_sigterm_closes_its_sockets_for_a_restart(deployme
     # Service restart: reconnect, with after_seq. daphne sends no 1012, so its private twin.
     assert asyncio.run(talk()) == 4012
     assert server.popen.wait(20) == 0
+
+
+def test_one_visitor_flooding_its_conversation_does_not_stall_another(deployment: Deployment):
+    """40 sends at once from one visitor to one conversation, on the example's pool of 16: each
+    is answered (a turn, busy, or unavailable, never a 500), and another visitor's list
+    answers meanwhile as fast as ever."""
+    _server, base = deployment.server()
+    flooder, other = visitor(base), visitor(base)
+    assert other.get("/api/sessions/").status_code == 200
+
+    def send(index: int) -> int:
+        with httpx.Client(base_url=base, cookies=flooder.cookies, timeout=60) as client:
+            client.headers["X-CSRFToken"] = flooder.headers["X-CSRFToken"]
+            return client.post(
+                "/api/conversations/flood/send/", json={"input": f"calculate {index}*2"}
+            ).status_code
+
+    def other_lists() -> list[float]:
+        took = []
+        for _ in range(10):
+            started = time.monotonic()
+            assert other.get("/api/sessions/").status_code == 200
+            took.append(time.monotonic() - started)
+        return took
+
+    with ThreadPoolExecutor(max_workers=41) as pool:
+        sends = [pool.submit(send, index) for index in range(40)]
+        lists = pool.submit(other_lists)
+        statuses = [future.result(90) for future in sends]
+        took = lists.result(90)
+    assert set(statuses) <= {200, 409, 503}, statuses
+    assert statuses.count(200) >= 1
+    assert max(took) < 2.0, took

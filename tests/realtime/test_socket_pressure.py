@@ -113,3 +113,22 @@ async def test_a_socket_past_its_owners_quota_is_told_and_stays(layer: str) -> N
         assert (await second.receive_json_from(timeout=5))["code"] == "quota-exceeded"
         for open_socket in (first, second):
             await open_socket.disconnect()
+
+
+async def test_a_layer_message_the_socket_cannot_handle_leaves_it_open(layer: str) -> None:
+    """A group message that fails (here a malformed one; in production a database outage
+    while it is delivered) once ended the consumer: a 1011 for the client."""
+    from channels.layers import get_channel_layer
+
+    from warlock_sessions.host import group_name
+
+    chat = await socket("/ws/sessions/bad-push/")
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "book", "id": "m1"})
+    await until_turn(chat)
+    await get_channel_layer().group_send(
+        group_name("bad-push"), {"type": "warlock.events", "events": ["not an event"]}
+    )
+    await chat.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
+    assert (await until_turn(chat))[-1]["type"] == "turn"
+    await chat.disconnect()

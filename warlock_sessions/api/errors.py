@@ -103,6 +103,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return None
     if response.status_code == 503:
         response["Retry-After"] = str(RETRY_AFTER)
+        # The outage log tells of it, once per outage; Django's would, once per request.
+        response._has_been_logged = True  # type: ignore[attr-defined]
     if isinstance(exc, ApiError):
         response.data = {"code": exc.code, "detail": str(exc.detail), **exc.extra}
     elif isinstance(exc, exceptions.ValidationError):

@@ -54,7 +54,9 @@ def fault_response(request: HttpRequest, response: HttpResponse) -> HttpResponse
         outage.failed(error)
         problem = service_unavailable()
         answer: HttpResponse = (
-            JsonResponse({"code": problem.code, "detail": str(problem.detail)}, status=503)
+            JsonResponse(
+                {"code": problem.code, "detail": str(problem.detail), **problem.extra}, status=503
+            )
             if json
             else HttpResponse(
                 "The service is temporarily unavailable. Try again in a moment.",
@@ -63,6 +65,7 @@ def fault_response(request: HttpRequest, response: HttpResponse) -> HttpResponse
             )
         )
         answer["Retry-After"] = str(RETRY_AFTER)
+        answer._has_been_logged = True  # type: ignore[attr-defined]  # the outage log has it
         return answer
     if json:
         return JsonResponse(

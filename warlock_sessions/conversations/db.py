@@ -13,9 +13,9 @@ from django.utils.dateparse import parse_datetime
 
 from ..conf import warlock_settings
 from ..errors import SessionConflictError, SessionExistsError
-from ..host.threads import give_back_connection
 from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
+from ..stores.pool import give_back_connection
 from .stores import RECORD_TYPE
 
 

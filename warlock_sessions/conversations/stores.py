@@ -19,8 +19,8 @@ from ..errors import (
     SessionTypeError,
     SnapshotConflictError,
 )
-from ..host.threads import give_back_connection
 from ..snapshots import SnapshotStore
+from ..stores.pool import give_back_connection
 from ..workflows.runs import now_iso
 
 RECORD_TYPE = "conversation-session"

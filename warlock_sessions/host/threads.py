@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Any
 
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 
 
 def in_worker_thread(
@@ -34,17 +34,3 @@ def in_worker_thread(
         )
 
     return in_thread
-
-
-def give_back_connection(using: str) -> None:
-    """Return this thread's connection to database ``using`` to its pool before a wait that
-    needs no database (a model call, a lock held by another turn): a turn waiting on a slow
-    model must not hold one of the few pooled connections every request needs. Does nothing
-    without a pool (a persistent connection is kept on purpose) or inside a transaction."""
-    connection = connections[using]
-    if (
-        getattr(connection, "pool", None) is not None
-        and connection.connection is not None
-        and not connection.in_atomic_block
-    ):
-        connection.close()

@@ -26,11 +26,12 @@ from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
 from ..stores import Store, default_store
 from ..stores.loop_connections import loop_connection
+from ..stores.pool import give_back_connection
 from ..stores.records import TurnRecords
 from .events import turn_events
 from .inputs import applied_key, forget_applied, input_identity, was_applied
 from .notify import announce, apush, push
-from .threads import give_back_connection, in_worker_thread
+from .threads import in_worker_thread
 
 #: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
 #: with each further loss, and each pause is drawn at random up to that (full jitter), so turns

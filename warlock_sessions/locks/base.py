@@ -21,6 +21,9 @@ from ..errors import LeaseLostError, SessionLockAborted, SessionLockTimeout
 
 logger = logging.getLogger("warlock_sessions.locks")
 
+#: Seconds between two tries of a renewal that failed.
+RENEW_RETRY = 0.5
+
 T = TypeVar("T")
 
 
@@ -173,13 +176,23 @@ class LeasedLock(SessionLock):
                 time.sleep(pause)
 
     def _keep(self, lease: Lease, token: str, stop: threading.Event) -> None:
-        while not stop.wait(self.ttl / 3):
+        """Renew every third of the lease. A renewal that fails (the service did not answer)
+        is tried again, quickly, until the lease would have run out; one that finds another
+        holder marks the lease lost at once."""
+        renewed_at = time.monotonic()
+        pause = self.ttl / 3
+        while not stop.wait(pause):
             try:
-                renewed = self._renew(lease.key, token)
+                if not self._renew(lease.key, token):
+                    break  # another holder has it
             except Exception:
                 logger.warning("could not renew the lock on %r", lease.key, exc_info=True)
-                renewed = False
-            if not renewed:
-                logger.warning("the lock on %r was lost while held", lease.key)
-                lease.lost.set()
-                return
+                if time.monotonic() - renewed_at + RENEW_RETRY < self.ttl:
+                    pause = min(RENEW_RETRY, self.ttl / 10)
+                    continue
+                break
+            renewed_at, pause = time.monotonic(), self.ttl / 3
+        else:
+            return
+        logger.warning("the lock on %r was lost while held", lease.key)
+        lease.lost.set()

@@ -9,6 +9,7 @@ from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
 
 from ..models import SessionLockRow
+from ..stores.pool import give_back_connection
 from .base import LeasedLock
 
 
@@ -41,7 +42,11 @@ class DatabaseLock(LeasedLock):
             return True
         except IntegrityError:
             taken = SessionLockRow.objects.using(self.using).filter(key=key, expires_at__lt=now)
-            return taken.update(token=token, expires_at=expires) == 1
+            if taken.update(token=token, expires_at=expires) == 1:
+                return True
+        # Waiting: the pooled connection goes back between two tries, for the holder to use.
+        give_back_connection(self.using)
+        return False
 
     def _renew(self, key: str, token: str) -> bool:
         # In the renewing thread, on a connection given back after each renewal: it is idle

@@ -53,6 +53,8 @@ SERVICE_RESTART_PRIVATE = 4012
 #: Seconds a stopping server lets a socket's frame in hand finish before it closes it. Under
 #: daphne's own ``--application-close-timeout`` (10 s), which ends what is still running.
 SHUTDOWN_GRACE = 8.0
+#: Seconds a handshake waits for the channel layer before it goes on without it.
+LAYER_TIMEOUT = 2.0
 #: Seconds a closing consumer waits for its close frame to be written out.
 CLOSE_FLUSH = 0.2
 
@@ -95,7 +97,9 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         sources = [receive]
         if self.channel_layer is not None:
             try:
-                self.channel_name = await self.channel_layer.new_channel()
+                self.channel_name = await asyncio.wait_for(
+                    self.channel_layer.new_channel(), LAYER_TIMEOUT
+                )
             except Exception as error:
                 layer_outage.failed(error)
                 self.channel_layer = None
@@ -237,7 +241,16 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
-        await handler(message)
+        if message["type"].startswith("websocket."):
+            await handler(message)  # frames handle their own failures (receive)
+            return
+        try:  # a channel-layer message: what it could not deliver, the log brings later
+            await handler(message)
+        except Exception as error:
+            if unavailable(error):
+                frame_outage.failed(error)
+            else:
+                logger.exception("a socket failed on a %r message", message["type"])
 
     async def error(self, code: str, detail: str) -> None:
         await self.send_json({"type": "error", "code": code, "detail": detail})

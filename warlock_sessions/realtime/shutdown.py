@@ -1,6 +1,7 @@
 """A server that stops (SIGTERM, a redeploy) closes every warlock socket with 1012 (service
-restart; 4012 under daphne, which sends no 1012) first, after its frame in hand: clients reconnect, to another server or to this one
-once it is back, and read what they missed from the log (``after_seq``).
+restart; 4012 under daphne, which sends no 1012) first, after its frame in hand: clients
+reconnect, to another server or to this one once it is back, and read what they missed from
+the log (``after_seq``).
 
 Consumers close themselves when the server cancels them (``WarlockConsumer.shut_down``).
 daphne cancels its applications before it drops their connections, but a server holding an

@@ -9,6 +9,7 @@ calls fail in between (one a minute says it goes on)."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 
@@ -28,36 +29,54 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
     return (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 
-def _psycopg_errors() -> tuple[type[BaseException], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    # Outside Django's wrappers (the event loop's connections) psycopg's own errors arrive;
-    # psycopg_pool's PoolTimeout is one of its OperationalErrors.
-    return (psycopg.OperationalError, psycopg.InterfaceError)
+_REDIS_ERRORS = _redis_errors()
 
-
-_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    ServiceUnavailableError,
-    OperationalError,
-    InterfaceError,
-    *_redis_errors(),
-    *_psycopg_errors(),
-)
+#: SQLSTATEs of a server that is going away, starting or full, besides class 08 (connection
+#: exceptions): admin or crash shutdown, cannot connect now, too many connections, out of
+#: memory or disk. Not a statement time-out, a lock not available, a missing table: those
+#: are the statement's, and a retry would meet them again.
+_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300", "53100", "53200", "53400"}
 
 
 def unavailable(error: BaseException) -> bool:
     """Whether ``error`` means a service the call needs is down, unreachable or saturated (as
-    opposed to a bug or bad data): the database's connection and pool errors, and Redis'
-    connection errors and time-outs. (A plain ``ConnectionError`` is not one: it is what a
-    deliverer or a tool raises about its own channel.)"""
-    return isinstance(error, _UNAVAILABLE)
+    opposed to a bug or bad data): a lost or refused database connection, a full pool, a
+    server shutting down, SQLite's busy database; Redis' connection errors and time-outs. (A
+    plain ``ConnectionError`` is not one: it is what a deliverer or a tool raises about its
+    own channel.)"""
+    if isinstance(error, (ServiceUnavailableError, InterfaceError, *_REDIS_ERRORS)):
+        return True
+    if not isinstance(error, OperationalError):
+        return _database_driver_unavailable(error)
+    cause = error.__cause__
+    return cause is None or _database_driver_unavailable(cause)
+
+
+def _database_driver_unavailable(error: BaseException) -> bool:
+    if isinstance(error, sqlite3.OperationalError):
+        return "locked" in str(error) or "busy" in str(error)
+    kind = type(error)
+    if kind.__module__.partition(".")[0] not in ("psycopg", "psycopg_pool"):
+        return False
+    if kind.__name__ in (
+        "InterfaceError",
+        "ConnectionTimeout",
+        "PoolTimeout",
+        "TooManyRequests",
+        "PoolClosed",
+    ):
+        return True
+    state = getattr(error, "sqlstate", None)
+    if state is None:  # refused, reset, closed: no server answered with a code
+        return kind.__name__ == "OperationalError"
+    return str(state).startswith("08") or state in _UNAVAILABLE_STATES
 
 
 class OutageLog:
     """One outage of ``what``, logged on ``logger``: the first failure with its traceback, at
-    most one line a minute while it goes on, and one line when the next call succeeds."""
+    most one line a minute while it goes on, and one line when a call succeeds after it.
+    Failures and successes that alternate (a pool that is only just full) are one outage:
+    within a minute of the last line about ``what``, a failure is counted, not logged."""
 
     REMIND_EVERY = 60.0
 
@@ -67,28 +86,25 @@ class OutageLog:
         self._lock = threading.Lock()
         self._failures = 0
         self._since = 0.0
-        self._reminded = 0.0
-
-    @property
-    def ongoing(self) -> bool:
-        return self._failures > 0
+        self._logged = -self.REMIND_EVERY  # when the last line about ``what`` was written
+        self._told = False  # whether this outage's failures were logged
 
     def failed(self, error: BaseException) -> None:
         now = time.monotonic()
         with self._lock:
+            if not self._failures:
+                self._since = now
             self._failures += 1
-            first = self._failures == 1
-            remind = not first and now - self._reminded >= self.REMIND_EVERY
-            if first:
-                self._since = self._reminded = now
-            elif remind:
-                self._reminded = now
+            if now - self._logged < self.REMIND_EVERY:
+                return  # counted; the next line says how many
+            self._logged = now
+            first, self._told = not self._told, True
             failures, since = self._failures, self._since
         if first:
             self.logger.warning("%s failed: %s", self.what, error, exc_info=error)
-        elif remind:
+        else:
             self.logger.warning(
-                "%s still failing after %d attempts in %.0f s: %s",
+                "%s still failing: %d failures in %.0f s, the last: %s",
                 self.what,
                 failures,
                 now - since,
@@ -99,10 +115,13 @@ class OutageLog:
         if not self._failures:  # the usual case, without the lock
             return
         with self._lock:
-            failures, since, self._failures = self._failures, self._since, 0
-        if failures:
+            failures, since, told = self._failures, self._since, self._told
+            self._failures, self._told = 0, False
+            if told:
+                self._logged = time.monotonic()
+        if told:
             self.logger.warning(
-                "%s works again after %d failed attempts in %.1f s",
+                "%s works again after %d failures in %.1f s",
                 self.what,
                 failures,
                 time.monotonic() - since,

@@ -18,6 +18,8 @@ from __future__ import annotations
 import select
 from typing import Any
 
+from django.db import connections
+
 
 def closed_by_server(connection: Any) -> bool:
     """Whether the idle psycopg ``connection`` was closed by its server (or locally)."""
@@ -45,3 +47,17 @@ def check_pooled(connection: Any) -> None:
     import psycopg
 
     raise psycopg.OperationalError("the server closed this connection while it was idle")
+
+
+def give_back_connection(using: str) -> None:
+    """Return this thread's connection to database ``using`` to its pool before a wait that
+    needs no database (a model call, a lock held by another turn): a turn waiting on a slow
+    model must not hold one of the few pooled connections every request needs. Does nothing
+    without a pool (a persistent connection is kept on purpose) or inside a transaction."""
+    connection = connections[using]
+    if (
+        getattr(connection, "pool", None) is not None
+        and connection.connection is not None
+        and not connection.in_atomic_block
+    ):
+        connection.close()
