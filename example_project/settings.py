@@ -102,6 +102,19 @@ WARLOCK_SESSIONS = {
     "CONVERSATION_AGENT": "example_project.demo.assistant.assistant",
 }
 
+# Libraries that log every failed attempt while a service is away (the Redis layer once a
+# second, psycopg_pool each reconnection) log each message at most once a minute.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"outages": {"()": "warlock_sessions.stores.outages.RepeatFilter"}},
+    "handlers": {"outages": {"class": "logging.StreamHandler", "filters": ["outages"]}},
+    "loggers": {
+        name: {"handlers": ["outages"], "level": "WARNING", "propagate": False}
+        for name in ("channels_redis", "psycopg.pool")
+    },
+}
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

@@ -17,7 +17,7 @@ from django.db import connections, router
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
-from ..host.threads import in_worker_thread
+from ..host.threads import ProcessThreads, in_worker_thread
 from ..models import Session
 from ..stores.outages import RETRY_AFTER, OutageLog
 
@@ -36,9 +36,14 @@ def _database_answers(alias: str) -> None:
         cursor.execute("SELECT 1")
 
 
+#: Threads of the database check's own: probes that wait on an unreachable database must not
+#: hold the threads the sockets' database calls run on.
+_probe_threads = ProcessThreads("warlock-readyz", lambda: 2)
+
+
 async def _check_database() -> None:
     alias = router.db_for_write(Session) or "default"
-    await in_worker_thread(_database_answers)(alias)
+    await in_worker_thread(_database_answers, _probe_threads.get())(alias)
 
 
 async def _check_channel_layer() -> None:

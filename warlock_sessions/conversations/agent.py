@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -12,36 +11,28 @@ from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
 
+from ..host.threads import ProcessThreads
+
 #: The most threads streamed turns run on.
 MAX_STREAM_THREADS = 32
-_stream_threads: ThreadPoolExecutor | None = None
-_stream_threads_guard = threading.Lock()
+
+
+def _stream_thread_count() -> int:
+    """No more than the default database's pool has connections (a turn gives its connection
+    back while the model writes, so the pool, not the threads, is what runs out)."""
+    pool = getattr(connections["default"], "pool", None)  # PostgreSQL's, when pooled
+    size = getattr(pool, "max_size", None)
+    return min(MAX_STREAM_THREADS, size) if isinstance(size, int) else MAX_STREAM_THREADS
+
+
+_stream_threads = ProcessThreads("warlock-stream", _stream_thread_count)
 
 
 def stream_threads() -> ThreadPoolExecutor:
     """Where conversation sessions run their streamed turns. Bounded, so a flood of streams
-    queues instead of opening a connection each: no more threads than the default database's
-    pool has connections (a turn gives its connection back while the model writes, so the
-    pool, not the threads, is what runs out). An agent's own stream runs on a thread of its
-    own, so a turn here never waits for a thread of this pool. Made anew in a forked child
-    (a server that forks its workers): the parent's threads do not survive a fork, and work
-    handed to them would wait for ever."""
-    global _stream_threads
-    with _stream_threads_guard:
-        if _stream_threads is None:
-            pool = connections["default"].settings_dict.get("OPTIONS", {}).get("pool")
-            size = pool.get("max_size") if isinstance(pool, dict) else None
-            workers = min(MAX_STREAM_THREADS, size) if isinstance(size, int) else MAX_STREAM_THREADS
-            _stream_threads = ThreadPoolExecutor(workers, thread_name_prefix="warlock-stream")
-        return _stream_threads
-
-
-def _forget_stream_threads() -> None:
-    global _stream_threads, _stream_threads_guard
-    _stream_threads, _stream_threads_guard = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_stream_threads)
+    queues instead of opening a connection each; an agent's own stream runs on a thread of
+    its own, so a turn here never waits for a thread of this pool."""
+    return _stream_threads.get()
 
 
 @dataclass

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import threading
+import weakref
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from django.db import close_old_connections
@@ -34,3 +37,37 @@ def in_worker_thread(
         )
 
     return in_thread
+
+
+class ProcessThreads:
+    """A pool of threads of this process, made on first use, with as many threads as
+    ``size()`` says then; made anew in a forked child (a server that forks its workers, a
+    test's live server), where the parent's threads do not exist and work handed to them
+    would wait for ever."""
+
+    def __init__(self, name: str, size: Callable[[], int]) -> None:
+        self.name = name
+        self.size = size
+        self._executor: ThreadPoolExecutor | None = None
+        self._guard = threading.Lock()
+        _every_pool.add(self)
+
+    def get(self) -> ThreadPoolExecutor:
+        with self._guard:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.size(), thread_name_prefix=self.name)
+            return self._executor
+
+    def _forget(self) -> None:
+        self._executor, self._guard = None, threading.Lock()
+
+
+_every_pool: weakref.WeakSet[ProcessThreads] = weakref.WeakSet()
+
+
+def _forget_every_pool() -> None:
+    for pool in list(_every_pool):
+        pool._forget()
+
+
+os.register_at_fork(after_in_child=_forget_every_pool)

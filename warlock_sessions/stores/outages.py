@@ -126,3 +126,30 @@ class OutageLog:
                 failures,
                 time.monotonic() - since,
             )
+
+
+class RepeatFilter(logging.Filter):
+    """A logging filter for libraries that log every failed attempt during an outage (the
+    Redis channel layer's receive task once a second, psycopg_pool each reconnection): a
+    message passes at most once a minute, and the next one that passes says how many were
+    held back. ``LOGGING["filters"]``: ``{"()": "warlock_sessions.stores.outages.RepeatFilter"}``
+    (docs/deployment.md)."""
+
+    def __init__(self, every: float = OutageLog.REMIND_EVERY) -> None:
+        super().__init__()
+        self.every = every
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            passed, held = self._seen.get(key, (-self.every, 0))
+            if now - passed < self.every:
+                self._seen[key] = (passed, held + 1)
+                return False
+            self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} more like it in the last minute, not shown)"
+        return True

@@ -25,6 +25,8 @@
   // Written, not yet echoed by the log: [{id, text}], oldest first.
   const unsent = JSON.parse(sessionStorage.getItem(outboxKey) || "[]");
   let resendTimer = null;
+  // Errors after which the same message, sent again, may go through.
+  const RETRYABLE = ["unavailable", "throttled", "session-conflict", "server-error"];
   const mine = new Set(JSON.parse(sessionStorage.getItem(`warlock-mine:${chatId}`) || "[]"));
 
   // Dates the bot writes as 2026-09-21 are shown as people read them, in the browser's
@@ -98,7 +100,7 @@
   function setTyping(on) { typing.hidden = !on; }
 
   function handle(event) {
-    if (event.type === "error" && ["unavailable", "throttled"].includes(event.code)) {
+    if (event.type === "error" && RETRYABLE.includes(event.code)) {
       // Nothing was changed: keep the messages and send them again shortly.
       markUnsent();
       setTyping(false);
@@ -107,9 +109,11 @@
       return;
     }
     if (event.type === "error") {  // refused for good: sending it again would not help
-      markUnsent();
-      unsent.splice(0);
+      // Frames are answered in order: the refused one is the oldest not yet echoed.
+      const refused = unsent.shift();
       saveOutbox();
+      const item = refused && list.querySelector(`li[data-id="${CSS.escape(refused.id)}"]`);
+      if (item) item.classList.replace("sending", "unsent");
       append(`⚠ ${event.detail}`, "bot");
       setTyping(false);
       return;
