@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stores.redis import REDIS_URL, redis_module
+from ..stores.redis import REDIS_URL, fails_closed, redis_module
 from .base import LeasedLock
 
 _RENEW = """
@@ -43,11 +43,14 @@ class RedisLock(LeasedLock):
     def _ms(self) -> int:
         return max(1, round(self.ttl * 1000))
 
+    @fails_closed
     def _try_acquire(self, key: str, token: str) -> bool:
         return bool(self.client.set(self.prefix + key, token, nx=True, px=self._ms()))
 
+    @fails_closed
     def _renew(self, key: str, token: str) -> bool:
         return bool(self._renew_script(keys=[self.prefix + key], args=[token, self._ms()]))
 
+    @fails_closed
     def _release(self, key: str, token: str) -> None:
         self._release_script(keys=[self.prefix + key], args=[token])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..stores.redis import REDIS_URL, RedisConnected
+from ..stores.redis import REDIS_URL, RedisConnected, fails_closed
 from .base import SnapshotStore
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
@@ -31,16 +31,20 @@ class RedisSnapshotStore(RedisConnected, SnapshotStore):
     ) -> None:
         super().__init__(client, url=url, prefix=prefix, ttl=ttl)
 
+    @fails_closed
     def _read(self, key: str) -> tuple[bytes, int] | None:
         value = self.client.get(self.prefix + key)
         return None if value is None else (value, 0)
 
+    @fails_closed
     def _write(self, key: str, text: str, expected: int | None) -> None:
         self.client.set(self.prefix + key, text, ex=self.ttl)
 
+    @fails_closed
     def _remove(self, key: str) -> None:
         self.client.delete(self.prefix + key)
 
+    @fails_closed
     def _keys(self, prefix: str) -> list[str]:
         start = len(self.prefix)
         pattern = glob_escape(self.prefix + prefix) + "*"

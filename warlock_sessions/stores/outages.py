@@ -29,7 +29,8 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
     return (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 
-_REDIS_ERRORS = _redis_errors()
+#: What redis-py raises when its server is away (empty without redis-py).
+REDIS_ERRORS = _redis_errors()
 
 #: SQLSTATEs of a server that is going away, starting or full, besides class 08 (connection
 #: exceptions): admin or crash shutdown, cannot connect now, too many connections, out of
@@ -44,7 +45,7 @@ def unavailable(error: BaseException) -> bool:
     server shutting down, SQLite's busy database; Redis' connection errors and time-outs. (A
     plain ``ConnectionError`` is not one: it is what a deliverer or a tool raises about its
     own channel.)"""
-    if isinstance(error, (ServiceUnavailableError, InterfaceError, *_REDIS_ERRORS)):
+    if isinstance(error, (ServiceUnavailableError, InterfaceError, *REDIS_ERRORS)):
         return True
     if not isinstance(error, OperationalError):
         return _database_driver_unavailable(error)

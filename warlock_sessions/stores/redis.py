@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..engine.session import Session
-from ..errors import SessionConflictError
+from ..errors import ServiceUnavailableError, SessionConflictError
 from .base import Store
+from .outages import REDIS_ERRORS
 
 if TYPE_CHECKING:
     import redis
@@ -27,6 +30,24 @@ if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return -1
 """
 _WRITTEN, _GONE = -1, -2
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def fails_closed(method: Method) -> Method:
+    """``method`` of a Redis backend, raising ``ServiceUnavailableError`` (503 unavailable over
+    HTTP, an ``unavailable`` frame on a socket) when the server does not answer: nothing is
+    read, written or locked then, and the caller is told so in one kind of error."""
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except REDIS_ERRORS as error:
+            raise ServiceUnavailableError("Redis", str(error) or type(error).__name__) from error
+
+    return call  # type: ignore[return-value]
 
 
 def redis_module() -> Any:
@@ -71,12 +92,14 @@ class RedisStore(Store):
     def _key(self, session_id: str) -> str:
         return self.prefix + session_id
 
+    @fails_closed
     def _read(self, session_id: str) -> tuple[bytes | str, int] | None:
         version, blob = self.client.hmget(self._key(session_id), ["version", "blob"])
         if blob is None or version is None:
             return None
         return blob, int(version)
 
+    @fails_closed
     def _write(self, session: Session, expected: int, text: str) -> None:
         session_id = session["id"]
         found = int(
@@ -85,6 +108,7 @@ class RedisStore(Store):
         if found != _WRITTEN:
             raise SessionConflictError(session_id, expected, None if found == _GONE else found)
 
+    @fails_closed
     def _remove(self, session_id: str) -> bool:
         return bool(self.client.delete(self._key(session_id)))
 
