@@ -127,6 +127,11 @@ def test_a_socket_rides_through_restarts_and_an_outage(deployment: Deployment):
             error = await chat.until("turn")
             assert error["type"] == "error" and error["code"] == "unavailable", error
             assert error["retry_after"] > 0
+            async with chat_socket(base, client, "socket-fault-new") as late:  # one more, now
+                with pytest.raises(websockets.ConnectionClosed) as closed:
+                    await asyncio.wait_for(late.recv(), 15)
+                assert closed.value.rcvd is not None
+                assert closed.value.rcvd.code == 4013  # try again later (1013, under daphne)
 
             deployment.postgres.start()
             # The client resends what was not echoed; the socket is the same one.

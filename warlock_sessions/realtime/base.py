@@ -45,11 +45,9 @@ UNAUTHORISED = 4403
 TOO_MANY_SOCKETS = 4429
 #: The handshake met an outage (the client could not be identified): reconnect later.
 TRY_AGAIN_LATER = 1013
-#: The server is shutting down: reconnect (to another server) with ``after_seq``.
+#: The server is shutting down: reconnect (to another server) with ``after_seq``. Under
+#: daphne, which sends no code of the 1000s but 1000, 4012 (and 4013 for the one above).
 SERVICE_RESTART = 1012
-#: The same, where the server refuses to send 1012 (daphne's autobahn sends only 1000 and
-#: 3000-4999): 4000 + 1012 % 1000.
-SERVICE_RESTART_PRIVATE = 4012
 #: Seconds a stopping server lets a socket's frame in hand finish before it closes it. Under
 #: daphne's own ``--application-close-timeout`` (10 s), which ends what is still running.
 SHUTDOWN_GRACE = 8.0
@@ -60,6 +58,12 @@ CLOSE_FLUSH = 0.2
 
 #: Open sockets per client in this process (``MAX_SOCKETS_PER_CLIENT``).
 _open_sockets: Counter[str] = Counter()
+
+
+def close_codes(code: int) -> tuple[int, ...]:
+    """``code``, then, for one of the 1000s, its private twin ``4000 + code % 1000`` for
+    servers that send no code of the 1000s but 1000 (daphne's websocket library)."""
+    return (code, 4000 + code % 1000) if 1000 < code < 2000 else (code,)
 
 
 class SocketRequest:
@@ -127,16 +131,23 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         work = [task for task in self.work_in_hand() if not task.done()]
         if work:
             await asyncio.wait(work, timeout=SHUTDOWN_GRACE)
-        for code in (SERVICE_RESTART, SERVICE_RESTART_PRIVATE):
-            try:
-                await self.close(code=code)
-            except Exception:  # a code the server will not send, or the connection is gone
-                logger.debug("could not close a socket with %d", code, exc_info=True)
-                continue
+        if await self.close_with(SERVICE_RESTART):
             # The server drops its connections once every consumer has ended, without
             # flushing what they wrote: give the close frame a moment to leave.
             await asyncio.sleep(CLOSE_FLUSH)
-            return
+
+    async def close_with(self, code: int) -> bool:
+        """Close with ``code``, or, where the server will not send a code of the 1000s
+        (daphne's websocket library sends only 1000 and 3000-4999), with its private twin
+        ``4000 + code % 1000`` (1012 → 4012); whether a close went out."""
+        for sent in close_codes(code):
+            try:
+                await self.close(code=sent)
+            except Exception:  # a code the server will not send, or the connection is gone
+                logger.debug("could not close a socket with %d", sent, exc_info=True)
+                continue
+            return True
+        return False
 
     def work_in_hand(self) -> list[asyncio.Future[Any]]:
         """What a stopping server lets finish: the frame being handled."""
@@ -205,7 +216,7 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         """Accepted, then closed with ``code``: a browser sees the code (a refused handshake
         is only a 1006, like a network error)."""
         await self.accept()
-        await self.close(code=code)
+        await self.close_with(code)
 
     async def admit(self, client: str | None) -> bool:
         """Accept a client with an identity and room for one more socket; refuse the others
