@@ -75,29 +75,7 @@ _CODES = {
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler with our body shape, and our exceptions mapped to their statuses."""
-    if isinstance(exc, SessionConflictError):
-        exc = ApiError(
-            409,
-            "session-conflict",
-            f"{exc} The turn was not applied; send it again.",
-            expected_version=exc.expected_version,
-            actual_version=exc.actual_version,
-        )
-    elif isinstance(exc, InvalidSessionError):
-        exc = ApiError(400, "invalid-session", str(exc))
-    elif isinstance(exc, InvalidInputError):
-        exc = ApiError(400, "invalid-input", str(exc), field=exc.field)
-    elif isinstance(exc, InputNotAllowedError):
-        exc = ApiError(403, "input-not-allowed", str(exc), field=exc.field)
-    elif isinstance(exc, AgentNotConfiguredError):
-        exc = ApiError(400, "invalid-input", str(exc), field="agent")
-    elif isinstance(exc, QuotaExceededError):
-        exc = ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
-    elif isinstance(exc, SessionLockTimeout):
-        exc = ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")
-    elif unavailable(exc):
-        outage.failed(exc)
-        exc = service_unavailable()
+    exc = api_error(exc) or exc
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -105,26 +83,58 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response["Retry-After"] = str(RETRY_AFTER)
         # The outage log tells of it, once per outage; Django's would, once per request.
         response._has_been_logged = True  # type: ignore[attr-defined]
+    response.data = _body(exc, response)
+    return response
+
+
+def api_error(exc: Exception) -> ApiError | None:
+    """One of the package's errors, or an outage, as the API answers it."""
+    if isinstance(exc, SessionConflictError):
+        return ApiError(
+            409,
+            "session-conflict",
+            f"{exc} The turn was not applied; send it again.",
+            expected_version=exc.expected_version,
+            actual_version=exc.actual_version,
+        )
+    if isinstance(exc, InvalidInputError):
+        return ApiError(400, "invalid-input", str(exc), field=exc.field)
+    if isinstance(exc, InputNotAllowedError):
+        return ApiError(403, "input-not-allowed", str(exc), field=exc.field)
+    if isinstance(exc, AgentNotConfiguredError):
+        return ApiError(400, "invalid-input", str(exc), field="agent")
+    if isinstance(exc, QuotaExceededError):
+        return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
+    if isinstance(exc, InvalidSessionError):
+        return ApiError(400, "invalid-session", str(exc))
+    if isinstance(exc, SessionLockTimeout):
+        return ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")
+    if unavailable(exc):
+        outage.failed(exc)
+        return service_unavailable()
+    return None
+
+
+def _body(exc: Exception, response: Response) -> dict[str, Any]:
+    """The JSON body of ``response`` to ``exc``: ``{code, detail, ...}``."""
     if isinstance(exc, ApiError):
-        response.data = {"code": exc.code, "detail": str(exc.detail), **exc.extra}
-    elif isinstance(exc, exceptions.ValidationError):
+        return {"code": exc.code, "detail": str(exc.detail), **exc.extra}
+    if isinstance(exc, exceptions.ValidationError):
         field, message = _first_error(exc.detail)
-        response.data = {
+        return {
             "code": "invalid-input",
             "detail": f"{field}: {message}" if field else message,
             "field": field,
             "errors": exc.detail,
         }
-    else:
-        code = next((code for kind, code in _CODES.items() if isinstance(exc, kind)), "error")
-        detail = (
-            response.data.get("detail", str(exc)) if isinstance(response.data, dict) else str(exc)
-        )
-        response.data = {"code": code, "detail": str(detail)}
-        wait = getattr(exc, "wait", None)  # set by DRF on Throttled
-        if isinstance(exc, exceptions.Throttled) and wait is not None:
-            response.data["retry_after"] = wait
-    return response
+    code = next((code for kind, code in _CODES.items() if isinstance(exc, kind)), "error")
+    data = response.data
+    detail = data.get("detail", str(exc)) if isinstance(data, dict) else str(exc)
+    body: dict[str, Any] = {"code": code, "detail": str(detail)}
+    wait = getattr(exc, "wait", None)  # set by DRF on Throttled
+    if isinstance(exc, exceptions.Throttled) and wait is not None:
+        body["retry_after"] = wait
+    return body
 
 
 def _first_error(detail: Any, prefix: str = "") -> tuple[str, str]:

@@ -11,21 +11,9 @@ from typing import Any, Protocol
 
 from django.db import close_old_connections, connections
 
-from ..host.threads import ProcessThreads
+from ..host.threads import ProcessThreads, threads_for_database_pool
 
-#: The most threads streamed turns run on.
-MAX_STREAM_THREADS = 32
-
-
-def _stream_thread_count() -> int:
-    """No more than the default database's pool has connections (a turn gives its connection
-    back while the model writes, so the pool, not the threads, is what runs out)."""
-    pool = getattr(connections["default"], "pool", None)  # PostgreSQL's, when pooled
-    size = getattr(pool, "max_size", None)
-    return min(MAX_STREAM_THREADS, size) if isinstance(size, int) else MAX_STREAM_THREADS
-
-
-_stream_threads = ProcessThreads("warlock-stream", _stream_thread_count)
+_stream_threads = ProcessThreads("warlock-stream", threads_for_database_pool)
 
 
 def stream_threads() -> ThreadPoolExecutor:

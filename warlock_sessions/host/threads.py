@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 
 def in_worker_thread(
@@ -71,3 +71,16 @@ def _forget_every_pool() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_every_pool)
+
+
+#: The most threads a pool sized from the database pool has.
+MAX_THREADS = 32
+
+
+def threads_for_database_pool() -> int:
+    """As many threads as the default database's pool has connections (PostgreSQL's, once
+    built), at most ``MAX_THREADS``: threads that wait on a model give their connection back,
+    so the pool, not the threads, is what runs out."""
+    pool = getattr(connections["default"], "pool", None)
+    size = getattr(pool, "max_size", None)
+    return min(MAX_THREADS, size) if isinstance(size, int) else MAX_THREADS

@@ -31,7 +31,7 @@ from ..stores.records import TurnRecords
 from .events import turn_events
 from .inputs import applied_key, forget_applied, input_identity, was_applied
 from .notify import announce, apush, push
-from .threads import in_worker_thread
+from .threads import ProcessThreads, in_worker_thread, threads_for_database_pool
 
 #: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
 #: with each further loss, and each pause is drawn at random up to that (full jitter), so turns
@@ -39,6 +39,10 @@ from .threads import in_worker_thread
 CONFLICT_BACKOFF = 0.005
 #: The longest such pause.
 MAX_CONFLICT_PAUSE = 0.25
+
+
+#: Where ``ahandle`` runs the turns whose model may block.
+_blocking_turns = ProcessThreads("warlock-turn", threads_for_database_pool)
 
 
 def conflict_pause(attempt: int) -> float:
@@ -191,7 +195,10 @@ class Host:
                                 await apush(session_id, on_loop.events)
                             return on_loop
                         last_saved = None
-            hosted: HostedTurn = await in_worker_thread(self._handle)(
+            # A turn that may wait on a model runs on threads of its own: it must not hold the
+            # ones every socket's short database calls run on.
+            threads = _blocking_turns.get() if self.may_block else None
+            hosted: HostedTurn = await in_worker_thread(self._handle, threads)(
                 session_id, input, context, turn_options, last_saved, None
             )
         if push:
