@@ -185,26 +185,30 @@ def _write_fields(state: TurnState, understanding: Understanding | None, asker: 
     """Write the fields the message carried; ``True`` when that changed a value the asking
     step confirms, which then asks again (``amend``)."""
     flow = state.flows.get(asker["flowId"]) if asker is not None else None
-    amendable = _amendable(asker, flow)
     data = state.session["data"]
-    before = {name: data.get(name) for name in amendable}
+    before = {name: data.get(name) for name in _amendable(asker, flow)}
     for name, raw in (understanding.fields if understanding else {}).items():
         write_field(state, name, raw)
-    step = flow.step(asker["stepId"]) if asker is not None and flow is not None else None
-    collected = step.collect if step is not None else []
-    amended = [
-        name
-        for name in amendable
-        if is_known(data.get(name))
-        and data[name] != before[name]
-        and (is_known(before[name]) or name not in collected)
-    ]
-    if not amended or asker is None or flow is None or state.silenced is not None:
+    if asker is None or flow is None or state.silenced is not None or not state.live(asker):
         return False
-    if not state.live(asker):
+    amended = _amended(data, before, flow.step(asker["stepId"]))
+    if not amended:
         return False
     _ask_again_amended(state, asker, flow, amended)
     return True
+
+
+def _amended(data: dict[str, Any], before: dict[str, Any], step: Step | None) -> list[str]:
+    """The amendable fields the message changed: those known before, and those the asking
+    step does not collect (a first answer to a field it collects is no amendment)."""
+    collected = step.collect if step is not None else []
+    return [
+        name
+        for name, old in before.items()
+        if is_known(data.get(name))
+        and data[name] != old
+        and (is_known(old) or name not in collected)
+    ]
 
 
 def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:

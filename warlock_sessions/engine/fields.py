@@ -93,12 +93,8 @@ def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | No
     if low is None and high is None:
         return None
     if field.get("format") == "date":
-        # A bounded date must be one: "21/09/2020" or "2026-13-45" cannot be compared.
-        if not isinstance(value, str) or not _ISO_DATE.match(value):
-            return "out-of-range"
-        try:
-            value = date.fromisoformat(value[:10]).isoformat()
-        except ValueError:
+        value = _real_date(value)
+        if value is None:  # a bounded date must be one: "21/09/2020" cannot be compared
             return "out-of-range"
         low, high = _date_bound(low, now), _date_bound(high, now)
     elif isinstance(value, bool) or not isinstance(value, int | float):
@@ -106,6 +102,16 @@ def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | No
     if (low is not None and value < low) or (high is not None and value > high):
         return "out-of-range"
     return None
+
+
+def _real_date(value: Any) -> str | None:
+    """``value`` as an ISO date, if it is a real one ("2026-13-45" is not)."""
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
+        return None
+    try:
+        return date.fromisoformat(value[:10]).isoformat()
+    except ValueError:
+        return None
 
 
 def _matches(pattern: str, value: str) -> bool:

@@ -266,35 +266,33 @@ class _Checker:
         return "if"
 
     def talk(self, spec: Mapping[str, Any], path: str) -> str:
-        for index, name in enumerate(self.text_list(spec.get("collect") or [], f"{path}.collect")):
-            if name not in self.fields:
-                raise self.fail(
-                    f"{path}.collect[{index}]",
-                    f"unknown field {name!r}; declare it in the agent's fields",
-                )
+        self.declared_fields(spec.get("collect") or [], f"{path}.collect")
         if "maxAsks" in spec and (type(spec["maxAsks"]) is not int or spec["maxAsks"] < 1):
             raise self.fail(f"{path}.maxAsks", "expected a whole number >= 1")
         for key in ("prompt", "ask", "question", "giveUp"):
             if key in spec:
                 self.text(spec[key], f"{path}.{key}")
-        for index, name in enumerate(self.text_list(spec.get("amend") or [], f"{path}.amend")):
+        self.declared_fields(spec.get("amend") or [], f"{path}.amend")
+        for index, branch in enumerate(spec.get("branches") or []):
+            self.talk_branch(branch, f"{path}.branches[{index}]")
+        return "talk"
+
+    def declared_fields(self, names: object, path: str) -> None:
+        """A list of the agent's field names."""
+        for index, name in enumerate(self.text_list(names, path)):
             if name not in self.fields:
                 raise self.fail(
-                    f"{path}.amend[{index}]",
-                    f"unknown field {name!r}; declare it in the agent's fields",
+                    f"{path}[{index}]", f"unknown field {name!r}; declare it in the agent's fields"
                 )
-        for index, branch in enumerate(spec.get("branches") or []):
-            where = f"{path}.branches[{index}]"
-            branch = self.mapping(branch, where)
-            if ("when" in branch) == ("if" in branch):
-                raise self.fail(
-                    where, "a branch has exactly one of when (judged by the model) or if"
-                )
-            if "if" in branch:
-                self.predicate(branch["if"], f"{where}.if")
-            elif not isinstance(branch["when"], str):
-                raise self.fail(f"{where}.when", "expected text")
-        return "talk"
+
+    def talk_branch(self, branch: object, where: str) -> None:
+        branch = self.mapping(branch, where)
+        if ("when" in branch) == ("if" in branch):
+            raise self.fail(where, "a branch has exactly one of when (judged by the model) or if")
+        if "if" in branch:
+            self.predicate(branch["if"], f"{where}.if")
+        elif not isinstance(branch["when"], str):
+            raise self.fail(f"{where}.when", "expected text")
 
     def next(self, value: object, path: str, step_ids: set[str]) -> None:
         if isinstance(value, str):

@@ -319,27 +319,15 @@ class RuleModel:
             current = _resolve(flow, step, target, data)
             if current is None:
                 break
-            scope = self._scope(request, data)
             if current.kind == "talk":
-                missing = [name for name in current.collect if not is_known(data.get(name))]
-                if missing:
-                    return self._ask(current, missing, request.fields, scope, language)
-                if not current.collect:
-                    return render(localized(current.raw.get("prompt") or "", language), scope)
+                reply = self._talk_reply(request, current, data, language)
+                if reply is not None:
+                    return reply
             elif current.kind == "if":
-                predicate = current.raw["if"]
-                if callable(predicate) or not set(predicate) <= BUILT_IN:
+                target = _if_target(request, current, data)
+                if target is _UNJUDGED:
                     break  # a condition only the agent can judge
-                ctx = PredicateContext(
-                    context=request.context,
-                    data=data,
-                    input=talk.run.get("input"),
-                    run=talk.run,
-                    silenced=None,
-                    now=request.now,
-                )
-                holds = evaluate(predicate, ctx, {})
-                step, target = current, current.then if holds else current.raw.get("else", "end")
+                step = current
                 continue
             elif current.kind == "say":
                 return ""  # the say step that follows is the reply
@@ -348,6 +336,41 @@ class RuleModel:
             step, target = current, current.then
         # After a give-up the engine's sentence is the reply.
         return "" if gave_up else _words(language)["thanks"]
+
+    def _talk_reply(
+        self, request: SpeakRequest, step: Step, data: dict[str, Any], language: str
+    ) -> str | None:
+        """The question a talk step reached after the collect asks, or ``None`` when it has
+        every field it collects (the walk goes on past it)."""
+        scope = self._scope(request, data)
+        missing = [name for name in step.collect if not is_known(data.get(name))]
+        if missing:
+            return self._ask(step, missing, request.fields, scope, language)
+        if not step.collect:
+            return render(localized(step.raw.get("prompt") or "", language), scope)
+        return None
+
+
+#: What ``_if_target`` answers for a condition only the agent can judge.
+_UNJUDGED = object()
+
+
+def _if_target(request: SpeakRequest, step: Step, data: dict[str, Any]) -> Any:
+    """Where an ``if`` step on built-in predicates leads, or ``_UNJUDGED``."""
+    predicate = step.raw["if"]
+    if callable(predicate) or not set(predicate) <= BUILT_IN:
+        return _UNJUDGED
+    talk = request.talk
+    assert isinstance(talk, TalkRequest)
+    ctx = PredicateContext(
+        context=request.context,
+        data=data,
+        input=talk.run.get("input"),
+        run=talk.run,
+        silenced=None,
+        now=request.now,
+    )
+    return step.then if evaluate(predicate, ctx, {}) else step.raw.get("else", "end")
 
 
 def _resolve(flow: Flow, step: Step, target: Any, data: dict[str, Any]) -> Step | None:
