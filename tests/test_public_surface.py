@@ -35,6 +35,9 @@ PUBLIC = {
         "InvalidSnapshotError", "MemorySnapshotStore", "PostgresSnapshotStore",
         "RedisSnapshotStore", "SnapshotCorruptError", "SnapshotStore", "SqliteSnapshotStore",
         "default_snapshot_store",
+        # the contract's path of the checkpoint stores too (CONTRACT §2)
+        "CheckpointStore", "DjangoCheckpointStore", "MemoryCheckpointStore",
+        "PostgresCheckpointStore", "RedisCheckpointStore",
     },
     "warlock_sessions.checkpoints": {
         "CheckpointStore", "DjangoCheckpointStore", "DuplicateCheckpointError",
@@ -87,3 +90,49 @@ def test_the_test_fakes_are_the_engines_own() -> None:
 @pytest.mark.parametrize("name", CONTRACT_ERRORS)
 def test_every_contract_error_is_a_warlock_error(name: str) -> None:
     assert issubclass(getattr(errors, name), errors.WarlockError)
+
+
+#: The middle bases of the error family, and what each holds (errors.py's docstring).
+FAMILY = {
+    "ConflictError": [
+        "SessionConflictError", "SnapshotConflictError", "SessionExistsError",
+        "DuplicateCheckpointError",
+    ],
+    "InvalidDataError": [
+        "InvalidSessionError", "InvalidInputError", "InvalidSnapshotError",
+        "SnapshotCorruptError", "SessionTypeError", "ToolPairError", "ToolArgumentsError",
+        "AttachmentError",
+    ],
+    "ConfigurationError": [
+        "FlowConfigurationError", "AgentNotConfiguredError", "NoModelError",
+        "UnnamedAgentError", "ConditionalSaveUnsupportedError",
+    ],
+    "RunFailedError": [
+        "WorkflowError", "SupervisorFailedError", "AgentExecutionError", "AgentCancelledError",
+        "DriftError", "WorkflowDriftError", "SupervisorDriftError", "AgentDriftError",
+        "OrchestratorDriftError",
+    ],
+    "LockError": [
+        "SessionLockTimeout", "SessionLockAborted", "LeaseLostError", "ResumeInProgressError",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("base", "name"), [(base, name) for base, names in FAMILY.items() for name in names]
+)
+def test_each_error_sits_under_its_middle_base(base: str, name: str) -> None:
+    assert issubclass(getattr(errors, name), getattr(errors, base))
+
+
+def test_errors_that_moved_to_errors_py_still_import_from_where_they_were() -> None:
+    from warlock_sessions.checkpoints import base as checkpoints
+    from warlock_sessions.conf import SettingError
+    from warlock_sessions.snapshots import base as snapshots
+    from warlock_sessions.snapshots.db import SnapshotInTransactionError
+
+    for name in ("InvalidSnapshotError", "SnapshotCorruptError", "ConditionalSaveUnsupportedError"):
+        assert getattr(snapshots, name) is getattr(errors, name)
+    assert checkpoints.DuplicateCheckpointError is errors.DuplicateCheckpointError
+    assert issubclass(SettingError, errors.ConfigurationError)
+    assert issubclass(SnapshotInTransactionError, errors.ConfigurationError)

@@ -22,7 +22,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
-from .errors import WarlockError
+from .errors import ConfigurationError
 
 SETTING_NAME = "WARLOCK_SESSIONS"
 
@@ -92,7 +92,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-class SettingError(WarlockError, ImproperlyConfigured):
+class SettingError(ConfigurationError, ImproperlyConfigured):
     """A ``WARLOCK_SESSIONS`` setting is wrong: raised when it is read, and reported by the
     system check of the same rule as ``check_id``."""
 

@@ -2,9 +2,20 @@
 
 Every error the package raises on purpose is a :class:`WarlockError`, so a host can catch the
 family at one place; each subclass is named after what went wrong and carries the values a
-caller needs to act on it (ids, versions), not only a sentence.
+caller needs to act on it (ids, versions), not only a sentence. Under ``WarlockError``, a few
+middle bases say what a caller can do about it:
 
-This module imports nothing from Django: the pure engine raises these too.
+* :class:`ConflictError` — someone else changed it first: reload, and send it again;
+* :class:`InvalidDataError` — what was given or stored cannot be used: fix it;
+* :class:`ConfigurationError` — the project is set up wrong: fix the settings or code;
+* :class:`RunFailedError` — a run (workflow, supervisor, agent) cannot go on;
+* :class:`LockError` — a lock was not had, or was lost;
+* :class:`ServiceUnavailableError` — a service did not answer: try again later.
+
+This module imports nothing from Django: the pure engine raises these too. Three live beside
+what they need: ``SettingError`` (``conf``) and ``SnapshotInTransactionError``
+(``snapshots.db``) are also Django's ``ImproperlyConfigured``, and ``ProviderError``
+(``engine.ports``) turns into the engine's ``Deferral``; each subclasses a base here.
 """
 
 from __future__ import annotations
@@ -14,7 +25,28 @@ class WarlockError(Exception):
     """Base class of every error raised by warlock_sessions."""
 
 
-class SessionConflictError(WarlockError):
+class ConflictError(WarlockError):
+    """Someone else changed it first (a version moved, a key was taken): nothing was written;
+    reload, and send it again."""
+
+
+class InvalidDataError(WarlockError):
+    """What was given, or found stored, cannot be used: nothing was done with it."""
+
+
+class ConfigurationError(WarlockError):
+    """The project is set up wrong (settings, an agent's or flow's definition)."""
+
+
+class RunFailedError(WarlockError):
+    """A run (a workflow, a supervisor, an agent's run) cannot go on, or cannot resume."""
+
+
+class LockError(WarlockError):
+    """A lock could not be had, or was lost while held."""
+
+
+class SessionConflictError(ConflictError):
     """A conditional save found another version than the one the caller loaded.
 
     ``actual_version`` is the version found in the store, or ``None`` when the row is gone.
@@ -32,7 +64,7 @@ class SessionConflictError(WarlockError):
         )
 
 
-class InvalidSessionError(WarlockError):
+class InvalidSessionError(InvalidDataError):
     """A blob is not a readable v4 session, or cannot be stored as JSON.
 
     The message is the upstream one, so logs read the same in a TypeScript and a Django host.
@@ -47,7 +79,7 @@ class InvalidSessionError(WarlockError):
         )
 
 
-class FlowConfigurationError(WarlockError):
+class FlowConfigurationError(ConfigurationError):
     """An agent's flow definition is invalid; ``path`` names the offending key."""
 
     def __init__(self, path: str, why: str) -> None:
@@ -56,7 +88,7 @@ class FlowConfigurationError(WarlockError):
         super().__init__(f"{path}: {why}" if path else why)
 
 
-class InvalidInputError(WarlockError, ValueError):
+class InvalidInputError(InvalidDataError, ValueError):
     """An input sent over the wire (HTTP or websocket) is malformed; ``field`` names where."""
 
     def __init__(self, field: str, why: str) -> None:
@@ -75,16 +107,16 @@ class InputNotAllowedError(WarlockError, PermissionError):
         super().__init__(f"{field}: {why}")
 
 
-class AgentNotConfiguredError(WarlockError, LookupError):
+class AgentNotConfiguredError(ConfigurationError, LookupError):
     """No agent (or model) by that name in ``WARLOCK_SESSIONS``."""
 
 
-class NoModelError(WarlockError, ValueError):
+class NoModelError(ConfigurationError, ValueError):
     """A turn needs a model (to understand or to speak) and neither the call nor the agent
     gives one."""
 
 
-class UnnamedAgentError(WarlockError, ValueError):
+class UnnamedAgentError(ConfigurationError, ValueError):
     """A ``Host`` was given an ``Agent`` without a name: the wakes it schedules could not be
     fired with it (the worker finds agents by the name each wake records)."""
 
@@ -93,7 +125,7 @@ class SnapshotError(WarlockError):
     """Base class of the snapshot and checkpoint stores' errors."""
 
 
-class SnapshotConflictError(SnapshotError):
+class SnapshotConflictError(SnapshotError, ConflictError):
     """A conditional snapshot save lost: another writer saved the run since it was loaded."""
 
     def __init__(self, key: str, expected_version: int, actual_version: int | None) -> None:
@@ -107,7 +139,37 @@ class SnapshotConflictError(SnapshotError):
         )
 
 
-class DriftError(WarlockError):
+class InvalidSnapshotError(SnapshotError, InvalidDataError, ValueError):
+    """A snapshot no store can keep: not a JSON object, no usable ``runId``, or a value JSON
+    (or PostgreSQL's ``jsonb``) cannot hold."""
+
+
+class SnapshotCorruptError(SnapshotError, InvalidDataError):
+    """A stored snapshot cannot be read back (a damaged file, a row written by hand)."""
+
+    def __init__(self, key: str, why: str) -> None:
+        self.key = key
+        super().__init__(f"the stored snapshot {key!r} {why}")
+
+
+class ConditionalSaveUnsupportedError(SnapshotError, ConfigurationError, TypeError):
+    """``save(..., expected_version=...)`` on a store that keeps no versions."""
+
+
+class DuplicateCheckpointError(SnapshotError, ConflictError):
+    """A checkpoint row for that orchestrator, session and turn is stored already."""
+
+    def __init__(self, name: str, session_id: str, turn_index: int) -> None:
+        self.orchestrator_name = name
+        self.session_id = session_id
+        self.turn_index = turn_index
+        super().__init__(
+            f"orchestrator {name!r} has a checkpoint of session {session_id!r} turn "
+            f"{turn_index} already: checkpoints are append-only"
+        )
+
+
+class DriftError(RunFailedError):
     """A stored run was saved by another definition than the one asked to resume it.
 
     Raised before anything runs, writing nothing; ``resume(..., force=True)`` skips the check.
@@ -157,12 +219,12 @@ class SupervisorDriftError(DriftError):
     code = "SUPERVISOR_DRIFT"
 
 
-class WorkflowError(WarlockError):
+class WorkflowError(RunFailedError):
     """A workflow cannot run or resume: no snapshot store, no snapshot for the run, a step
     routing to a step that does not exist."""
 
 
-class SupervisorFailedError(WarlockError):
+class SupervisorFailedError(RunFailedError):
     """A supervisor cannot run or resume: no snapshot store, no snapshot, an unknown intent."""
 
 
@@ -177,7 +239,7 @@ class OrchestratorDriftError(DriftError):
         super().__init__(session_id, saved_signature, current_signature)
 
 
-class SessionLockTimeout(WarlockError):
+class SessionLockTimeout(LockError):
     """A session lock could not be acquired in time."""
 
     def __init__(self, key: str, timeout: float) -> None:
@@ -186,7 +248,7 @@ class SessionLockTimeout(WarlockError):
         super().__init__(f'could not lock "{key}" within {timeout:g} s')
 
 
-class ResumeInProgressError(WarlockError):
+class ResumeInProgressError(LockError):
     """Another caller is resuming the conversation's pending turn (its claim on the pending
     mark has not run out): a second resume would run the agent's model and tools again."""
 
@@ -199,7 +261,7 @@ class ResumeInProgressError(WarlockError):
         )
 
 
-class SessionLockAborted(WarlockError):
+class SessionLockAborted(LockError):
     """Waiting for a session lock was aborted before the lock was acquired."""
 
     def __init__(self, key: str) -> None:
@@ -215,7 +277,7 @@ class SessionNotFoundError(WarlockError):
         super().__init__(f'there is no conversation "{session_id}"')
 
 
-class SessionExistsError(WarlockError):
+class SessionExistsError(ConflictError):
     """A create-only operation (a fork's target) met a conversation that exists already."""
 
     def __init__(self, session_id: str) -> None:
@@ -223,11 +285,11 @@ class SessionExistsError(WarlockError):
         super().__init__(f'conversation "{session_id}" already exists')
 
 
-class ToolPairError(WarlockError):
+class ToolPairError(InvalidDataError):
     """A cut of the history would split a tool call from its tool result."""
 
 
-class SessionTypeError(WarlockError):
+class SessionTypeError(InvalidDataError):
     """The record at a conversation's key is something else (another shape's snapshot)."""
 
 
@@ -238,21 +300,21 @@ class AgentDriftError(DriftError):
     code = "AGENT_DRIFT"
 
 
-class AgentExecutionError(WarlockError):
+class AgentExecutionError(RunFailedError):
     """A tool-calling agent could not run or resume: no durable store, no snapshot of the run,
     a run id in use, or no final reply within ``max_trips``."""
 
 
-class AgentCancelledError(WarlockError):
+class AgentCancelledError(RunFailedError):
     """The run was cancelled through its ``signal`` (a signal without a reason raises this)."""
 
 
-class ToolArgumentsError(WarlockError, ValueError):
+class ToolArgumentsError(InvalidDataError, ValueError):
     """The model called a tool with arguments its JSON schema refuses (the agent tells the
     model, which may try again)."""
 
 
-class AttachmentError(WarlockError, ValueError):
+class AttachmentError(InvalidDataError, ValueError):
     """An attachment cannot be read: no such file, too large, or not a known part shape."""
 
 
@@ -269,7 +331,7 @@ class ServiceUnavailableError(WarlockError):
         super().__init__(f"{service} is unavailable: {why}")
 
 
-class LeaseLostError(WarlockError):
+class LeaseLostError(LockError):
     """A lock's lease ran out or was taken over while its holder still worked under it: what
     the holder would write now may overwrite the next holder's work, so it is not written."""
 

@@ -16,7 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..engine.session import json_problem
-from ..errors import SnapshotError
+
+# The checkpoint stores' errors live in errors.py; importable from here as before.
+from ..errors import DuplicateCheckpointError as DuplicateCheckpointError
+from ..errors import SnapshotError as SnapshotError
 from ..snapshots.base import InvalidSnapshotError, check_key
 
 #: The columns of a checkpoint row, in the order the PostgreSQL table has them.
@@ -33,19 +36,6 @@ COLUMNS = (
     "lock_expires_at",
     "saved_at",
 )
-
-
-class DuplicateCheckpointError(SnapshotError):
-    """A checkpoint row for that orchestrator, session and turn is stored already."""
-
-    def __init__(self, name: str, session_id: str, turn_index: int) -> None:
-        self.orchestrator_name = name
-        self.session_id = session_id
-        self.turn_index = turn_index
-        super().__init__(
-            f"orchestrator {name!r} has a checkpoint of session {session_id!r} turn "
-            f"{turn_index} already: checkpoints are append-only"
-        )
 
 
 def check_row(row: object) -> dict[str, Any]:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..stores.lazy import BuiltOnce, lazy_backends
-from .base import (
+from ..errors import (
     ConditionalSaveUnsupportedError,
     InvalidSnapshotError,
     SnapshotCorruptError,
-    SnapshotStore,
 )
+from ..stores.lazy import BuiltOnce, lazy_backends
+from .base import SnapshotStore
 
 if TYPE_CHECKING:
     from .db import DjangoSnapshotStore
@@ -42,15 +42,32 @@ _BACKENDS = {
     "RedisSnapshotStore": ".redis",
     "FileSnapshotStore": ".file",
     "SqliteSnapshotStore": ".sqlite",
+    # The contract's path for the checkpoint stores (CONTRACT §2), which build on this package:
+    # a layer above it, so reached only when asked for.
+    **dict.fromkeys(
+        [
+            "CheckpointStore",
+            "DjangoCheckpointStore",
+            "MemoryCheckpointStore",
+            "PostgresCheckpointStore",
+            "RedisCheckpointStore",
+        ],
+        "warlock_sessions.checkpoints",
+    ),
 }
 
 __all__ = [
+    "CheckpointStore",
     "ConditionalSaveUnsupportedError",
+    "DjangoCheckpointStore",
     "DjangoSnapshotStore",
     "FileSnapshotStore",
     "InvalidSnapshotError",
+    "MemoryCheckpointStore",
     "MemorySnapshotStore",
+    "PostgresCheckpointStore",
     "PostgresSnapshotStore",
+    "RedisCheckpointStore",
     "RedisSnapshotStore",
     "SnapshotCorruptError",
     "SnapshotStore",

@@ -20,19 +20,14 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ..engine.session import json_problem
-from ..errors import SnapshotConflictError, SnapshotError
+from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, SnapshotCorruptError
+
+# The snapshot stores' errors live in errors.py; importable from here as before.
+from ..errors import InvalidSnapshotError as InvalidSnapshotError
+from ..errors import SnapshotError as SnapshotError
 
 #: Longest key every backend accepts (the Django column's length).
 MAX_KEY_LENGTH = 255
-
-
-class InvalidSnapshotError(SnapshotError, ValueError):
-    """A snapshot no store can keep: not a JSON object, no usable ``runId``, or a value JSON
-    (or PostgreSQL's ``jsonb``) cannot hold."""
-
-
-class ConditionalSaveUnsupportedError(SnapshotError, TypeError):
-    """``save(..., expected_version=...)`` on a store that keeps no versions."""
 
 
 def check_key(key: object, what: str = "runId") -> str:
@@ -70,14 +65,6 @@ def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise SnapshotCorruptError(key, f"is a {type(value).__name__}, not an object")
     return value
-
-
-class SnapshotCorruptError(SnapshotError):
-    """A stored snapshot cannot be read back (a damaged file, a row written by hand)."""
-
-    def __init__(self, key: str, why: str) -> None:
-        self.key = key
-        super().__init__(f"the stored snapshot {key!r} {why}")
 
 
 class SnapshotStore(ABC):

@@ -11,12 +11,12 @@ from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ..errors import SnapshotError
+from ..errors import ConfigurationError, SnapshotError
 from ..models import Snapshot
 from .base import SnapshotStore
 
 
-class SnapshotInTransactionError(SnapshotError, ImproperlyConfigured):
+class SnapshotInTransactionError(SnapshotError, ConfigurationError, ImproperlyConfigured):
     """A snapshot saved inside a transaction (``ATOMIC_REQUESTS``, ``transaction.atomic()``):
     it would stay invisible until the transaction commits and vanish with it on a crash,
     which is when a run needs it."""

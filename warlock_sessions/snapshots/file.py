@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import InvalidSnapshotError, SnapshotCorruptError
 from ..stores.filesystem import (
     PrivateDirectory,
     file_name,
@@ -12,7 +13,7 @@ from ..stores.filesystem import (
     read_file,
     replace_file,
 )
-from .base import InvalidSnapshotError, SnapshotCorruptError, SnapshotStore
+from .base import SnapshotStore
 
 
 class FileSnapshotStore(PrivateDirectory, SnapshotStore):
