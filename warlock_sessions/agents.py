@@ -12,10 +12,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from django.core.signals import setting_changed
-from django.dispatch import receiver
-
-from .conf import SETTING_NAME, import_from_string, warlock_settings
+from .conf import SETTING_NAME, import_from_string, on_change, warlock_settings
 from .engine import Agent
 from .errors import AgentNotConfiguredError
 from .locks import InProcessLock, LeasedLock, SessionLock
@@ -131,10 +128,9 @@ def conversation_lock() -> SessionLock | None:
     return lock
 
 
-@receiver(setting_changed)
-def _forget_built(*, setting: str, **kwargs: Any) -> None:
-    if setting == SETTING_NAME:
-        get_agent.cache_clear()
-        get_model.cache_clear()
-        get_conversation_agent.cache_clear()
-        conversation_lock.cache_clear()
+@on_change
+def _forget_built() -> None:
+    get_agent.cache_clear()
+    get_model.cache_clear()
+    get_conversation_agent.cache_clear()
+    conversation_lock.cache_clear()

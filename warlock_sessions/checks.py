@@ -16,7 +16,11 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import router
 
+# The packages that say what their settings must name (conf.expect): imported here, so every
+# setting's whole rule is checked at start-up, whatever has been imported by then.
+from . import checkpoints, locks, permissions, snapshots, stores  # noqa: F401
 from .conf import DEFAULTS, SETTING_NAME, VALIDATORS, SettingError, configured_settings
+from .workflows import orchestrator  # noqa: F401
 
 
 def _setting(name: str) -> str:

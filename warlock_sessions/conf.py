@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -109,6 +110,62 @@ class SettingImportError(SettingError, ImportError):
     """An import string in a setting does not import."""
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What a setting naming a class (or, with ``instance``, objects) must name: a subclass of
+    ``base`` (not abstract, with ``concrete``). Said by the package that defines ``base``, a
+    layer above this one (``expect``), so these settings import none of those packages; the
+    system checks import them all, so every rule is applied at start-up."""
+
+    base: type
+    what: str
+    check_id: str
+    instance: bool = False
+    concrete: bool = False
+    hint: str = ""
+
+    def holds(self, found: Any) -> bool:
+        if self.instance:
+            return isinstance(found, self.base)
+        return (
+            inspect.isclass(found)
+            and issubclass(found, self.base)
+            and not (self.concrete and inspect.isabstract(found))
+        )
+
+
+#: Setting name -> what it must name, from the packages that define the bases.
+_EXPECTED: dict[str, Expected] = {}
+#: What the packages built from the settings forget when they change.
+_ON_CHANGE: list[Callable[[], None]] = []
+
+
+def expect(setting: str, expected: Expected) -> None:
+    """``setting`` must name what ``expected`` says (called by the package defining it)."""
+    _EXPECTED[setting] = expected
+    warlock_settings.forget(setting)  # read before the rule was known: read again
+
+
+def on_change(forget: Callable[[], None]) -> Callable[[], None]:
+    """``forget`` is called whenever ``WARLOCK_SESSIONS`` changes (a default built from it)."""
+    _ON_CHANGE.append(forget)
+    return forget
+
+
+def _as_expected(name: str, found: Any, value: Any) -> Any:
+    """``found`` if it is what ``name`` must name (as far as its package has said), else the
+    ``SettingError`` of that rule."""
+    expected = _EXPECTED.get(name)
+    if expected is not None and not expected.holds(found):
+        raise SettingError(
+            name,
+            f"= {value!r} is not {expected.what}",
+            check_id=expected.check_id,
+            hint=expected.hint,
+        )
+    return found
+
+
 def imported(value: Any, setting: str, check_id: str) -> Any:
     """``value`` itself, or what it names when it is an import string."""
     return import_from_string(value, setting, check_id) if isinstance(value, str) else value
@@ -158,15 +215,7 @@ def _mapping(name: str, value: Any) -> Any:
 
 
 def _store(name: str, value: Any) -> Any:
-    from .stores.base import Store
-
-    store_class = import_from_string(value, name) if isinstance(value, str) else value
-    if not (inspect.isclass(store_class) and issubclass(store_class, Store)):
-        raise SettingError(
-            name,
-            f"= {value!r} is not a warlock_sessions Store class",
-            check_id="warlock_sessions.E002",
-        )
+    store_class = _as_expected(name, imported(value, name, "warlock_sessions.E001"), value)
     if store_class.__name__ == "RedisStore" and importlib.util.find_spec("redis") is None:
         raise SettingError(
             name,
@@ -177,55 +226,25 @@ def _store(name: str, value: Any) -> Any:
     return store_class
 
 
-def _optional_class(base: Callable[[], type], what: str) -> Callable[[str, Any], Any]:
-    """A validator of an optional import string naming a subclass of ``base()`` (imported
-    only when the setting is read, so settings stay below the layers they name)."""
+def _optional_class(import_check: str) -> Callable[[str, Any], Any]:
+    """A validator of an optional import string naming what its package expects."""
 
     def validate(name: str, value: Any) -> Any:
         if value is None:
             return None
-        found = value
-        if isinstance(value, str):
-            found = import_from_string(value, name, "warlock_sessions.E020")
-        if not (inspect.isclass(found) and issubclass(found, base())):
-            raise SettingError(
-                name, f"= {value!r} is not a {what} class", check_id="warlock_sessions.E021"
-            )
-        return found
+        return _as_expected(name, imported(value, name, import_check), value)
 
     return validate
 
 
-def _snapshot_store_base() -> type:
-    from .snapshots.base import SnapshotStore
-
-    return SnapshotStore
-
-
-def _checkpoint_store_base() -> type:
-    from .checkpoints.base import CheckpointStore
-
-    return CheckpointStore
-
-
 def _orchestrators(name: str, value: Any) -> Any:
-    from .workflows.orchestrator import Orchestrator
-
     if not isinstance(value, list | tuple):
         raise SettingError(
             name, "must be a list of import strings", check_id="warlock_sessions.E022"
         )
-    found = []
-    for path in value:
-        orchestrator = imported(path, name, "warlock_sessions.E022")
-        if not isinstance(orchestrator, Orchestrator):
-            raise SettingError(
-                name,
-                f"holds {path!r}, which is not an Orchestrator",
-                check_id="warlock_sessions.E022",
-            )
-        found.append(orchestrator)
-    return found
+    return [
+        _as_expected(name, imported(path, name, "warlock_sessions.E022"), path) for path in value
+    ]
 
 
 def _conversation_agent(name: str, value: Any) -> Any:
@@ -238,19 +257,6 @@ def _conversation_agent(name: str, value: Any) -> Any:
             f"= {value!r} is neither a conversation agent (execute, stream, resume) nor a "
             "function returning one",
             check_id="warlock_sessions.E023",
-        )
-    return found
-
-
-def _conversation_lock(name: str, value: Any) -> Any:
-    from .locks import SessionLock
-
-    if value is None:
-        return None
-    found = imported(value, name, "warlock_sessions.E024")
-    if not (inspect.isclass(found) and issubclass(found, SessionLock)):
-        raise SettingError(
-            name, f"= {value!r} is not a SessionLock class", check_id="warlock_sessions.E024"
         )
     return found
 
@@ -306,35 +312,20 @@ def _deliver(name: str, value: Any) -> Any:
 
 
 def _permission(name: str, value: Any) -> Any:
-    from .permissions import SessionPolicy
-
-    policy = imported(value, name, "warlock_sessions.E015")
-    if not (
-        inspect.isclass(policy)
-        and issubclass(policy, SessionPolicy)
-        and not inspect.isabstract(policy)
-    ):
-        raise SettingError(
-            name,
-            f"= {value!r} is not a SessionPolicy class with every method",
-            check_id="warlock_sessions.E016",
-            hint="Subclass warlock_sessions.permissions.SessionPolicy (or OwnerOrStaff): the "
-            "API and the websockets both ask it can_see, can_act, visible and is_trusted.",
-        )
-    return policy
+    return _as_expected(name, imported(value, name, "warlock_sessions.E015"), value)
 
 
 #: Each setting's one validator, used when it is read and by the system checks.
 VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "STORE": _store,
     "STORE_OPTIONS": _store_options,
-    "SNAPSHOT_STORE": _optional_class(_snapshot_store_base, "SnapshotStore"),
+    "SNAPSHOT_STORE": _optional_class("warlock_sessions.E020"),
     "SNAPSHOT_STORE_OPTIONS": _store_options,
-    "CHECKPOINT_STORE": _optional_class(_checkpoint_store_base, "CheckpointStore"),
+    "CHECKPOINT_STORE": _optional_class("warlock_sessions.E020"),
     "CHECKPOINT_STORE_OPTIONS": _store_options,
     "ORCHESTRATORS": _orchestrators,
     "CONVERSATION_AGENT": _conversation_agent,
-    "CONVERSATION_LOCK": _conversation_lock,
+    "CONVERSATION_LOCK": _optional_class("warlock_sessions.E024"),
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),
@@ -390,6 +381,12 @@ class WarlockSettings:
             delattr(self, name)
         self._cached.clear()
 
+    def forget(self, name: str) -> None:
+        """Read ``name`` again next time."""
+        if name in self._cached:
+            self._cached.discard(name)
+            delattr(self, name)
+
 
 warlock_settings = WarlockSettings()
 
@@ -398,8 +395,5 @@ warlock_settings = WarlockSettings()
 def _reload_on_change(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTING_NAME:
         warlock_settings.reload()
-        from .snapshots import forget_default_snapshot_store
-        from .stores import forget_default_store
-
-        forget_default_store()
-        forget_default_snapshot_store()
+        for forget in _ON_CHANGE:
+            forget()

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from django.db import IntegrityError
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
-from .conf import warlock_settings
+from .conf import Expected, expect, warlock_settings
 from .errors import QuotaExceededError
 from .models import (
     Conversation,
@@ -276,3 +276,16 @@ class OwnerOrStaff(SessionPolicy):
 
 def _reads_all(user: Any) -> bool:
     return bool(user and (user.is_staff or user.has_perm("warlock_sessions.view_session")))
+
+
+expect(
+    "PERMISSION",
+    Expected(
+        SessionPolicy,
+        "a SessionPolicy class with every method",
+        "warlock_sessions.E016",
+        concrete=True,
+        hint="Subclass warlock_sessions.permissions.SessionPolicy (or OwnerOrStaff): the API "
+        "and the websockets both ask it can_see, can_act, visible and is_trusted.",
+    ),
+)

@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from typing import Any
 
+from ..conf import Expected, expect
 from ..engine.session import json_problem
 
 # The checkpoint stores' errors live in errors.py; importable from here as before.
@@ -103,3 +104,9 @@ class CheckpointStore(ABC):
 
     def schema(self) -> str:
         return ""
+
+
+expect(
+    "CHECKPOINT_STORE",
+    Expected(CheckpointStore, "a CheckpointStore class", "warlock_sessions.E021"),
+)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from ..conf import Expected, expect
 from ..errors import LeaseLostError, SessionLockAborted, SessionLockTimeout
 
 logger = logging.getLogger("warlock_sessions.locks")
@@ -196,3 +197,6 @@ class LeasedLock(SessionLock):
             return
         logger.warning("the lock on %r was lost while held", lease.key)
         lease.lost.set()
+
+
+expect("CONVERSATION_LOCK", Expected(SessionLock, "a SessionLock class", "warlock_sessions.E024"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..conf import on_change
 from ..errors import (
     ConditionalSaveUnsupportedError,
     InvalidSnapshotError,
@@ -96,5 +97,6 @@ def default_snapshot_store() -> SnapshotStore | None:
     return _default.get()
 
 
+@on_change
 def forget_default_snapshot_store() -> None:
     _default.forget()

@@ -19,6 +19,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any
 
+from ..conf import Expected, expect
 from ..engine.session import json_problem
 from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, SnapshotCorruptError
 
@@ -143,3 +144,6 @@ class SnapshotStore(ABC):
     def _keys(self, prefix: str) -> builtins.list[str]:
         """Keys that may start with ``prefix`` (the base filters exactly, so a backend may
         return more, e.g. when its own matching is case-insensitive)."""
+
+
+expect("SNAPSHOT_STORE", Expected(SnapshotStore, "a SnapshotStore class", "warlock_sessions.E021"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..conf import on_change
 from .base import Store
 from .lazy import BuiltOnce, lazy_backends
 
@@ -68,6 +69,7 @@ def default_store() -> Store:
     return _default.get()
 
 
+@on_change
 def forget_default_store() -> None:
     """Drop the shared default store; the next ``default_store()`` builds it again."""
     _default.forget()

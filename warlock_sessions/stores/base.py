@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from ..conf import Expected, expect
 from ..engine.session import (
     MAX_SESSION_ID_LENGTH,
     Session,
@@ -134,3 +135,6 @@ class Store(ABC):
     @abstractmethod
     def _remove(self, session_id: str) -> bool:
         """Remove the session; ``True`` if there was one."""
+
+
+expect("STORE", Expected(Store, "a warlock_sessions Store class", "warlock_sessions.E002"))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checkpoints import CheckpointStore
+from ..conf import Expected, expect
 from ..errors import OrchestratorDriftError, SupervisorFailedError
 from ..snapshots import SnapshotStore
 from .registry import register
@@ -221,3 +222,9 @@ def drain_configured() -> list[OrchestratorTurn]:
     for orchestrator in warlock_settings.ORCHESTRATORS:
         finished += orchestrator.drain()
     return finished
+
+
+expect(
+    "ORCHESTRATORS",
+    Expected(Orchestrator, "an Orchestrator", "warlock_sessions.E022", instance=True),
+)
