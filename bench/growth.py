@@ -41,7 +41,7 @@ def main() -> None:
     from bench.common import empty_session_tables
     from warlock_sessions.host import Host
     from warlock_sessions.models import SessionEvent
-    from warlock_sessions.realtime.consumers import SessionConsumer
+    from warlock_sessions.realtime.sessions import SessionConsumer
     from warlock_sessions.stores import DjangoStore
 
     empty_session_tables()

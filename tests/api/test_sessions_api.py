@@ -249,7 +249,7 @@ def test_unknown_session_and_filters() -> None:
 def test_the_list_counts_up_to_a_cap_and_says_when_it_stopped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from warlock_sessions.api import views
+    from warlock_sessions.api import sessions as views
     from warlock_sessions.testing.factories import SessionFactory
 
     staff = user("root", staff=True)

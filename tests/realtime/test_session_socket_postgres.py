@@ -19,7 +19,7 @@ from warlock_sessions.engine import Agent
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent, SessionOwner
 from warlock_sessions.permissions import OwnerOrStaff, SessionAccess
-from warlock_sessions.realtime.consumers import SessionConsumer
+from warlock_sessions.realtime.sessions import SessionConsumer
 
 from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
 

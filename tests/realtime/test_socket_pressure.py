@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.test import override_settings
 
 from warlock_sessions.realtime import base
-from warlock_sessions.realtime.consumers import SessionConsumer
+from warlock_sessions.realtime.sessions import SessionConsumer
 
 from .test_session_socket import SETTINGS, cookie_for, layer, refused, socket, until_turn
 

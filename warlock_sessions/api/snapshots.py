@@ -16,7 +16,7 @@ from ..snapshots.base import InvalidSnapshotError, check_key
 from . import schema
 from .base import WarlockViewSet
 from .errors import ApiError
-from .views import SessionPagination
+from .sessions import SessionPagination
 
 #: What each action needs besides staff.
 NEEDED = {"list": "view", "retrieve": "view", "destroy": "delete"}

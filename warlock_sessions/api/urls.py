@@ -7,8 +7,8 @@ from django.urls import URLPattern, URLResolver, include, path
 from rest_framework.routers import DefaultRouter
 
 from .conversations import ConversationViewSet
+from .sessions import SessionViewSet
 from .snapshots import SnapshotViewSet
-from .views import SessionViewSet
 
 router = DefaultRouter()
 router.include_format_suffixes = False  # a session id or snapshot key may end in ".json"

@@ -8,8 +8,8 @@ application = ProtocolTypeRouter({
 
 from django.urls import re_path
 
-from .consumers import SessionConsumer
 from .conversations import ConversationConsumer
+from .sessions import SessionConsumer
 from .shutdown import close_sockets_when_daphne_stops
 
 websocket_urlpatterns = [

@@ -1,0 +1,411 @@
+"""``ws/sessions/{id}/``: a chat UI's live connection to one session.
+
+The client sends ``{"type": "message", "text", "id"}`` (or ``event``/``start`` frames); every
+event of the session reaches it in ``seq`` order, each once: ``?after_seq=N`` replays the
+persisted log first, then the socket follows the session, through its channel-layer group and
+through the log itself (``realtime.follow``: within about a second, whatever the layer). Messages
+that wakes produce arrive on the same socket, even when a separate worker process fired them.
+
+Access: a client with an identity (a user, or an anonymous visitor's Django session) is accepted
+whatever the id, so the handshake tells nothing of whether a session exists. It follows the
+session only once it may see it: at once when it owns it (or is staff); for an id nobody uses,
+once its first frame has claimed it. A frame on a session it may not see closes the socket with
+4403, as a client without any identity is at the handshake. A bad frame gets an ``error`` event
+and the socket stays open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import DatabaseError
+
+from ..agents import default_agent_name, get_agent
+from ..conf import warlock_settings
+from ..engine import ProviderError, Session
+from ..errors import (
+    AgentNotConfiguredError,
+    InputNotAllowedError,
+    InvalidInputError,
+    QuotaExceededError,
+    SessionConflictError,
+)
+from ..host import Host, HostedTurn, group_name
+from ..host.events import event_frame
+from ..host.notify import apush
+from ..host.threads import in_worker_thread
+from ..host.wire import check_allowed, parse_turn, provider_failure, session_id_input
+from ..models import SessionEvent, SessionOwner
+from ..permissions import (
+    TURN_ACTION,
+    SessionAccess,
+    SessionPolicy,
+    claim_new_session,
+    claim_owner,
+    over_quota,
+    owner_fields,
+    release_claim,
+)
+from ..stores import Store, default_store
+from ..stores.loop_connections import loop_connection, loop_connections_available
+from .base import UNAUTHORISED, WarlockConsumer
+from .follow import log_follower
+
+logger = logging.getLogger("warlock_sessions.realtime")
+
+OWN_FRAMES_REMEMBERED = 64
+REPLAY_BATCH = 500
+
+
+class SessionConsumer(WarlockConsumer):
+    async def connect(self) -> None:
+        self.following = False
+        self.client = ""
+        self.last_seq = 0
+        #: Where the log ended when this socket, not following, last asked whether it may.
+        self.checked_seq = 0
+        #: The latest frames of this socket's own turns, by seq: their copies from the channel
+        #: layer are expected again; any other event numbered as one already sent is not.
+        self.own_frames: dict[int, dict[str, Any]] = {}
+        self.last_active = asyncio.get_running_loop().time()
+        self.sending = asyncio.Lock()
+        self.last_saved: Session | None = None
+        self.hosts: dict[str | None, Host] = {}
+        #: For an id nobody used at connect: the owner row's fields the first frame claims it
+        #: with on the event loop, when the store can and the policy admits such an owner.
+        self.claimant: dict[str, Any] | None = None
+        self.first_claimant: dict[str, Any] | None = None  # what a released claim re-arms
+        try:
+            self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
+        except InvalidInputError:
+            await self.refuse(UNAUTHORISED)  # as for any id it may not use
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        after = (query.get("after_seq") or ["0"])[0]
+        self.last_seq = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
+        self.group = group_name(self.session_id)
+        client, logged, self.is_trusted = await in_worker_thread(self.admitted)()
+        if not await self.admit(client):
+            return
+        if logged is not None:
+            await self.follow(logged)
+        else:
+            log_follower().follow(self)  # it may see the session once its owner starts it
+
+    async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
+        await self.unfollow()
+
+    # -- access ---------------------------------------------------------------------------------
+
+    def admitted(self) -> tuple[str | None, list[dict[str, Any]] | None, bool]:
+        """On connect, in one worker-thread call: who the client is (``None``: nobody, refused);
+        when it may see the session already, the logged events to replay (else ``None``); and
+        whether it may send what server code sends (the trust model)."""
+        client = self.identity()
+        if client is None:
+            return None, None, False
+        trusted = warlock_settings.PERMISSION().is_trusted(self.requester)
+        owner = self.current_owner()
+        store = default_store()
+        if owner is None and store.load(self.session_id) is None:
+            # Nobody uses the id: the first frame claims it. Who would own it is settled now,
+            # in this thread, so the claim itself can wait for the event loop.
+            self.claimant = self.first_claimant = self.prepared_claimant(store)
+            return client, None, trusted
+        logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
+        return client, logged, trusted
+
+    def prepared_claimant(self, store: Store) -> dict[str, Any] | None:
+        """The owner row's fields the first frame may claim the id with on the event loop, if
+        the store can and the policy decides from the owner alone and admits that owner."""
+        committer = store.committer().on_event_loop()
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        if (
+            committer is None
+            or not loop_connections_available(committer.using)
+            or not policy.decides_from_owner
+        ):
+            return None
+        owner_row = owner_fields(self.requester)
+        if over_quota(SessionOwner, owner_row, warlock_settings.MAX_SESSIONS_PER_OWNER):
+            return None  # the claim in a thread refuses it, with its reason
+        user = owner_row["user"]
+        fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
+        return (
+            fields if self.permitted(SessionOwner(session_id=self.session_id, **fields)) else None
+        )
+
+    def current_owner(self) -> SessionOwner | None:
+        return SessionOwner.objects.filter(session_id=self.session_id).first()
+
+    def permitted(self, owner: SessionOwner | None) -> bool:
+        """The HTTP policy, applied to the socket's user and Django session."""
+        access = SessionAccess(self.session_id, owner)
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        return policy.can_see(self.requester, access) and policy.can_act(
+            self.requester, TURN_ACTION, access
+        )
+
+    def claimed(self) -> tuple[bool, SessionOwner | None]:
+        """Claim the session if it does not exist yet and nobody owns it (a socket never takes
+        over a session that server code or staff made), then apply the policy. Returns whether
+        the client may send to it, and the owner row this claim made (if it made one)."""
+        store = default_store()
+        claim = claim_new_session(self.requester, self.session_id, store)
+        permitted = self.permitted(claim or self.current_owner())
+        if claim is not None and not permitted:
+            release_claim(claim, store)  # a claim the policy refuses is not kept
+            return False, None
+        return permitted, claim
+
+    def adopted(self) -> bool:
+        """Claim the session a turn of this socket has just made again, unless someone owns
+        it already; whether the client may still send to it."""
+        claim_owner(self.requester, self.session_id)
+        return self.may_see_now()
+
+    def may_see_now(self) -> bool:
+        return self.permitted(self.current_owner())
+
+    # -- delivery -------------------------------------------------------------------------------
+
+    async def follow(self, logged: list[dict[str, Any]] | None = None) -> None:
+        """Start following the session: its group, then the log past ``last_seq``."""
+        self.following = True
+        await self.group_add(self.group)
+        log_follower().follow(self)
+        await self.catch_up(logged)
+
+    async def unfollow(self) -> None:
+        if hasattr(self, "group"):
+            log_follower().unfollow(self)
+        if self.following:
+            self.following = False
+            await self.group_discard(self.group)
+
+    async def log_moved(self, latest: int) -> None:
+        """The log has events this socket has not sent (``realtime.follow``): send them, or,
+        for a socket that could not see the session before, check whether it may now (another
+        tab of the same visitor started it): once each time the log moves, so an idle socket
+        on someone else's session costs no more than an idle owner's."""
+        if self.following:
+            await self.catch_up()
+        elif latest > self.checked_seq:
+            self.checked_seq = latest
+            if await in_worker_thread(self.may_see_now)():
+                await self.follow()
+
+    def logged_after(self, seq: int) -> list[dict[str, Any]]:
+        rows = SessionEvent.objects.filter(session_id=self.session_id, seq__gt=seq).order_by("seq")
+        return [
+            event_frame({"seq": row.seq, "type": row.type, "payload": row.payload})
+            for row in rows[:REPLAY_BATCH]
+        ]
+
+    def still_logged_after(self, seq: int) -> list[dict[str, Any]] | None:
+        """``logged_after``, for a client that may still see the session (``None`` if not: it
+        was deleted and perhaps started again by someone else, and no notice reached us)."""
+        return self.logged_after(seq) if self.may_see_now() else None
+
+    async def catch_up(self, logged: list[dict[str, Any]] | None = None) -> None:
+        """Send everything the log holds past ``last_seq`` (starting with ``logged``, when the
+        caller has read the first batch already)."""
+        async with self.sending:
+            while self.following:
+                if logged is None:
+                    logged = await in_worker_thread(self.still_logged_after)(self.last_seq)
+                    if logged is None:
+                        await self.shut_out()
+                        return
+                events, logged = logged, None
+                for event in events:
+                    if event["seq"] > self.last_seq:
+                        await self.send_event(event)
+                if len(events) < REPLAY_BATCH:
+                    return
+
+    async def warlock_events(self, message: dict[str, Any]) -> None:
+        """Events pushed to the session's group after a commit."""
+        await self.deliver(message["events"])
+
+    async def warlock_forgotten(self, message: dict[str, Any]) -> None:
+        """The session was deleted: whatever comes under its id next is someone else's."""
+        await self.shut_out()
+
+    async def shut_out(self) -> None:
+        """Stop following the session and close: this client may not see it (any more)."""
+        await self.unfollow()
+        await self.close(code=UNAUTHORISED)
+
+    async def deliver(self, events: list[dict[str, Any]]) -> None:
+        """Send the frames this socket has not sent yet, in ``seq`` order; when they do not
+        follow on from the last one sent, the layer dropped something and the log has it."""
+        if not self.following:
+            return
+        events = sorted(events, key=lambda event: event["seq"])
+        if (
+            any(
+                event["seq"] <= self.last_seq and self.own_frames.get(event["seq"]) != event
+                for event in events
+            )
+            and not await in_worker_thread(self.may_see_now)()
+        ):
+            # Events numbered as ones already sent, and not this socket's own coming back: the
+            # session was deleted and its id used again, perhaps by someone else.
+            await self.shut_out()
+            return
+        if events and events[0]["seq"] > self.last_seq + 1:
+            await self.catch_up()
+            return
+        async with self.sending:
+            for event in events:
+                if event["seq"] == self.last_seq + 1:
+                    await self.send_event(event)
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        await self.send_json(event)
+        self.last_seq = event["seq"]
+        self.last_active = asyncio.get_running_loop().time()
+        if (
+            event["type"] == "turn"
+            and self.last_saved is not None
+            and event["version"] > self.last_saved["version"]
+        ):
+            self.last_saved = None  # another turn (a wake, another tab) moved the session on
+
+    # -- client frames ----------------------------------------------------------------------------
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        frame_type = content.get("type") if isinstance(content, dict) else None
+        if frame_type not in ("message", "event", "start"):
+            await self.error("invalid-input", 'a frame is {"type": "message"|"event"|"start", ...}')
+            return
+        fields = {
+            key: value for key, value in content.items() if key not in ("type", "context", "agent")
+        }
+        body = {frame_type: fields, **{k: content[k] for k in ("context", "agent") if k in content}}
+        try:
+            hosted = await self.apply(body)
+        except (InvalidInputError, AgentNotConfiguredError) as error:
+            await self.error("invalid-input", str(error))
+            return
+        except InputNotAllowedError as error:
+            await self.error("input-not-allowed", str(error))
+            return
+        except QuotaExceededError as error:
+            await self.error("quota-exceeded", str(error))
+            return
+        except SessionConflictError as error:
+            await self.error("session-conflict", f"{error} Send it again.")
+            return
+        except ProviderError as error:
+            await self.error(error.code, provider_failure(error))
+            return
+        if hosted is None:
+            await self.close(code=UNAUTHORISED)
+            return
+        # The next turn starts from this session instead of loading it (the save checks it is
+        # still current), and the turn's own events go out without a trip to the log.
+        self.last_saved = hosted.session if hosted.session.get("version") else None
+        frames = [event_frame(event) for event in hosted.events]
+        self.remember_own(frames)
+        await self.deliver(frames)
+
+    async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
+        """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
+        the client may not send to this session."""
+        self.last_active = asyncio.get_running_loop().time()
+        turn_input, context, agent = parse_turn(body)
+        if not self.is_trusted:
+            check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
+        claim = None
+        try:
+            if not self.following:
+                claim = await self.claim_on_loop()
+                if claim is None:
+                    permitted, claim = await in_worker_thread(self.claimed)()
+                    if not permitted:
+                        return None
+                # A session this frame just claimed did not exist: there is no log to replay.
+                await self.follow([] if claim is not None else None)
+            hosted = await self.host(agent).ahandle(
+                self.session_id, turn_input, context, last_saved=self.last_saved, push=False
+            )
+        except BaseException:
+            if claim is not None:  # the first turn failed: the claim goes with it
+                await self.release(claim)
+            raise
+        if claim is None and hosted.changed and hosted.session.get("version") == 1:
+            # This turn made the session the socket was following: it had been deleted (a
+            # prune, a deletion whose notice did not come). Its sender owns it now, as a
+            # first frame's would; its log starts again from seq 1.
+            if not await in_worker_thread(self.adopted)():
+                await self.unfollow()
+                return None
+            self.last_seq = 0
+            self.own_frames.clear()
+        if not self.alone_on_session():
+            await apush(self.session_id, hosted.events)
+        return hosted
+
+    def alone_on_session(self) -> bool:
+        """Whether no other socket can be following the session, so this one's own delivery is
+        all its turn's events need: on the in-memory layer, which never crosses processes, the
+        group lists every socket (asked after the commit, so a socket that joins later reads
+        the events from the log)."""
+        layer = self.channel_layer
+        if not isinstance(layer, InMemoryChannelLayer) or layer is not get_channel_layer():
+            return False  # apush sends through the default layer
+        try:
+            return set(layer.groups.get(self.group, ())) <= {self.channel_name}
+        except (AttributeError, RuntimeError, TypeError):  # the layer's insides changed: push
+            return False
+
+    async def claim_on_loop(self) -> SessionOwner | None:
+        """The claim of the id nobody used at connect, made on the event loop (no thread hop on
+        a chat's first turn); ``None`` when it could not be (the id is used by now, or there is
+        no prepared claimant): the claim in a worker thread decides."""
+        fields, self.claimant = self.claimant, None
+        committer = default_store().committer().on_event_loop()
+        if fields is None or committer is None:
+            return None
+        try:
+            async with loop_connection(committer.using) as connection:
+                if connection is None:
+                    return None
+                owner_id = await committer.aclaim(connection, self.session_id, **fields)
+        except DatabaseError:  # a user deleted meanwhile, a connection lost: as in a thread
+            logger.warning("could not claim %r on the event loop", self.session_id, exc_info=True)
+            return None
+        return (
+            None
+            if owner_id is None
+            else SessionOwner(pk=owner_id, session_id=self.session_id, **fields)
+        )
+
+    async def release(self, claim: SessionOwner) -> None:
+        """Undo this socket's claim after its first turn failed, and wait, as before it, for
+        the session to start (another tab may start it) or for its next frame to claim it."""
+        try:
+            await in_worker_thread(release_claim)(claim, default_store())
+        except Exception:  # the turn's own error is the one to report
+            logger.warning("could not release the claim on %r", self.session_id, exc_info=True)
+        self.claimant = self.first_claimant
+        await self.unfollow()
+        log_follower().follow(self)
+
+    def remember_own(self, frames: list[dict[str, Any]]) -> None:
+        self.own_frames.update((frame["seq"], frame) for frame in frames)
+        while len(self.own_frames) > OWN_FRAMES_REMEMBERED:
+            del self.own_frames[next(iter(self.own_frames))]  # the oldest: seqs only grow
+
+    def host(self, agent: str | None) -> Host:
+        """The host of ``agent``, made once per socket (a Host costs more than a turn's parse)."""
+        if agent not in self.hosts:
+            self.hosts[agent] = Host(agent)
+        return self.hosts[agent]
