@@ -24,7 +24,7 @@ from warlock_sessions.models import (
 )
 from warlock_sessions.stores.retention import Retention, prune
 from warlock_sessions.testing import run_blob
-from warlock_sessions.testing.factories import SessionFactory
+from warlock_sessions.testing.factories import OutboundMessageFactory, SessionFactory, WakeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,11 +41,9 @@ def events(session_id: str, count: int, days: int) -> None:
 
 
 def outbox(session_id: str, status: str, days: int, key: str) -> None:
-    OutboundMessage.objects.create(
+    OutboundMessageFactory(
         session_id=session_id,
         key=key,
-        kind="ai",
-        text="hi",
         status=status,
         deliver_after=aged(days),
         created_at=aged(days),
@@ -53,7 +51,7 @@ def outbox(session_id: str, status: str, days: int, key: str) -> None:
 
 
 def wake(session_id: str, status: str, days: int, key: str) -> None:
-    Wake.objects.create(
+    WakeFactory(
         session_id=session_id, key=key, status=status, due_at=aged(days), created_at=aged(days)
     )
 

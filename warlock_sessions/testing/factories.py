@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import factory
 from django.utils import timezone
 
 from ..engine.session import encode_session
-from ..models import Session, run_summary
+from ..models import (
+    AppliedInput,
+    Checkpoint,
+    Conversation,
+    ConversationMessage,
+    OutboundMessage,
+    Session,
+    SessionEvent,
+    SessionLockRow,
+    SessionOwner,
+    Snapshot,
+    Wake,
+    run_summary,
+)
 from .blobs import session_blob
 
 
@@ -35,3 +49,121 @@ class SessionFactory(factory.django.DjangoModelFactory):
     search_text = factory.LazyAttribute(lambda o: run_summary(o.session)["search_text"])
     created_at = factory.LazyFunction(timezone.now)
     updated_at = factory.LazyFunction(timezone.now)
+
+
+class OutboundMessageFactory(factory.django.DjangoModelFactory):
+    """An outbox row of a session, due now and pending unless told otherwise."""
+
+    class Meta:
+        model = OutboundMessage
+
+    session_id = factory.Sequence(lambda n: f"session-{n}")
+    key = factory.Sequence(lambda n: f"message-{n}")
+    kind = "ai"
+    text = "Hello!"
+    status = OutboundMessage.Status.PENDING
+    deliver_after = factory.LazyFunction(timezone.now)
+
+
+class WakeFactory(factory.django.DjangoModelFactory):
+    """A wake of a session, due now and pending unless told otherwise."""
+
+    class Meta:
+        model = Wake
+
+    session_id = factory.Sequence(lambda n: f"session-{n}")
+    key = factory.Sequence(lambda n: f"silence:reminder:{n}")
+    agent = ""
+    status = Wake.Status.PENDING
+    due_at = factory.LazyFunction(timezone.now)
+
+
+class SessionEventFactory(factory.django.DjangoModelFactory):
+    """An entry of a session's event log (``seq`` counts up per factory)."""
+
+    class Meta:
+        model = SessionEvent
+
+    session_id = factory.Sequence(lambda n: f"session-{n}")
+    seq = factory.Sequence(lambda n: n + 1)
+    type = "turn"
+    payload: dict[str, Any] = {}
+
+
+class AppliedInputFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = AppliedInput
+
+    session_id = factory.Sequence(lambda n: f"session-{n}")
+    input_key = factory.Sequence(lambda n: f"{n:064x}")
+
+
+class SessionOwnerFactory(factory.django.DjangoModelFactory):
+    """Who owns a session: an anonymous visitor by default (pass ``user=`` for a user)."""
+
+    class Meta:
+        model = SessionOwner
+
+    session_id = factory.Sequence(lambda n: f"session-{n}")
+    user = None
+    anonymous_key = factory.Sequence(lambda n: f"visitor-{n}")
+
+
+class SnapshotFactory(factory.django.DjangoModelFactory):
+    """A run's snapshot row (``DjangoSnapshotStore``): a completed workflow by default."""
+
+    class Meta:
+        model = Snapshot
+
+    key = factory.Sequence(lambda n: f"run-{n}")
+    payload = factory.LazyAttribute(lambda o: {"runId": o.key, "status": "completed"})
+    version = 1
+    saved_at = factory.LazyFunction(timezone.now)
+
+
+class CheckpointFactory(factory.django.DjangoModelFactory):
+    """One turn's checkpoint of an orchestrator's session (``DjangoCheckpointStore``)."""
+
+    class Meta:
+        model = Checkpoint
+
+    orchestrator_name = "orchestrator"
+    session_id = factory.Sequence(lambda n: f"session-{n}")
+    turn_index = 0
+    state: dict[str, Any] = {}
+    signature = "0" * 8
+    saved_at = factory.LazyFunction(timezone.now)
+
+
+class ConversationFactory(factory.django.DjangoModelFactory):
+    """A conversation's header (``DjangoConversationStore``), an anonymous visitor's."""
+
+    class Meta:
+        model = Conversation
+
+    id = factory.Sequence(lambda n: f"talk-{n}")
+    anonymous_key = factory.Sequence(lambda n: f"visitor-{n}")
+    created_at = factory.LazyFunction(timezone.now)
+    updated_at = factory.LazyFunction(timezone.now)
+
+
+class ConversationMessageFactory(factory.django.DjangoModelFactory):
+    """A message of a conversation, at the next position."""
+
+    class Meta:
+        model = ConversationMessage
+
+    conversation = factory.SubFactory(ConversationFactory)
+    position = factory.Sequence(lambda n: n)
+    message = factory.LazyAttribute(lambda o: {"role": "user", "content": "hello"})
+
+
+class SessionLockRowFactory(factory.django.DjangoModelFactory):
+    """A held ``DatabaseLock``, for a minute."""
+
+    class Meta:
+        model = SessionLockRow
+
+    key = factory.Sequence(lambda n: f"lock-{n}")
+    token = factory.Sequence(lambda n: f"{n:032x}")
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(minutes=1))
