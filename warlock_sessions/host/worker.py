@@ -4,8 +4,10 @@ the ``Worker`` loop behind ``manage.py warlock_worker``.
 Several workers may run at once. A due row is claimed with ``SELECT … FOR UPDATE SKIP LOCKED``
 where the database has it (PostgreSQL), else by compare-and-set on its lease (``UPDATE … WHERE
 lease_until < now``, as django-q2 does on SQLite); the lease keeps others off it while it is
-worked on. Rows are claimed one at a time, just before they are worked on: a worker killed
-mid-batch strands one row for ``LEASE_SECONDS``, not the batch. A wake is fired through
+worked on. Wakes are claimed a session at a time (one statement on PostgreSQL), outbox rows
+one at a time, just before they are worked on: a worker killed mid-batch strands the wakes of
+the session in hand for ``LEASE_SECONDS``, not its batch, and two workers seldom fire wakes of
+one session at once. A wake is fired through
 ``Host.handle``, so a second fire of the same wake can only meet ``stale-wake`` or a version
 conflict: each wake takes effect exactly once.
 
@@ -26,6 +28,7 @@ from typing import Any, TypeVar
 
 from django.db import connections, models, router, transaction
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from .. import signals
@@ -50,14 +53,33 @@ def _backoff(attempts: int) -> timedelta:
 
 
 def claim(
-    model: type[RowT], due: Q, limit: int, *, using: str | None = None, now: datetime | None = None
+    model: type[RowT],
+    due: Q,
+    limit: int,
+    *,
+    using: str | None = None,
+    now: datetime | None = None,
+    order: str = "pk",
+    one_session: bool = False,
 ) -> list[RowT]:
-    """Lease up to ``limit`` rows of ``model`` matching ``due`` whose lease has run out."""
+    """Lease up to ``limit`` rows of ``model`` matching ``due`` whose lease has run out, the
+    first by ``order`` (a column the due index leads with: the search then starts at the due
+    rows instead of walking past every row fired before). With ``one_session``, only rows of
+    the first one's session (on PostgreSQL, in the same statement)."""
     now = now or timezone.now()
     using = using or router.db_for_write(model)
     lease_until = now + timedelta(seconds=warlock_settings.LEASE_SECONDS)
     free = due & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-    rows = model._default_manager.using(using).filter(free).order_by("pk")
+    rows = model._default_manager.using(using).filter(free).order_by(order, "pk")
+    if connections[using].vendor == "postgresql":
+        if one_session:  # the session of the first free row, picked as the rows are locked
+            first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
+            rows = rows.filter(session_id=RawSQL(f"{first} FOR UPDATE SKIP LOCKED", params))
+        leased = _lease_in_one_statement(rows, limit, lease_until, using)
+        return list(model._default_manager.using(using).filter(pk__in=leased).order_by(order, "pk"))
+    if one_session:
+        first_session = rows.values_list("session_id", flat=True).first()
+        rows = rows.filter(session_id=first_session)
     if connections[using].features.has_select_for_update_skip_locked:
         with transaction.atomic(using=using):
             claimed = list(rows.select_for_update(skip_locked=True)[:limit])
@@ -73,7 +95,27 @@ def claim(
         if model._default_manager.using(using).filter(free, pk=pk).update(lease_until=lease_until)
         == 1
     ]
-    return list(model._default_manager.using(using).filter(pk__in=won).order_by("pk"))
+    return list(model._default_manager.using(using).filter(pk__in=won).order_by(order, "pk"))
+
+
+def _lease_in_one_statement(
+    rows: models.QuerySet[Any], limit: int, lease_until: datetime, using: str
+) -> list[Any]:
+    """PostgreSQL: ``UPDATE … SET lease_until WHERE pk IN (SELECT … LIMIT n FOR UPDATE SKIP
+    LOCKED) RETURNING pk``; one round trip, no transaction of its own (a worker claims one row
+    before each it fires). The keys leased."""
+    connection = connections[using]
+    inner, params = rows.values("pk")[:limit].query.get_compiler(using).as_sql()
+    meta = rows.model._meta
+    quote = connection.ops.quote_name
+    pk = quote(meta.pk.column)
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {quote('lease_until')} = %s "
+        f"WHERE {pk} IN ({inner} FOR UPDATE SKIP LOCKED) RETURNING {pk}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [lease_until, *params])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _give_up_or_retry(
@@ -94,19 +136,33 @@ def _give_up_or_retry(
 def run_due_wakes(
     limit: int = 100, *, using: str | None = None, should_stop: Callable[[], bool] = lambda: False
 ) -> int:
-    """Fire up to ``limit`` due wakes, each claimed just before it is fired; returns how many
-    were fired. For cron, Celery or tasks."""
+    """Fire up to ``limit`` due wakes, claimed a session at a time just before they are fired
+    (the first due wake, then the other due wakes of its session): a worker killed meanwhile
+    strands only that session's wakes, and two workers seldom fire wakes of one session at
+    once (they would race to its save). Returns how many were fired. For cron, Celery or
+    tasks."""
     hosts: dict[str, Host] = {}
     fired = 0
     while fired < limit and not should_stop():
         now = timezone.now()
         due = Q(status=Wake.Status.PENDING, due_at__lte=now)
-        wakes = claim(Wake, due, 1, using=using, now=now)
+        wakes = claim(
+            Wake, due, limit - fired, using=using, now=now, order="due_at", one_session=True
+        )
         if not wakes:
             break
-        fire_wake(wakes[0], hosts)
-        fired += 1
+        for index, wake in enumerate(wakes):
+            if should_stop():
+                _hand_back_all(wakes[index:])
+                return fired
+            fire_wake(wake, hosts)
+            fired += 1
     return fired
+
+
+def _hand_back_all(rows: list[Wake]) -> None:
+    for row in rows:
+        _hand_back(row)
 
 
 def _hand_back(row: Wake | OutboundMessage) -> None:
@@ -180,7 +236,7 @@ def deliver_due_messages(limit: int = 100, *, using: str | None = None) -> int:
     due = Q(status=OutboundMessage.Status.PENDING, deliver_after__lte=now)
     delivered = 0
     while delivered < limit:
-        messages = claim(OutboundMessage, due, 1, using=using, now=now)
+        messages = claim(OutboundMessage, due, 1, using=using, now=now, order="deliver_after")
         if not messages:
             break
         deliver_message(messages[0], deliver)
