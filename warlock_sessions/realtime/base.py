@@ -101,9 +101,8 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         sources = [receive]
         if self.channel_layer is not None:
             try:
-                self.channel_name = await asyncio.wait_for(
-                    self.channel_layer.new_channel(), LAYER_TIMEOUT
-                )
+                async with asyncio.timeout(LAYER_TIMEOUT):  # no task of its own, as wait_for
+                    self.channel_name = await self.channel_layer.new_channel()
             except Exception as error:
                 layer_outage.failed(error)
                 self.channel_layer = None
