@@ -142,6 +142,29 @@ def test_bad_rows_are_refused(store: CheckpointStore, bad: dict[str, Any]) -> No
         store.save(bad)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda store: store.load("", "s"),
+        lambda store: store.load("support", ""),
+        lambda store: store.load("support", "x" * 300),
+        lambda store: store.delete("support", None),
+        lambda store: store.list("", None),
+        lambda store: store.list("support", 5),
+        lambda store: store.prune("support", "s", -1),
+        lambda store: store.prune("support", "\x00", 1),
+    ],
+)
+def test_every_store_refuses_bad_keys_alike_and_names_a_checkpoint(
+    store: CheckpointStore, call: Any
+) -> None:
+    """Checked once, in the base (as the snapshot stores are): the memory store once answered
+    ``None`` where the others raised, and the error spoke of a snapshot."""
+    with pytest.raises(InvalidSnapshotError) as refused:
+        call(store)
+    assert "snapshot" not in str(refused.value)
+
+
 @needs_redis
 def test_redis_layout_ttl_and_names() -> None:
     import redis

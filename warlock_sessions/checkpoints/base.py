@@ -48,8 +48,8 @@ def check_row(row: object) -> dict[str, Any]:
     if unknown:
         raise InvalidSnapshotError(f"a checkpoint row has no column {unknown[0]!r}")
     checked = {column: row.get(column) for column in COLUMNS}
-    check_key(checked["orchestrator_name"], "orchestrator_name")
-    check_key(checked["session_id"], "session_id")
+    check_key(checked["orchestrator_name"], "orchestrator_name", "checkpoint")
+    check_key(checked["session_id"], "session_id", "checkpoint")
     turn = checked["turn_index"]
     if type(turn) is not int or turn < 0:
         raise InvalidSnapshotError(f"turn_index is a whole number >= 0, not {turn!r}")
@@ -82,28 +82,60 @@ def decode_route(stored: str | None) -> str | list[str] | None:
 
 
 class CheckpointStore(ABC):
-    @abstractmethod
+    """An orchestrator's per-session turns, appended. The checks are made once, here, as the
+    snapshot stores' are: a backend implements ``_load``, ``_save`` (a checked row),
+    ``_delete``, ``_list`` and ``_prune``."""
+
     def load(self, name: str, session_id: str) -> dict[str, Any] | None:
         """The row with the highest ``turn_index``, or ``None``."""
+        return self._load(*_keys(name, session_id))
 
-    @abstractmethod
     def save(self, row: dict[str, Any]) -> None:
         """Append a row; a stored turn raises ``DuplicateCheckpointError``."""
+        self._save(check_row(row))
 
-    @abstractmethod
     def delete(self, name: str, session_id: str) -> None:
         """Delete every row of the session (none is fine)."""
+        self._delete(*_keys(name, session_id))
 
-    @abstractmethod
     def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
         """The sessions with rows, sorted; only those starting with ``prefix`` (exactly)."""
+        check_key(name, "orchestrator_name", "checkpoint")
+        if prefix is not None and not isinstance(prefix, str):
+            raise InvalidSnapshotError(f"a checkpoint prefix is text, not {prefix!r:.60}")
+        return self._list(name, prefix)
 
-    @abstractmethod
     def prune(self, name: str, session_id: str, keep_before: int) -> None:
         """Delete the session's turns before ``keep_before``."""
+        if type(keep_before) is not int or keep_before < 0:
+            raise InvalidSnapshotError(f"keep_before is a whole number >= 0, not {keep_before!r}")
+        self._prune(*_keys(name, session_id), keep_before)
 
     def schema(self) -> str:
         return ""
+
+    @abstractmethod
+    def _load(self, name: str, session_id: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    def _save(self, row: dict[str, Any]) -> None:
+        """Append ``row``, checked (every column present)."""
+
+    @abstractmethod
+    def _delete(self, name: str, session_id: str) -> None: ...
+
+    @abstractmethod
+    def _list(self, name: str, prefix: str | None) -> builtins.list[str]: ...
+
+    @abstractmethod
+    def _prune(self, name: str, session_id: str, keep_before: int) -> None: ...
+
+
+def _keys(name: object, session_id: object) -> tuple[str, str]:
+    return (
+        check_key(name, "orchestrator_name", "checkpoint"),
+        check_key(session_id, "session_id", "checkpoint"),
+    )
 
 
 expect(

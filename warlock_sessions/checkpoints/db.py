@@ -13,7 +13,6 @@ from .base import (
     COLUMNS,
     CheckpointStore,
     DuplicateCheckpointError,
-    check_row,
 )
 
 _MOMENTS = ("lock_acquired_at", "lock_expires_at", "saved_at")
@@ -30,7 +29,7 @@ class DjangoCheckpointStore(CheckpointStore):
         rows = Checkpoint.objects.using(self.using).filter(orchestrator_name=name)
         return rows if session_id is None else rows.filter(session_id=session_id)
 
-    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+    def _load(self, name: str, session_id: str) -> dict[str, Any] | None:
         row = self._rows(name, session_id).order_by("-turn_index").values(*COLUMNS).first()
         if row is None:
             return None
@@ -39,8 +38,8 @@ class DjangoCheckpointStore(CheckpointStore):
                 row[column] = row[column].isoformat()
         return dict(row)
 
-    def save(self, row: dict[str, Any]) -> None:
-        checked = check_row(row)
+    def _save(self, row: dict[str, Any]) -> None:
+        checked = row
         values = dict(checked)
         for column in _MOMENTS:
             if isinstance(values[column], str):
@@ -53,15 +52,15 @@ class DjangoCheckpointStore(CheckpointStore):
                 checked["orchestrator_name"], checked["session_id"], checked["turn_index"]
             ) from None
 
-    def delete(self, name: str, session_id: str) -> None:
+    def _delete(self, name: str, session_id: str) -> None:
         self._rows(name, session_id).delete()
 
-    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+    def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         rows = self._rows(name)
         if prefix:
             rows = rows.filter(session_id__startswith=prefix)
         found = rows.values_list("session_id", flat=True).distinct()
         return sorted(sid for sid in found if sid.startswith(prefix or ""))
 
-    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+    def _prune(self, name: str, session_id: str, keep_before: int) -> None:
         self._rows(name, session_id).filter(turn_index__lt=keep_before).delete()

@@ -7,7 +7,7 @@ import copy
 import threading
 from typing import Any
 
-from .base import CheckpointStore, DuplicateCheckpointError, check_row
+from .base import CheckpointStore, DuplicateCheckpointError
 
 
 class MemoryCheckpointStore(CheckpointStore):
@@ -15,13 +15,13 @@ class MemoryCheckpointStore(CheckpointStore):
         self._rows: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
-    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+    def _load(self, name: str, session_id: str) -> dict[str, Any] | None:
         with self._lock:
             turns = self._rows.get((name, session_id))
             return copy.deepcopy(turns[max(turns)]) if turns else None
 
-    def save(self, row: dict[str, Any]) -> None:
-        checked = copy.deepcopy(check_row(row))
+    def _save(self, row: dict[str, Any]) -> None:
+        checked = copy.deepcopy(row)
         name, session_id, turn = (
             checked["orchestrator_name"],
             checked["session_id"],
@@ -33,17 +33,17 @@ class MemoryCheckpointStore(CheckpointStore):
                 raise DuplicateCheckpointError(name, session_id, turn)
             turns[turn] = checked
 
-    def delete(self, name: str, session_id: str) -> None:
+    def _delete(self, name: str, session_id: str) -> None:
         with self._lock:
             self._rows.pop((name, session_id), None)
 
-    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+    def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         with self._lock:
             return sorted(
                 sid for (owner, sid) in self._rows if owner == name and sid.startswith(prefix or "")
             )
 
-    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+    def _prune(self, name: str, session_id: str, keep_before: int) -> None:
         with self._lock:
             turns = self._rows.get((name, session_id))
             if turns is None:

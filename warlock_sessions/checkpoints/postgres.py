@@ -12,7 +12,6 @@ from .base import (
     COLUMNS,
     CheckpointStore,
     DuplicateCheckpointError,
-    check_row,
     decode_route,
     encode_route,
 )
@@ -42,7 +41,7 @@ class PostgresCheckpointStore(CheckpointStore):
             "(orchestrator_name, session_id, turn_index DESC);"
         )
 
-    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+    def _load(self, name: str, session_id: str) -> dict[str, Any] | None:
         with cursor_on(self.connection) as cursor:
             cursor.execute(
                 f"SELECT {', '.join(COLUMNS)} FROM {self.table} WHERE orchestrator_name = %s "
@@ -61,10 +60,10 @@ class PostgresCheckpointStore(CheckpointStore):
                 row[column] = row[column].isoformat()
         return row
 
-    def save(self, row: dict[str, Any]) -> None:
+    def _save(self, row: dict[str, Any]) -> None:
         import psycopg
 
-        checked = check_row(row)
+        checked = row
         values = [checked[column] for column in COLUMNS]
         values[COLUMNS.index("state")] = json.dumps(checked["state"], ensure_ascii=False)
         values[COLUMNS.index("last_route")] = encode_route(checked["last_route"])
@@ -85,13 +84,13 @@ class PostgresCheckpointStore(CheckpointStore):
             cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
 
-    def delete(self, name: str, session_id: str) -> None:
+    def _delete(self, name: str, session_id: str) -> None:
         self._run(
             f"DELETE FROM {self.table} WHERE orchestrator_name = %s AND session_id = %s",
             (name, session_id),
         )
 
-    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+    def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         rows = self._run(
             f"SELECT DISTINCT session_id FROM {self.table} WHERE orchestrator_name = %s "
             "AND session_id LIKE %s ESCAPE '\\'",
@@ -99,7 +98,7 @@ class PostgresCheckpointStore(CheckpointStore):
         )
         return sorted(row[0] for row in rows)
 
-    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+    def _prune(self, name: str, session_id: str, keep_before: int) -> None:
         self._run(
             f"DELETE FROM {self.table} WHERE orchestrator_name = %s AND session_id = %s "
             "AND turn_index < %s",

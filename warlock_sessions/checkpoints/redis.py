@@ -8,7 +8,7 @@ from typing import Any
 
 from ..snapshots.base import InvalidSnapshotError
 from ..stores.redis import REDIS_URL, RedisConnected, fails_closed, redis_module
-from .base import CheckpointStore, DuplicateCheckpointError, check_row
+from .base import CheckpointStore, DuplicateCheckpointError
 
 # Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one
 # step, so two writers of one session cannot both add a turn (or lose each other's). The new
@@ -68,13 +68,13 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
         return rows
 
     @fails_closed
-    def load(self, name: str, session_id: str) -> dict[str, Any] | None:
+    def _load(self, name: str, session_id: str) -> dict[str, Any] | None:
         rows = self._rows(name, session_id)
         return max(rows, key=lambda row: row["turn_index"]) if rows else None
 
     @fails_closed
-    def save(self, row: dict[str, Any]) -> None:
-        checked = check_row(row)
+    def _save(self, row: dict[str, Any]) -> None:
+        checked = row
         name, session_id = checked["orchestrator_name"], checked["session_id"]
         appended = self._append(
             keys=[self._document(name, session_id), self._index(name)],
@@ -89,18 +89,18 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
             raise DuplicateCheckpointError(name, session_id, checked["turn_index"])
 
     @fails_closed
-    def delete(self, name: str, session_id: str) -> None:
+    def _delete(self, name: str, session_id: str) -> None:
         self.client.delete(self._document(name, session_id))
         self.client.srem(self._index(name), session_id)
 
     @fails_closed
-    def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
+    def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         members = self.client.smembers(self._index(name))
         found = (m.decode() if isinstance(m, bytes) else m for m in members)
         return sorted(sid for sid in found if sid.startswith(prefix or ""))
 
     @fails_closed
-    def prune(self, name: str, session_id: str, keep_before: int) -> None:
+    def _prune(self, name: str, session_id: str, keep_before: int) -> None:
         """Rewrite the session's document without the old turns, under ``WATCH``: a turn
         appended meanwhile makes the rewrite start over instead of losing that turn."""
         document = self._document(name, session_id)

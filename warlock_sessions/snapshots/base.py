@@ -31,16 +31,17 @@ from ..errors import SnapshotError as SnapshotError
 MAX_KEY_LENGTH = 255
 
 
-def check_key(key: object, what: str = "runId") -> str:
+def check_key(key: object, what: str = "runId", kind: str = "snapshot") -> str:
+    """``key`` if a ``kind`` (a snapshot, a checkpoint) may be stored under it."""
     if not isinstance(key, str) or not key:
-        raise InvalidSnapshotError(f"a snapshot's {what} must be non-empty text, not {key!r:.60}")
+        raise InvalidSnapshotError(f"a {kind}'s {what} must be non-empty text, not {key!r:.60}")
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidSnapshotError(
-            f"a snapshot's {what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
+            f"a {kind}'s {what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
         )
     problem = json_problem(key)
     if problem is not None:
-        raise InvalidSnapshotError(f"a snapshot's {what} {problem[1]}")
+        raise InvalidSnapshotError(f"a {kind}'s {what} {problem[1]}")
     return key
 
 
