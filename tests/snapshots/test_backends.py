@@ -263,3 +263,26 @@ def test_a_key_whose_file_name_and_temp_name_would_not_fit_is_refused(tmp_path: 
     assert store.load("k" * 215) == {"runId": "k" * 215}
     with pytest.raises(InvalidSnapshotError, match="over 220 bytes"):
         store.save({"runId": "k" * 231})
+
+
+@needs_redis
+def test_the_redis_classes_take_a_server_alike_and_ttls_in_float_seconds() -> None:
+    """One shape for all four (issue 24): exactly one of ``client`` or ``url`` (none guesses
+    a server), and a TTL in seconds that may have a fraction."""
+    import redis
+
+    from warlock_sessions.checkpoints import RedisCheckpointStore
+    from warlock_sessions.locks import RedisLock
+    from warlock_sessions.snapshots import RedisSnapshotStore
+    from warlock_sessions.stores import RedisStore
+
+    for redis_class in (RedisStore, RedisSnapshotStore, RedisCheckpointStore, RedisLock):
+        with pytest.raises(ValueError, match="exactly one of client= or url="):
+            redis_class()
+    client = redis.Redis.from_url(REDIS_URL)
+    run = f"r-{uuid.uuid4().hex}"
+    try:
+        RedisSnapshotStore(url=REDIS_URL, prefix="app:snap:", ttl=1.5).save({"runId": run})
+        assert 0 < client.pttl(f"app:snap:{run}") <= 1500
+    finally:
+        client.delete(f"app:snap:{run}")

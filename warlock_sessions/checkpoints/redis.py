@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..snapshots.base import InvalidSnapshotError
-from ..stores.redis import REDIS_URL, RedisConnected, fails_closed, redis_module
+from ..stores.redis import RedisConnected, fails_closed, redis_module
 from .base import CheckpointStore, DuplicateCheckpointError
 
 # Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one
@@ -27,12 +27,12 @@ else
 end
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
-  redis.call('SET', KEYS[1], written, 'EX', ttl)
+  redis.call('SET', KEYS[1], written, 'PX', ttl)
 else
   redis.call('SET', KEYS[1], written)
 end
 redis.call('SADD', KEYS[2], ARGV[3])
-if ttl > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 """
 
@@ -47,9 +47,9 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
         self,
         client: Any = None,
         *,
-        url: str = REDIS_URL,
+        url: str | None = None,
         prefix: str = "warlock:orchestrator",
-        ttl: int | None = None,
+        ttl: float | None = None,
     ) -> None:
         super().__init__(client, url=url, prefix=prefix, ttl=ttl)
         self._append = self.client.register_script(_APPEND)
@@ -80,7 +80,7 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
             keys=[self._document(name, session_id), self._index(name)],
             args=[
                 json.dumps(checked, ensure_ascii=False),
-                self.ttl or 0,
+                self.ttl_ms,
                 session_id,
                 checked["turn_index"],
             ],
@@ -114,7 +114,7 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
                     pipe.multi()
                     if kept:
                         text = json.dumps({"rows": kept}, ensure_ascii=False)
-                        pipe.set(document, text, ex=self.ttl)
+                        pipe.set(document, text, px=self.ttl_ms or None)
                     else:
                         pipe.delete(document)
                         pipe.srem(self._index(name), session_id)

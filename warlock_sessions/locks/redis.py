@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stores.redis import REDIS_URL, fails_closed, redis_module
+from ..stores.redis import fails_closed, redis_client
 from .base import LeasedLock
 
 _RENEW = """
@@ -29,13 +29,13 @@ class RedisLock(LeasedLock):
         self,
         client: Any = None,
         *,
-        url: str = REDIS_URL,
+        url: str | None = None,
         prefix: str = "warlock:lock:",
         ttl: float = 30.0,
         timeout: float | None = None,
     ) -> None:
         super().__init__(ttl=ttl, timeout=timeout)
-        self.client = client if client is not None else redis_module().Redis.from_url(url)
+        self.client = redis_client(client, url, "RedisLock")
         self.prefix = prefix
         self._renew_script = self.client.register_script(_RENEW)
         self._release_script = self.client.register_script(_RELEASE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..stores.redis import REDIS_URL, RedisConnected, fails_closed
+from ..stores.redis import RedisConnected, fails_closed
 from .base import SnapshotStore
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
@@ -18,16 +18,16 @@ def glob_escape(text: str) -> str:
 
 class RedisSnapshotStore(RedisConnected, SnapshotStore):
     """Each snapshot is the JSON string at ``prefix + key`` (default
-    ``warlock:supervisor:snapshot:``), set with ``EX ttl`` when ``ttl`` (seconds) is given.
+    ``warlock:supervisor:snapshot:``), set with ``PX`` when ``ttl`` (seconds, a float) is given.
     ``list`` walks ``SCAN MATCH``, never ``KEYS``, so it never blocks the server."""
 
     def __init__(
         self,
         client: Any = None,
         *,
-        url: str = REDIS_URL,
+        url: str | None = None,
         prefix: str = "warlock:supervisor:snapshot:",
-        ttl: int | None = None,
+        ttl: float | None = None,
     ) -> None:
         super().__init__(client, url=url, prefix=prefix, ttl=ttl)
 
@@ -38,7 +38,7 @@ class RedisSnapshotStore(RedisConnected, SnapshotStore):
 
     @fails_closed
     def _write(self, key: str, text: str, expected: int | None) -> None:
-        self.client.set(self.prefix + key, text, ex=self.ttl)
+        self.client.set(self.prefix + key, text, px=self.ttl_ms or None)
 
     @fails_closed
     def _remove(self, key: str) -> None:

@@ -60,9 +60,6 @@ def redis_module() -> Any:
     return redis
 
 
-#: Where the run stores (snapshots, checkpoints) connect when given neither client nor url.
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
 
 class RedisStore(Store):
     """Each session is the hash ``<prefix><id>`` with fields ``version`` and ``blob`` (JSON text).
@@ -80,11 +77,9 @@ class RedisStore(Store):
         prefix: str = "warlock:session:",
         ttl: float | None = None,
     ) -> None:
-        if (client is None) == (url is None):
-            raise ValueError("RedisStore needs exactly one of client= or url=")
         if ttl is not None and ttl <= 0:
             raise ValueError(f"ttl must be a positive number of seconds, not {ttl!r}")
-        self.client = client if client is not None else redis_module().Redis.from_url(url)
+        self.client = redis_client(client, url, "RedisStore")
         self.prefix = prefix
         self.ttl_ms = round(ttl * 1000) if ttl else 0
         self._save_script = self.client.register_script(_SAVE_SCRIPT)
@@ -113,15 +108,28 @@ class RedisStore(Store):
         return bool(self.client.delete(self._key(session_id)))
 
 
+def redis_client(client: Any, url: str | None, who: str) -> Any:
+    """The client every Redis class is given: ``client``, or one made from ``url``; exactly
+    one of them (none guesses a server)."""
+    if (client is None) == (url is None):
+        raise ValueError(f"{who} needs exactly one of client= or url=")
+    return client if client is not None else redis_module().Redis.from_url(url)
+
+
 class RedisConnected:
-    """What the Redis snapshot and checkpoint stores share: a client (given, or made from
-    ``url``), a key prefix and an optional TTL in seconds."""
+    """What the Redis snapshot and checkpoint stores share: a client (``client`` or ``url``,
+    as every Redis class takes it), a key prefix and an optional TTL in seconds (a float, as
+    ``RedisStore``'s and ``RedisLock``'s)."""
 
     def __init__(
-        self, client: Any = None, *, url: str = REDIS_URL, prefix: str, ttl: int | None = None
+        self, client: Any = None, *, url: str | None = None, prefix: str, ttl: float | None = None
     ) -> None:
-        if ttl is not None and (type(ttl) is not int or ttl <= 0):
-            raise ValueError(f"ttl is a whole number of seconds > 0, not {ttl!r}")
-        self.client = client if client is not None else redis_module().Redis.from_url(url)
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
+            raise ValueError(f"ttl is a number of seconds > 0, not {ttl!r}")
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl is a number of seconds > 0, not {ttl!r}")
+        self.client = redis_client(client, url, type(self).__name__)
         self.prefix = prefix
         self.ttl = ttl
+        #: The TTL as Redis' PX takes it (0: none).
+        self.ttl_ms = max(1, round(ttl * 1000)) if ttl is not None else 0
