@@ -60,7 +60,6 @@ def redis_module() -> Any:
     return redis
 
 
-
 class RedisStore(Store):
     """Each session is the hash ``<prefix><id>`` with fields ``version`` and ``blob`` (JSON text).
 
