@@ -20,7 +20,6 @@ from ..errors import (
     SnapshotConflictError,
 )
 from ..snapshots import SnapshotStore
-from ..stores.pool import give_back_connection
 from ..workflows.runs import now_iso
 
 RECORD_TYPE = "conversation-session"
@@ -160,9 +159,7 @@ class RecordConversationStore:
         self.store.delete(f"session:{id}")
 
     def idle(self) -> None:
-        using = getattr(self.store, "using", None)  # the Django snapshot store's database
-        if isinstance(using, str):
-            give_back_connection(using)
+        self.store.idle()
 
 
 def appended(

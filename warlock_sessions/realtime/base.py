@@ -169,18 +169,16 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
 
     async def group_add(self, group: str) -> None:
         """Join ``group`` on the layer, if the socket has one and the layer answers."""
-        if self.channel_layer is None:
-            return
-        try:
-            await self.channel_layer.group_add(group, self.channel_name)
-        except Exception as error:
-            layer_outage.failed(error)
+        await self._on_layer("group_add", group)
 
     async def group_discard(self, group: str) -> None:
+        await self._on_layer("group_discard", group)
+
+    async def _on_layer(self, call: str, group: str) -> None:
         if self.channel_layer is None:
             return
         try:
-            await self.channel_layer.group_discard(group, self.channel_name)
+            await getattr(self.channel_layer, call)(group, self.channel_name)
         except Exception as error:
             layer_outage.failed(error)
 

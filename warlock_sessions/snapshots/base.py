@@ -75,6 +75,11 @@ class SnapshotStore(ABC):
     #: Whether ``save`` takes ``expected_version`` and ``load_versioned`` works.
     versioned = False
 
+    def idle(self) -> None:
+        """The store is not used for a while (a model call, a lock wait): give back what it
+        holds of shared resources. Nothing, unless a backend holds some."""
+        return None
+
     def load(self, run_id: str) -> dict[str, Any] | None:
         """A fresh copy of the stored snapshot, or ``None``."""
         key = check_key(run_id)

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ..errors import ConfigurationError, SnapshotError
 from ..models import Snapshot
+from ..stores.pool import give_back_connection
 from .base import SnapshotStore
 
 
@@ -44,6 +45,9 @@ class DjangoSnapshotStore(SnapshotStore):
 
     def __init__(self, using: str | None = None) -> None:
         self.using: str = using or router.db_for_write(Snapshot) or "default"
+
+    def idle(self) -> None:
+        give_back_connection(self.using)  # its pooled connection, while nobody needs it
 
     @cached_property
     def _sql(self) -> dict[str, str] | None:
