@@ -12,11 +12,12 @@ from warlock_sessions import signals
 from warlock_sessions.engine import FakeClock
 from warlock_sessions.errors import SessionConflictError
 from warlock_sessions.host import Host
+from warlock_sessions.host.turns import EXCLUSIVE_AFTER
 from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
 from warlock_sessions.stores import DjangoStore, MemoryStore
 from warlock_sessions.stores.commit import RecordsBesideCommitter
 
-from .conftest import echo_agent, race_agent, timer_agent
+from .conftest import ALIASES, echo_agent, race_agent, timer_agent
 
 T0_MS = 1789898400000
 
@@ -162,6 +163,51 @@ def test_after_the_retries_the_conflict_is_raised_and_nothing_is_written(alias: 
     assert (
         not SessionEvent.objects.using(alias).filter(type="turn", payload__input__id="m2").exists()
     )
+
+
+@pytest.mark.parametrize("alias", [ALIASES[1]])
+def test_a_turn_that_keeps_losing_is_replayed_holding_its_session_and_wins(alias: str) -> None:
+    """Another process saves between each of our loads and saves; after EXCLUSIVE_AFTER losses
+    the turn holds the session's row, that save waits, and ours commits within the retries."""
+    store = DjangoStore(using=alias)
+    host = Host(echo_agent(), store, clock=FakeClock(T0_MS), max_conflict_retries=5)
+    host.handle("s1", {"message": {"text": "oi", "id": "m1"}})
+    conflicts: list[int] = []
+    others: list[threading.Thread] = []
+    refused: list[SessionConflictError] = []
+
+    def save_from_another_connection() -> None:
+        try:
+            current = store.load("s1")
+            store.save(current, current["version"])
+        except SessionConflictError as error:
+            refused.append(error)
+        finally:
+            connections.close_all()
+
+    def someone_else_saves_first(sender: Any, **kw: Any) -> None:
+        other = threading.Thread(target=save_from_another_connection)
+        others.append(other)
+        other.start()
+        other.join(0.5)  # while our turn holds the row, that save waits for our commit
+
+    def count(sender: Any, attempt: int, **kwargs: Any) -> None:
+        conflicts.append(attempt)
+
+    signals.turn_computed.connect(someone_else_saves_first)
+    signals.session_conflict.connect(count)
+    try:
+        second = host.handle("s1", {"message": {"text": "de novo", "id": "m2"}})
+    finally:
+        signals.turn_computed.disconnect(someone_else_saves_first)
+        signals.session_conflict.disconnect(count)
+        for other in others:
+            other.join(30)
+    assert conflicts == list(range(1, EXCLUSIVE_AFTER + 1))
+    assert len(others) == EXCLUSIVE_AFTER + 1 and len(refused) == 1  # the held turn's rival
+    assert second.session["inputs"][-1] == "m2"
+    assert store.load("s1")["version"] == second.session["version"] == 2 + EXCLUSIVE_AFTER
+    assert OutboundMessage.objects.using(alias).filter(key="idle:m2").count() == 1
 
 
 def test_signals_fire_only_after_commit(alias: str) -> None:

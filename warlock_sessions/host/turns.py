@@ -11,6 +11,7 @@ import random
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,6 +40,9 @@ from .threads import ProcessThreads, in_worker_thread, threads_for_database_pool
 CONFLICT_BACKOFF = 0.005
 #: The longest such pause.
 MAX_CONFLICT_PAUSE = 0.25
+#: After this many lost races a turn is replayed holding its session (``Committer.exclusive``),
+#: so one that keeps losing to a storm of others wins at last instead of running out of retries.
+EXCLUSIVE_AFTER = 3
 
 
 #: Where ``ahandle`` runs the turns whose model may block.
@@ -277,35 +281,38 @@ class Host:
         attempts = self.max_conflict_retries + 1 + (last_saved is not None)
         for attempt in range(attempts):
             remembered = last_saved is not None
-            loaded = last_saved if remembered else self.store.load(session_id)
-            last_saved = None
-            if self.may_block:
-                give_back_connection(self.using)  # the model may take seconds
-            hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
-            if not hosted.changed and remembered:
-                continue  # no conditional save checks a turn that changed nothing: ask the store
-            if not hosted.changed:
-                return hosted
-            expected = loaded["version"] if loaded is not None else 0
-            try:
-                self._commit(session_id, hosted, expected, turn_input, push_events)
-            except SessionConflictError as error:
-                conflict = error
-                self._conflicted(session_id, error, attempt=attempt + 1)
-                if attempt + 1 < attempts:
-                    time.sleep(conflict_pause(attempt))
-                continue
-            except IntegrityError:
-                if not was_applied(session_id, turn_input, self.using):
-                    raise
-                if loaded is None:
-                    # The session is gone (a store's expiry, a deletion that bypassed
-                    # forget_session): what was applied to it does not bind a new one.
-                    forget_applied(session_id, self.using)
+            # Never while the model may take seconds: the held row would stall every save.
+            held = not remembered and attempt >= EXCLUSIVE_AFTER and not self.may_block
+            with self.committer.exclusive(session_id) if held else nullcontext():
+                loaded = last_saved if remembered else self.store.load(session_id)
+                last_saved = None
+                if self.may_block:
+                    give_back_connection(self.using)  # the model may take seconds
+                hosted = self._compute(session_id, loaded, turn_input, context, turn_options)
+                if not hosted.changed and remembered:
+                    continue  # no conditional save checks a turn that changed nothing: reload
+                if not hosted.changed:
+                    return hosted
+                expected = loaded["version"] if loaded is not None else 0
+                try:
+                    self._commit(session_id, hosted, expected, turn_input, push_events)
+                except SessionConflictError as error:
+                    conflict = error
+                    self._conflicted(session_id, error, attempt=attempt + 1)
+                    if attempt + 1 < attempts and not held:
+                        time.sleep(conflict_pause(attempt))
                     continue
-                input_id = input_identity(turn_input)[-1]  # type: ignore[index]
-                return HostedTurn(**vars(duplicate_input(loaded, input_id, self.clock)))
-            return hosted
+                except IntegrityError:
+                    if not was_applied(session_id, turn_input, self.using):
+                        raise
+                    if loaded is None:
+                        # The session is gone (a store's expiry, a deletion that bypassed
+                        # forget_session): what was applied to it does not bind a new one.
+                        forget_applied(session_id, self.using)
+                        continue
+                    input_id = input_identity(turn_input)[-1]  # type: ignore[index]
+                    return HostedTurn(**vars(duplicate_input(loaded, input_id, self.clock)))
+                return hosted
         assert conflict is not None
         raise conflict
 

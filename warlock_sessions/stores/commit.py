@@ -6,7 +6,8 @@ async or on an event loop, through it.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db import connections, router, transaction
@@ -34,6 +35,12 @@ class Committer(Protocol):
 
     def on_event_loop(self) -> LoopCommitter | None:
         """This committer awaited on an event loop's own connection, if it can be."""
+        ...
+
+    def exclusive(self, session_id: str) -> AbstractContextManager[None]:
+        """While open, no other save of the stored session lands: a load, turn and commit made
+        inside it cannot lose the version race (one creating the session still can). A store
+        that cannot hold a session opens nothing."""
         ...
 
 
@@ -65,6 +72,18 @@ class DatabaseCommitter:
 
     def on_event_loop(self) -> DatabaseCommitter | None:
         return self if self.store.combines_writes else None
+
+    @contextmanager
+    def exclusive(self, session_id: str) -> Iterator[None]:
+        """A transaction holding the session's row (``SELECT … FOR UPDATE``): another turn's
+        save waits on it, then is refused as a conflict. Every save takes the session's row
+        before its records' rows, so holding it first cannot deadlock with them."""
+        if not connections[self.using].features.has_select_for_update:
+            yield  # SQLite: one writer at a time already
+            return
+        with transaction.atomic(using=self.using):
+            self.store.hold(session_id)
+            yield
 
     def commit(
         self, session: Session, expected: int, records: TurnRecords, *, agent: str
@@ -123,3 +142,6 @@ class RecordsBesideCommitter:
 
     def on_event_loop(self) -> None:
         return None  # the store's save is not awaitable
+
+    def exclusive(self, session_id: str) -> AbstractContextManager[None]:
+        return nullcontext()  # a store outside the database has no row to hold

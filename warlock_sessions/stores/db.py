@@ -98,6 +98,7 @@ class DjangoStore(Store):
             ),
             "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}",
             "version": f"SELECT {column['version']} FROM {table} {by_id}",
+            "hold": f"SELECT 1 FROM {table} {by_id} {connection.ops.for_update_sql()}",
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
             "update": f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s",
             "delete": f"DELETE FROM {table} {by_id}",
@@ -112,6 +113,11 @@ class DjangoStore(Store):
             cursor.execute(self._sql["load"], [session_id])
             row = cursor.fetchone()
         return None if row is None else (row[0], row[1])
+
+    def hold(self, session_id: str) -> None:
+        """Lock the session's row until the enclosing transaction ends (nothing if none)."""
+        with self._cursor() as cursor:
+            cursor.execute(self._sql["hold"], [session_id])
 
     async def aload(self, connection: Any, session_id: str) -> Session | None:
         """``load`` awaited on ``connection`` (see ``arun_combined``)."""
