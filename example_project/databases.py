@@ -29,14 +29,14 @@ def asgi_postgres_settings(url: str) -> dict[str, Any]:
     one per thread (``CONN_MAX_AGE``), or PostgreSQL runs out ("too many clients").
 
     Faults (docs/deployment.md): the pool checks a connection before handing it out, by a
-    look at its socket rather than a query (the ``warlock_sessions.stores.postgresql``
+    look at its socket rather than a query (the ``warlock_sessions.backends.postgresql``
     engine), and replaces every dead one at once, so a database restart costs no request an
     error; a connection attempt gives up after 3 s and a request waits at most 3 s
     for a pooled connection, after which it is answered ``503`` with ``Retry-After`` rather
     than queued."""
     return {
         **postgres_settings(url),
-        "ENGINE": "warlock_sessions.stores.postgresql",
+        "ENGINE": "warlock_sessions.backends.postgresql",
         "CONN_MAX_AGE": 0,
         "OPTIONS": {
             "pool": {"min_size": 2, "max_size": POOL_SIZE, "timeout": 3},

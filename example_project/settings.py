@@ -107,7 +107,7 @@ WARLOCK_SESSIONS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"outages": {"()": "warlock_sessions.stores.outages.RepeatFilter"}},
+    "filters": {"outages": {"()": "warlock_sessions.backends.outages.RepeatFilter"}},
     "handlers": {"outages": {"class": "logging.StreamHandler", "filters": ["outages"]}},
     "loggers": {
         name: {"handlers": ["outages"], "level": "WARNING", "propagate": False}

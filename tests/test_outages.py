@@ -11,8 +11,8 @@ from django.db import OperationalError
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
+from warlock_sessions.backends.outages import OutageLog, unavailable
 from warlock_sessions.errors import ServiceUnavailableError
-from warlock_sessions.stores.outages import OutageLog, unavailable
 
 
 def wrapped(cause: BaseException) -> OperationalError:

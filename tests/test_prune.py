@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from warlock_sessions.host.retention import Retention, prune
 from warlock_sessions.models import (
     Conversation,
     ConversationMessage,
@@ -22,7 +23,6 @@ from warlock_sessions.models import (
     Snapshot,
     Wake,
 )
-from warlock_sessions.stores.retention import Retention, prune
 from warlock_sessions.testing import run_blob
 from warlock_sessions.testing.factories import OutboundMessageFactory, SessionFactory, WakeFactory
 
@@ -130,7 +130,7 @@ def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None)
 
 def test_what_came_back_to_life_since_its_key_was_read_is_kept(history: None) -> None:
     """A session a turn revives, a wake set again, between a batch's read and its delete."""
-    from warlock_sessions.stores import retention
+    from warlock_sessions.host import retention
 
     pages_of = retention._pages_of
 
@@ -191,7 +191,7 @@ def test_bad_options_are_refused(args: list[str]) -> None:
 def test_a_prune_remembering_few_sessions_still_keeps_each_ones_last_entries(
     history: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from warlock_sessions.stores import retention
+    from warlock_sessions.host import retention
 
     events("recent", 120, 60)
     monkeypatch.setattr(retention, "LAST_SEQS_REMEMBERED", 0)  # forgets after every read

@@ -42,6 +42,7 @@ PUBLIC = {
     "warlock_sessions.checkpoints": {
         "CheckpointStore", "DjangoCheckpointStore", "DuplicateCheckpointError",
         "MemoryCheckpointStore", "PostgresCheckpointStore", "RedisCheckpointStore",
+        "default_checkpoint_store",
     },
     "warlock_sessions.workflows": {
         "END", "SUPERVISOR_END", "Intent", "Orchestrator", "OrchestratorTurn", "Retry",
@@ -136,3 +137,28 @@ def test_errors_that_moved_to_errors_py_still_import_from_where_they_were() -> N
     assert checkpoints.DuplicateCheckpointError is errors.DuplicateCheckpointError
     assert issubclass(SettingError, errors.ConfigurationError)
     assert issubclass(SnapshotInTransactionError, errors.ConfigurationError)
+
+
+#: Modules that moved, and names their old paths still give (the new module's own objects).
+MOVED = {
+    ("warlock_sessions.api.views", "warlock_sessions.api.sessions"): ["SessionViewSet"],
+    ("warlock_sessions.realtime.consumers", "warlock_sessions.realtime.sessions"): [
+        "SessionConsumer"
+    ],
+    ("warlock_sessions.stores.outages", "warlock_sessions.backends.outages"): [
+        "OutageLog", "RepeatFilter", "RETRY_AFTER", "unavailable"
+    ],
+    ("warlock_sessions.stores.retention", "warlock_sessions.host.retention"): [
+        "Retention", "prune"
+    ],
+    ("warlock_sessions.stores.postgresql.base", "warlock_sessions.backends.postgresql.base"): [
+        "DatabaseWrapper"
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("paths", sorted(MOVED), ids=lambda paths: paths[0])
+def test_every_old_import_path_still_gives_the_moved_names(paths: tuple[str, str]) -> None:
+    old, new = (importlib.import_module(path) for path in paths)
+    for name in MOVED[paths]:
+        assert getattr(old, name) is getattr(new, name), name

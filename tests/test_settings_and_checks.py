@@ -15,11 +15,11 @@ from warlock_sessions.stores import DjangoStore, MemoryStore, default_store
 
 
 def test_defaults_apply_and_overrides_reload() -> None:
-    assert warlock_settings.STORE is DjangoStore
+    assert warlock_settings.STORE.cls is DjangoStore
     with override_settings(WARLOCK_SESSIONS={"STORE": "warlock_sessions.stores.MemoryStore"}):
-        assert warlock_settings.STORE is MemoryStore
+        assert warlock_settings.STORE.cls is MemoryStore
         assert isinstance(default_store(), MemoryStore)
-    assert warlock_settings.STORE is DjangoStore
+    assert warlock_settings.STORE.cls is DjangoStore
 
 
 def test_a_bad_import_string_names_the_setting() -> None:
@@ -231,7 +231,9 @@ def test_the_configured_snapshot_store_is_built_once_and_runs_use_it() -> None:
 
 
 def test_the_conversation_agent_is_built_once_from_its_setting() -> None:
-    from warlock_sessions.agents import get_conversation_agent
+    from warlock_sessions.conversations.configured import (
+        conversation_agent as get_conversation_agent,
+    )
     from warlock_sessions.errors import AgentNotConfiguredError
 
     with (
@@ -252,3 +254,52 @@ def test_the_conversation_agent_is_built_once_from_its_setting() -> None:
         pytest.raises(TypeError, match="not a conversation agent"),
     ):
         get_conversation_agent()  # a class, called, gives a model: not an agent
+
+
+def test_a_component_is_a_class_and_its_options_in_one_place() -> None:
+    """``{"CLASS", "OPTIONS"}`` for every component; the older ``<NAME>_OPTIONS`` still works,
+    and giving both is refused rather than one silently winning."""
+    from warlock_sessions.snapshots import FileSnapshotStore, default_snapshot_store
+
+    with override_settings(
+        WARLOCK_SESSIONS={"STORE": {"CLASS": "warlock_sessions.stores.MemoryStore"}}
+    ):
+        assert warlock_check_ids() == [] and isinstance(default_store(), MemoryStore)
+    component = {"CLASS": "warlock_sessions.snapshots.FileSnapshotStore", "OPTIONS": {}}
+    with override_settings(WARLOCK_SESSIONS={"SNAPSHOT_STORE": component}):
+        assert warlock_check_ids() == ["warlock_sessions.E012"]  # FileSnapshotStore needs one
+    component["OPTIONS"] = {"directory": "/tmp/warlock-component"}
+    with override_settings(WARLOCK_SESSIONS={"SNAPSHOT_STORE": component}):
+        assert warlock_check_ids() == []
+        built = default_snapshot_store()
+        assert isinstance(built, FileSnapshotStore) and default_snapshot_store() is built
+    both = {"SNAPSHOT_STORE": component, "SNAPSHOT_STORE_OPTIONS": {"directory": "/tmp/y"}}
+    with override_settings(WARLOCK_SESSIONS=both):
+        assert warlock_check_ids() == ["warlock_sessions.E004"]
+        with pytest.raises(SettingError, match="set too"):
+            default_snapshot_store()
+    for wrong in ({"CLAS": "x"}, {"CLASS": "warlock_sessions.stores.MemoryStore", "OPTS": {}}):
+        with override_settings(WARLOCK_SESSIONS={"STORE": wrong}):
+            assert warlock_check_ids() == ["warlock_sessions.E004"]
+
+
+def test_a_conversation_lock_missing_its_server_is_reported_at_start_up() -> None:
+    """It was built with no arguments on the first request (``TypeError: missing
+    'conninfo'``); now its options are bound to its signature by the checks."""
+    from warlock_sessions.conversations.configured import conversation_lock
+    from warlock_sessions.locks import RedisLock
+
+    advisory = "warlock_sessions.locks.PostgresAdvisoryLock"
+    with override_settings(WARLOCK_SESSIONS={"CONVERSATION_LOCK": advisory}):
+        assert warlock_check_ids() == ["warlock_sessions.E012"]
+        with pytest.raises(SettingError, match="missing a required argument: 'connection'"):
+            conversation_lock()
+    redis_lock = {
+        "CLASS": "warlock_sessions.locks.RedisLock",
+        "OPTIONS": {"url": "redis://127.0.0.1:6379/0", "prefix": "app:lock:"},
+    }
+    with override_settings(WARLOCK_SESSIONS={"CONVERSATION_LOCK": redis_lock}):
+        assert warlock_check_ids() == []
+        lock = conversation_lock()
+        assert isinstance(lock, RedisLock) and lock.key("c") == "app:lock:c"
+        assert lock.timeout == warlock_settings.LOCK_TIMEOUT and conversation_lock() is lock

@@ -15,7 +15,6 @@ from typing import Any
 from .conf import SETTING_NAME, import_from_string, on_change, warlock_settings
 from .engine import Agent
 from .errors import AgentNotConfiguredError
-from .locks import InProcessLock, LeasedLock, SessionLock
 
 DEFAULT_MODEL_CLASS = "warlock_sessions.providers.OpenAICompatibleModel"
 
@@ -96,41 +95,7 @@ def get_model(name: str) -> Any:
     return model_class(**options)
 
 
-@cache
-def get_conversation_agent() -> Any:
-    """``WARLOCK_SESSIONS["CONVERSATION_AGENT"]``, built once (a function is called)."""
-    found = warlock_settings.CONVERSATION_AGENT
-    if found is None:
-        raise AgentNotConfiguredError(
-            f"{SETTING_NAME}['CONVERSATION_AGENT'] is not set: the conversation endpoints need "
-            "an agent"
-        )
-    agent = found if hasattr(found, "execute") else found()
-    if not (hasattr(agent, "execute") and hasattr(agent, "stream")):
-        raise TypeError(
-            f"{SETTING_NAME}['CONVERSATION_AGENT'] returned {type(agent).__name__}, which is not "
-            "a conversation agent (execute, stream, resume)"
-        )
-    return agent
-
-
-@cache
-def conversation_lock() -> SessionLock | None:
-    """``WARLOCK_SESSIONS["CONVERSATION_LOCK"]``, built once; ``None``: the default lock. A
-    lock built to wait for ever waits ``LOCK_TIMEOUT`` seconds instead: a request queued
-    behind a long turn is answered ``conversation-busy`` rather than hold its thread."""
-    lock_class = warlock_settings.CONVERSATION_LOCK
-    if lock_class is None:
-        return None
-    lock: SessionLock = lock_class()
-    if isinstance(lock, InProcessLock | LeasedLock) and lock.timeout is None:
-        lock.timeout = warlock_settings.LOCK_TIMEOUT
-    return lock
-
-
 @on_change
 def _forget_built() -> None:
     get_agent.cache_clear()
     get_model.cache_clear()
-    get_conversation_agent.cache_clear()
-    conversation_lock.cache_clear()

@@ -1,9 +1,9 @@
 """System checks for ``WARLOCK_SESSIONS``, one stable id per condition (docs/settings.md).
 
 Every setting's own rule is its validator in ``conf.VALIDATORS``, the one that also runs when the
-setting is read; the checks here add what spans settings or the environment (store options
-against the store's signature, the database router, the channel layer, agents and models).
-Checks never build a store: building one may open connections or create files.
+setting is read (a component's options are bound to its class's signature there); the checks
+here add what spans settings or the environment (the database router, the channel layer, agents
+and models). Checks never build a store: building one may open connections or create files.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.db import router
 # The packages that say what their settings must name (conf.expect): imported here, so every
 # setting's whole rule is checked at start-up, whatever has been imported by then.
 from . import checkpoints, locks, permissions, snapshots, stores  # noqa: F401
-from .conf import DEFAULTS, SETTING_NAME, VALIDATORS, SettingError, configured_settings
+from .conf import DEFAULTS, SETTING_NAME, VALIDATORS, Component, SettingError, configured_settings
 from .workflows import orchestrator  # noqa: F401
 
 
@@ -47,14 +47,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         try:
             valid[name] = validate(name, configured.get(name, DEFAULTS[name]))
         except SettingError as error:
-            messages.append(_as_check(error))
-    if {"STORE", "STORE_OPTIONS"} <= set(valid):
-        messages.extend(_options_fit("STORE_OPTIONS", valid["STORE"], valid["STORE_OPTIONS"]))
-        messages.extend(_check_store_database(valid["STORE"], valid["STORE_OPTIONS"]))
-    for store in ("SNAPSHOT_STORE", "CHECKPOINT_STORE"):
-        options = f"{store}_OPTIONS"
-        if {store, options} <= set(valid) and valid[store] is not None:
-            messages.extend(_options_fit(options, valid[store], valid[options]))
+            # A component's older <NAME>_OPTIONS is checked by it too: report it once.
+            if _as_check(error) not in messages:
+                messages.append(_as_check(error))
+    if "STORE" in valid:
+        messages.extend(_check_store_database(valid["STORE"]))
     messages.extend(_check_realtime())
     if "PERMISSION" in valid:
         messages.extend(_check_policy(valid["PERMISSION"]))
@@ -93,23 +90,7 @@ def _check_policy(policy: type) -> list[CheckMessage]:
     ]
 
 
-def _options_fit(setting: str, store_class: type, options: dict[str, Any]) -> list[CheckMessage]:
-    """The options against the store's constructor (a check never builds a store: that could
-    open connections or create files)."""
-    try:
-        inspect.signature(store_class).bind(**options)
-    except TypeError as error:
-        return [
-            Error(
-                f"{_setting(setting)} does not fit {store_class.__name__}: {error}.",
-                hint=f"{store_class.__name__}{inspect.signature(store_class)}",
-                id="warlock_sessions.E012",
-            )
-        ]
-    return []
-
-
-def _check_store_database(store_class: type, options: dict[str, Any]) -> list[CheckMessage]:
+def _check_store_database(store: Component) -> list[CheckMessage]:
     """A ``DjangoStore`` on one database while the router sends the app's models to another:
     the host writes a turn's records beside the session, and the API, admin and websockets
     read them where the router says."""
@@ -117,8 +98,8 @@ def _check_store_database(store_class: type, options: dict[str, Any]) -> list[Ch
     from .models import Session as SessionRow
     from .stores.db import DjangoStore
 
-    using = options.get("using")
-    if not issubclass(store_class, DjangoStore) or using is None:
+    using = store.options.get("using")
+    if not issubclass(store.cls, DjangoStore) or using is None:
         return []
     routed = sorted(
         {
@@ -132,7 +113,7 @@ def _check_store_database(store_class: type, options: dict[str, Any]) -> list[Ch
         return []
     return [
         Warning(
-            f"{_setting('STORE_OPTIONS')} puts sessions in database {using!r}, but the database "
+            f"{_setting('STORE')} puts sessions in database {using!r}, but the database "
             f"router sends warlock_sessions models to {', '.join(map(repr, routed))}: the API, "
             "the admin and the websockets would read sessions and events where the store does "
             "not write them.",

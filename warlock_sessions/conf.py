@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -26,9 +27,13 @@ from django.utils.module_loading import import_string
 from .errors import ConfigurationError
 
 SETTING_NAME = "WARLOCK_SESSIONS"
+T = TypeVar("T")
 
 DEFAULTS: dict[str, Any] = {
-    # The session Store class (import string) and the keyword arguments it is built with.
+    # Every component (STORE, SNAPSHOT_STORE, CHECKPOINT_STORE, CONVERSATION_LOCK) is
+    # {"CLASS": import string, "OPTIONS": {keyword arguments it is built with}}, or just the
+    # import string; <NAME>_OPTIONS is the older place of the same options.
+    # The session Store.
     "STORE": "warlock_sessions.stores.DjangoStore",
     "STORE_OPTIONS": {},
     # name -> import string of an Agent (or of a function returning one), or
@@ -62,13 +67,11 @@ DEFAULTS: dict[str, Any] = {
     # Websockets one client (a user, or an anonymous visitor's Django session) may hold open in
     # one server process; more are closed with code 4429.
     "MAX_SOCKETS_PER_CLIENT": 20,
-    # Where workflow, supervisor and agent runs keep their snapshots (a SnapshotStore class,
-    # import string, and its keyword arguments), used when a run is given no store. None: runs
-    # skip their snapshot writes and cannot resume.
+    # Where workflow, supervisor and agent runs keep their snapshots (a SnapshotStore), used
+    # when a run is given no store. None: runs skip their snapshot writes and cannot resume.
     "SNAPSHOT_STORE": None,
     "SNAPSHOT_STORE_OPTIONS": {},
-    # Where orchestrators keep their per-session checkpoints (a CheckpointStore class), the
-    # same way.
+    # Where orchestrators keep their per-session checkpoints (a CheckpointStore), the same way.
     "CHECKPOINT_STORE": None,
     "CHECKPOINT_STORE_OPTIONS": {},
     # Import strings of Orchestrator instances: warlock_worker resumes their sessions' turns a
@@ -78,11 +81,12 @@ DEFAULTS: dict[str, Any] = {
     # ToolAgent, or anything with execute/stream/resume; or a function returning one). None:
     # those endpoints answer 503 no-conversation-agent.
     "CONVERSATION_AGENT": None,
-    # The SessionLock those endpoints take per conversation: a class (import string) built
-    # once with no arguments, e.g. "warlock_sessions.locks.DatabaseLock" when more than one
-    # server process serves them. None: one in-process lock per database, shared by every
-    # request of this process (the row store's version check still refuses a lost race).
+    # The SessionLock those endpoints take per conversation, built once, e.g.
+    # "warlock_sessions.locks.DatabaseLock" when more than one server process serves them.
+    # None: one in-process lock per database, shared by every request of this process (the row
+    # store's version check still refuses a lost race).
     "CONVERSATION_LOCK": None,
+    "CONVERSATION_LOCK_OPTIONS": {},
     # Seconds a conversation turn waits for its conversation's lock (another turn of it runs)
     # before it is refused: 409 conversation-busy over HTTP, an error frame on a socket.
     "LOCK_TIMEOUT": 10.0,
@@ -132,6 +136,18 @@ class Expected:
             and issubclass(found, self.base)
             and not (self.concrete and inspect.isabstract(found))
         )
+
+
+@dataclass(frozen=True)
+class Component:
+    """A component setting's value once read: the class and the keyword arguments it is built
+    with (already checked against the class's signature)."""
+
+    cls: type
+    options: Mapping[str, Any]
+
+    def build(self) -> Any:
+        return self.cls(**self.options)
 
 
 #: Setting name -> what it must name, from the packages that define the bases.
@@ -214,27 +230,69 @@ def _mapping(name: str, value: Any) -> Any:
     return value
 
 
-def _store(name: str, value: Any) -> Any:
-    store_class = _as_expected(name, imported(value, name, "warlock_sessions.E001"), value)
-    if store_class.__name__ == "RedisStore" and importlib.util.find_spec("redis") is None:
+def _component(import_check: str, *, optional: bool) -> Callable[[str, Any], Any]:
+    """A validator of a component: ``{"CLASS": …, "OPTIONS": {…}}`` or the class alone, whose
+    options are then ``<name>_OPTIONS`` (their older place); ``None`` when ``optional``."""
+
+    def validate(name: str, value: Any) -> Component | None:
+        _options_dict(f"{name}_OPTIONS", configured_settings().get(f"{name}_OPTIONS", {}))
+        if value is None and optional:
+            return None
+        class_path, options = _class_and_options(name, value)
+        found = _as_expected(name, imported(class_path, name, import_check), class_path)
+        _options_dict(f"{name}']['OPTIONS", options)
+        _check_installed(name, found)
+        _options_fit(name, found, options)
+        return Component(found, dict(options))
+
+    return validate
+
+
+def _class_and_options(name: str, value: Any) -> tuple[Any, Any]:
+    aliased = configured_settings().get(f"{name}_OPTIONS")
+    if not isinstance(value, Mapping):
+        return value, {} if aliased is None else aliased
+    unknown = sorted(set(value) - {"CLASS", "OPTIONS"})
+    if unknown or "CLASS" not in value:
         raise SettingError(
             name,
-            "is RedisStore but the redis client is not installed",
+            f"must be {{'CLASS': import string, 'OPTIONS': {{…}}}}, not a dict with "
+            f"{', '.join(map(repr, unknown or sorted(value))) or 'nothing'}",
+            check_id="warlock_sessions.E004",
+        )
+    if aliased is not None and "OPTIONS" in value:
+        raise SettingError(
+            name,
+            f"has OPTIONS and {SETTING_NAME}['{name}_OPTIONS'] is set too",
+            check_id="warlock_sessions.E004",
+            hint=f"Keep the options in one place: {name}['OPTIONS'].",
+        )
+    return value["CLASS"], value.get("OPTIONS", {} if aliased is None else aliased)
+
+
+def _check_installed(name: str, found: type) -> None:
+    if found.__name__.startswith("Redis") and importlib.util.find_spec("redis") is None:
+        raise SettingError(
+            name,
+            f"is {found.__name__} but the redis client is not installed",
             check_id="warlock_sessions.E003",
             hint="pip install 'warlock-sessions[redis]'",
         )
-    return store_class
 
 
-def _optional_class(import_check: str) -> Callable[[str, Any], Any]:
-    """A validator of an optional import string naming what its package expects."""
-
-    def validate(name: str, value: Any) -> Any:
-        if value is None:
-            return None
-        return _as_expected(name, imported(value, name, import_check), value)
-
-    return validate
+def _options_fit(name: str, found: type, options: Mapping[str, Any]) -> None:
+    """The options against the class's constructor, without building it (that could open
+    connections or create files)."""
+    try:
+        signature = inspect.signature(found)
+        signature.bind(**options)
+    except TypeError as error:
+        raise SettingError(
+            name,
+            f"'s options do not fit {found.__name__}: {error}",
+            check_id="warlock_sessions.E012",
+            hint=f"{found.__name__}{signature}",
+        ) from error
 
 
 def _orchestrators(name: str, value: Any) -> Any:
@@ -261,7 +319,7 @@ def _conversation_agent(name: str, value: Any) -> Any:
     return found
 
 
-def _store_options(name: str, value: Any) -> Any:
+def _options_dict(name: str, value: Any) -> Any:
     if not isinstance(value, Mapping):
         raise SettingError(
             name, "must be a dict of keyword arguments", check_id="warlock_sessions.E004"
@@ -317,15 +375,16 @@ def _permission(name: str, value: Any) -> Any:
 
 #: Each setting's one validator, used when it is read and by the system checks.
 VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
-    "STORE": _store,
-    "STORE_OPTIONS": _store_options,
-    "SNAPSHOT_STORE": _optional_class("warlock_sessions.E020"),
-    "SNAPSHOT_STORE_OPTIONS": _store_options,
-    "CHECKPOINT_STORE": _optional_class("warlock_sessions.E020"),
-    "CHECKPOINT_STORE_OPTIONS": _store_options,
+    "STORE": _component("warlock_sessions.E001", optional=False),
+    "STORE_OPTIONS": _options_dict,
+    "SNAPSHOT_STORE": _component("warlock_sessions.E020", optional=True),
+    "SNAPSHOT_STORE_OPTIONS": _options_dict,
+    "CHECKPOINT_STORE": _component("warlock_sessions.E020", optional=True),
+    "CHECKPOINT_STORE_OPTIONS": _options_dict,
     "ORCHESTRATORS": _orchestrators,
     "CONVERSATION_AGENT": _conversation_agent,
-    "CONVERSATION_LOCK": _optional_class("warlock_sessions.E024"),
+    "CONVERSATION_LOCK": _component("warlock_sessions.E024", optional=True),
+    "CONVERSATION_LOCK_OPTIONS": _options_dict,
     "AGENTS": _entries(
         "an import string or {'AGENT': import string, 'MODEL': name}", _is_agent_entry
     ),
@@ -367,6 +426,8 @@ class WarlockSettings:
 
     def __init__(self) -> None:
         self._cached: set[str] = set()
+        self._built: dict[str, Any] = {}
+        self._building = threading.RLock()  # a component's constructor may read another
 
     def __getattr__(self, name: str) -> Any:
         if name not in DEFAULTS:
@@ -376,16 +437,33 @@ class WarlockSettings:
         setattr(self, name, value)
         return value
 
+    def built(self, name: str, build: Callable[[Any], T] | None = None) -> T:
+        """What ``name``'s value builds (``Component.build``, else ``build(value)``), built once
+        and shared until the settings change: the one cache of defaults built from them."""
+        with self._building:
+            if name not in self._built:
+                value = getattr(self, name)
+                if build is not None:
+                    self._built[name] = build(value)
+                else:
+                    self._built[name] = value.build() if isinstance(value, Component) else value
+            built: T = self._built[name]
+            return built
+
     def reload(self) -> None:
         for name in self._cached:
             delattr(self, name)
         self._cached.clear()
+        with self._building:
+            self._built.clear()
 
     def forget(self, name: str) -> None:
         """Read ``name`` again next time."""
         if name in self._cached:
             self._cached.discard(name)
             delattr(self, name)
+        with self._building:
+            self._built.pop(name, None)
 
 
 warlock_settings = WarlockSettings()

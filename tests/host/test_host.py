@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 from django.db import connections
+from django.test import override_settings
 
 from warlock_sessions import signals
 from warlock_sessions.engine import FakeClock
 from warlock_sessions.errors import SessionConflictError
 from warlock_sessions.host import Host
+from warlock_sessions.host.commit import RecordsBesideCommitter
 from warlock_sessions.host.turns import EXCLUSIVE_AFTER
 from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
 from warlock_sessions.stores import DjangoStore, MemoryStore
-from warlock_sessions.stores.commit import RecordsBesideCommitter
 
 from .conftest import ALIASES, echo_agent, race_agent, timer_agent
 
@@ -235,11 +236,21 @@ def test_signals_fire_only_after_commit(alias: str) -> None:
             getattr(signals, name).disconnect(receiver)
 
 
+class RecordsTo:
+    """A database router sending every write to one alias."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    def db_for_write(self, model: type, **hints: Any) -> str:
+        return self.alias
+
+
 def test_a_store_outside_the_database_still_gets_outbox_events_and_wakes(alias: str) -> None:
     store = MemoryStore()
-    store.committer = lambda: RecordsBesideCommitter(store, using=alias)  # type: ignore[method-assign]
-    host = Host(race_agent(), store, clock=FakeClock(T0_MS))
-    assert host.using == alias
+    with override_settings(DATABASE_ROUTERS=[RecordsTo(alias)]):  # where the router says
+        host = Host(race_agent(), store, clock=FakeClock(T0_MS))
+    assert isinstance(host.committer, RecordsBesideCommitter) and host.using == alias
     host.handle("s1", {"message": {"text": "x", "id": "m1"}})
     assert OutboundMessage.objects.using(alias).filter(key="triagem#m1:quem:1").count() == 1
     assert Wake.objects.using(alias).count() == 1 and len(events_of(alias, "s1")) == 5

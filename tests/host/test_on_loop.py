@@ -15,11 +15,11 @@ from django.db import DatabaseError, OperationalError, connections
 from django.test import override_settings
 
 from warlock_sessions import signals
+from warlock_sessions.backends.loop_connections import loop_connection
 from warlock_sessions.conf import SettingError
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent
 from warlock_sessions.stores import DjangoStore
-from warlock_sessions.stores.loop_connections import loop_connection
 
 from .conftest import ThreadNotingModel, echo_agent, needs_postgres
 

@@ -133,6 +133,21 @@ def make_advisory_lock() -> SessionLock:
     return PostgresAdvisoryLock(POSTGRES_URL)
 
 
+#: A pool per process: a forked child cannot use its parent's.
+_POOLS: dict[int, Any] = {}
+
+
+def make_pooled_advisory_lock() -> SessionLock:
+    from psycopg_pool import ConnectionPool
+
+    from warlock_sessions.locks import PostgresAdvisoryLock
+
+    pool = _POOLS.get(os.getpid())
+    if pool is None:
+        pool = _POOLS[os.getpid()] = ConnectionPool(POSTGRES_URL, min_size=1, max_size=8, open=True)
+    return PostgresAdvisoryLock(pool)
+
+
 LEASED = [
     pytest.param("db-sqlite", marks=pytest.mark.django_db(transaction=True)),
     pytest.param(
@@ -146,7 +161,13 @@ LEASED = [
 ]
 
 
-@pytest.fixture(params=[*LEASED, pytest.param("advisory", marks=needs_postgres)])
+@pytest.fixture(
+    params=[
+        *LEASED,
+        pytest.param("advisory", marks=needs_postgres),
+        pytest.param("advisory-pool", marks=needs_postgres),
+    ]
+)
 def make_lock(request: pytest.FixtureRequest) -> Iterator[tuple[str, Callable[[], SessionLock]]]:
     if request.param == "db-sqlite":
         yield request.param, make_database_lock("default")
@@ -154,8 +175,13 @@ def make_lock(request: pytest.FixtureRequest) -> Iterator[tuple[str, Callable[[]
         yield request.param, make_database_lock("postgres")
     elif request.param == "redis":
         yield request.param, make_redis_lock(f"warlock-test:{uuid.uuid4().hex}:lock:")
-    else:
+    elif request.param == "advisory":
         yield request.param, make_advisory_lock
+    else:
+        yield request.param, make_pooled_advisory_lock
+        pool = _POOLS.pop(os.getpid(), None)
+        if pool is not None:
+            pool.close()
 
 
 def hold_in_child(
@@ -212,7 +238,7 @@ def test_a_killed_holder_is_taken_over(make_lock: Any, tmp_path: Any) -> None:
     assert make().with_lock(key, lambda: "mine") == "mine"
     waited = time.monotonic() - started
     # A lease (1 s here) must run out first; an advisory lock dies with its connection.
-    assert waited < (0.5 if kind == "advisory" else 3.0)
+    assert waited < (0.5 if kind.startswith("advisory") else 3.0)
 
 
 @pytest.mark.parametrize("make_lock", LEASED, indirect=True)
@@ -293,7 +319,7 @@ def take_over(lock: Any, key: str) -> None:
 def test_a_holder_whose_lease_was_taken_over_is_told(
     make_lock: tuple[str, Callable[[], SessionLock]],
 ) -> None:
-    if make_lock[0] == "advisory":
+    if make_lock[0].startswith("advisory"):
         pytest.skip("an advisory lock has no lease: its connection holds it")
     from warlock_sessions.errors import LeaseLostError
     from warlock_sessions.locks import check_lease
@@ -311,3 +337,25 @@ def test_a_holder_whose_lease_was_taken_over_is_told(
 
     lock.with_lock("lost", body)
     assert seen == ["told"]
+
+
+@needs_postgres
+def test_every_postgres_class_is_given_its_database_alike() -> None:
+    """A pool, a connection or a conninfo string; the advisory lock refuses a connection it
+    would share, and every class refuses what is none of the three."""
+    import psycopg
+
+    from warlock_sessions.checkpoints import PostgresCheckpointStore
+    from warlock_sessions.locks import PostgresAdvisoryLock
+    from warlock_sessions.snapshots import PostgresSnapshotStore
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        for store_class in (PostgresSnapshotStore, PostgresCheckpointStore):
+            for given in (POSTGRES_URL, connection):
+                assert store_class(given).connection is given
+            for wrong in (object(), "", None):
+                with pytest.raises(ValueError, match=r"ConnectionPool|conninfo"):
+                    store_class(wrong)
+        with pytest.raises(ValueError, match="cannot share one"):
+            PostgresAdvisoryLock(connection)
+    assert PostgresAdvisoryLock(POSTGRES_URL).with_lock("k", lambda: 2) == 2

@@ -11,8 +11,8 @@ from channels.db import database_sync_to_async
 from django.core.management import call_command
 from django.utils import timezone
 
+from warlock_sessions.host.retention import Retention, prune
 from warlock_sessions.models import Session, SessionOwner
-from warlock_sessions.stores.retention import Retention, prune
 
 from .test_session_socket import layer, socket, until_turn
 

@@ -70,7 +70,7 @@ def test_an_unsafe_postgres_table_name_is_refused_when_the_store_is_built() -> N
     from warlock_sessions.snapshots import PostgresSnapshotStore
 
     with pytest.raises(ValueError, match=r"invalid table name 'evil; DROP TABLE x'"):
-        PostgresSnapshotStore(object(), table="evil; DROP TABLE x")
+        PostgresSnapshotStore("dbname=any", table="evil; DROP TABLE x")
 
 
 @needs_postgres
@@ -267,8 +267,8 @@ def test_a_key_whose_file_name_and_temp_name_would_not_fit_is_refused(tmp_path: 
 
 @needs_redis
 def test_the_redis_classes_take_a_server_alike_and_ttls_in_float_seconds() -> None:
-    """One shape for all four (issue 24): exactly one of ``client`` or ``url`` (none guesses
-    a server), and a TTL in seconds that may have a fraction."""
+    """One shape for all four: exactly one of ``client`` or ``url`` (none guesses a server), a
+    prefix written before each key as it is, and a TTL in seconds that may have a fraction."""
     import redis
 
     from warlock_sessions.checkpoints import RedisCheckpointStore
@@ -276,10 +276,21 @@ def test_the_redis_classes_take_a_server_alike_and_ttls_in_float_seconds() -> No
     from warlock_sessions.snapshots import RedisSnapshotStore
     from warlock_sessions.stores import RedisStore
 
+    client = redis.Redis.from_url(REDIS_URL)
     for redis_class in (RedisStore, RedisSnapshotStore, RedisCheckpointStore, RedisLock):
         with pytest.raises(ValueError, match="exactly one of client= or url="):
             redis_class()
-    client = redis.Redis.from_url(REDIS_URL)
+        for ttl in (0, -1, True, "5"):
+            with pytest.raises(ValueError, match="ttl"):
+                redis_class(client, ttl=ttl)
+        built = redis_class(client, prefix="app:x:", ttl=0.0004)
+        assert built.key("k") == "app:x:k" and built.ttl_ms == 1  # never 0, which is no TTL
+    assert RedisStore(client).key("s") == "warlock:session:s"
+    assert RedisSnapshotStore(client).key("r") == "warlock:supervisor:snapshot:r"
+    assert RedisCheckpointStore(client).key("index:n") == "warlock:orchestrator:index:n"
+    assert RedisLock(client).key("c") == "warlock:lock:c"
+    with pytest.raises(ValueError, match="pass 'app:orch:' to keep the keys"):
+        RedisCheckpointStore(client, prefix="app:orch")  # its keys were 'app:orch:session:…'
     run = f"r-{uuid.uuid4().hex}"
     try:
         RedisSnapshotStore(url=REDIS_URL, prefix="app:snap:", ttl=1.5).save({"runId": run})

@@ -54,9 +54,9 @@ def store(request: pytest.FixtureRequest) -> Iterator[CheckpointStore]:
         from warlock_sessions.checkpoints import RedisCheckpointStore
 
         client = redis.Redis.from_url(REDIS_URL)
-        prefix = f"warlock-test:{uuid.uuid4().hex}"
+        prefix = f"warlock-test:{uuid.uuid4().hex}:"
         yield RedisCheckpointStore(client, prefix=prefix)
-        keys = list(client.scan_iter(match=f"{prefix}:*"))
+        keys = list(client.scan_iter(match=f"{prefix}*"))
         if keys:
             client.delete(*keys)
 
@@ -172,26 +172,26 @@ def test_redis_layout_ttl_and_names() -> None:
     from warlock_sessions.checkpoints import RedisCheckpointStore
 
     client = redis.Redis.from_url(REDIS_URL)
-    prefix = f"warlock-test:{uuid.uuid4().hex}"
+    prefix = f"warlock-test:{uuid.uuid4().hex}:"
     store = RedisCheckpointStore(client, prefix=prefix, ttl=120)
     try:
         store.save(row("support", "s1", 0))
-        assert client.exists(f"{prefix}:session:support:s1", f"{prefix}:index:support") == 2
-        assert 0 < client.ttl(f"{prefix}:session:support:s1") <= 120
-        assert 0 < client.ttl(f"{prefix}:index:support") <= 120
+        assert client.exists(f"{prefix}session:support:s1", f"{prefix}index:support") == 2
+        assert 0 < client.ttl(f"{prefix}session:support:s1") <= 120
+        assert 0 < client.ttl(f"{prefix}index:support") <= 120
         with pytest.raises(InvalidSnapshotError, match="':'"):
             store.save(row("a:b", "c", 0))
     finally:
-        client.delete(f"{prefix}:session:support:s1", f"{prefix}:index:support")
+        client.delete(f"{prefix}session:support:s1", f"{prefix}index:support")
 
 
 @needs_postgres
 def test_the_postgres_checkpoint_ddl_is_the_documented_one() -> None:
     from warlock_sessions.checkpoints import PostgresCheckpointStore
 
-    ddl = PostgresCheckpointStore(object()).schema()
+    ddl = PostgresCheckpointStore(POSTGRES_URL).schema()
     assert "PRIMARY KEY (orchestrator_name, session_id, turn_index)" in ddl
     assert "CREATE TABLE IF NOT EXISTS warlock_orchestrator_sessions (" in ddl
     assert "idx_warlock_orchestrator_sessions_lookup" in ddl and "turn_index DESC" in ddl
     with pytest.raises(ValueError, match="invalid table name"):
-        PostgresCheckpointStore(object(), table="x; DROP TABLE y")
+        PostgresCheckpointStore(POSTGRES_URL, table="x; DROP TABLE y")

@@ -146,3 +146,16 @@ def test_warlock_worker_drains_the_configured_orchestrators_at_start() -> None:
         call_command("warlock_worker", "--once")
     latest = BOOT_CHECKPOINTS.load("boot", "s")
     assert latest is not None and (latest["turn_index"], latest["state"]) == (1, {"count": 4})
+
+
+def test_an_orchestrator_without_a_store_uses_the_configured_one_as_the_settings_change() -> None:
+    """The default was cached on the orchestrator, so a settings change never reached it."""
+    orchestrator = Orchestrator("configured", {"count": count}, route=lambda ctx: "count")
+    memory = "warlock_sessions.checkpoints.MemoryCheckpointStore"
+    with override_settings(WARLOCK_SESSIONS={"CHECKPOINT_STORE": memory}):
+        first = orchestrator.checkpoints()
+        assert orchestrator.turn("s", None).state == {"count": 1}
+        assert first.load("configured", "s") is not None
+    with override_settings(WARLOCK_SESSIONS={"CHECKPOINT_STORE": {"CLASS": memory}}):
+        assert orchestrator.checkpoints() is not first
+        assert orchestrator.turn("s", None).state == {"count": 1}  # a new, empty store

@@ -11,8 +11,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..agents import conversation_lock, get_conversation_agent
-from ..conversations import ConversationSession, DjangoConversationStore, session
+from ..conversations import ConversationSession, DjangoConversationStore
+from ..conversations.configured import conversation_agent, conversation_store, open_conversation
 from ..conversations.wire import (
     conversation_json,
     failure,
@@ -51,7 +51,7 @@ class ConversationViewSet(PolicyViewSet):
         they may see it, 403 for an action they may not do. For an action that ``creates``
         conversations (a send, a fork), what it creates is the requester's, and a send to an
         id nobody uses makes it theirs first."""
-        store = DjangoConversationStore(owner=owner_fields(request) if creates else None)
+        store = conversation_store(owner_fields(request) if creates else None)
         header = store.header(conversation_id)
         if header is None and self.action == "send":
             header = store.claim(conversation_id)
@@ -59,7 +59,7 @@ class ConversationViewSet(PolicyViewSet):
         if access.owner is None or not self.policy().can_see(request, access):
             raise conversation_not_found(conversation_id)
         self.check_object_permissions(request, access)
-        return session(conversation_id, store, get_conversation_agent(), conversation_lock()), store
+        return open_conversation(conversation_id, store), store
 
     @staticmethod
     def header(store: DjangoConversationStore, conversation_id: str) -> Conversation:
@@ -85,7 +85,7 @@ class ConversationViewSet(PolicyViewSet):
     @action(detail=True, methods=["post"])
     def send(self, request: Request, conversation_id: str) -> Response:
         text = send_input(request.data)
-        get_conversation_agent()  # configured, before anything is claimed
+        conversation_agent()  # configured, before anything is claimed
         chat, store = self.open(request, conversation_id, creates=True)
         result = chat.send(text)
         if result.error is not None:

@@ -9,6 +9,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..errors import (
     AgentNotConfiguredError,
     InputNotAllowedError,
@@ -18,7 +19,6 @@ from ..errors import (
     SessionConflictError,
     SessionLockTimeout,
 )
-from ..stores.outages import RETRY_AFTER, OutageLog, unavailable
 
 logger = logging.getLogger("warlock_sessions.api")
 #: Requests that met an outage: logged once per outage, not once per request.

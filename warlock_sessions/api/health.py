@@ -17,9 +17,9 @@ from django.db import connections, router
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
+from ..backends.outages import RETRY_AFTER, OutageLog
 from ..host.threads import ProcessThreads, in_worker_thread
 from ..models import Session
-from ..stores.outages import RETRY_AFTER, OutageLog
 
 logger = logging.getLogger("warlock_sessions.health")
 

@@ -19,7 +19,7 @@ from django.core.signals import got_request_exception
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from ..stores.outages import RETRY_AFTER, unavailable
+from ..backends.outages import RETRY_AFTER, unavailable
 from .errors import outage, service_unavailable
 
 _EXCEPTION = "_warlock_exception"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..stores.lazy import lazy_backends
+from ..backends.lazy import lazy_backends
+from ..conf import warlock_settings
 from .base import CheckpointStore, DuplicateCheckpointError
 
 if TYPE_CHECKING:
@@ -28,7 +29,15 @@ __all__ = [
     "MemoryCheckpointStore",
     "PostgresCheckpointStore",
     "RedisCheckpointStore",
+    "default_checkpoint_store",
 ]
 
 
 __getattr__ = lazy_backends(__name__, _BACKENDS)
+
+
+def default_checkpoint_store() -> CheckpointStore | None:
+    """The store of ``WARLOCK_SESSIONS["CHECKPOINT_STORE"]``, built once, or ``None`` when
+    none is configured."""
+    store: CheckpointStore | None = warlock_settings.built("CHECKPOINT_STORE")
+    return store

@@ -6,8 +6,8 @@ import builtins
 import json
 from typing import Any
 
-from ..snapshots.postgres import cursor_on, like_prefix
-from ..stores.filesystem import check_sql_name
+from ..backends.postgres import check_connection, cursor_on, like_prefix
+from ..backends.sql import check_sql_name
 from .base import (
     COLUMNS,
     CheckpointStore,
@@ -22,7 +22,7 @@ class PostgresCheckpointStore(CheckpointStore):
     primary key is the append-only guard."""
 
     def __init__(self, connection: Any, *, table: str = "warlock_orchestrator_sessions") -> None:
-        self.connection = connection
+        self.connection = check_connection(connection, "PostgresCheckpointStore")
         self.table = check_sql_name(table)
 
     def schema(self) -> str:

@@ -6,8 +6,8 @@ import builtins
 import json
 from typing import Any
 
+from ..backends.redis import RedisConnected, fails_closed, redis_module
 from ..snapshots.base import InvalidSnapshotError
-from ..stores.redis import RedisConnected, fails_closed, redis_module
 from .base import CheckpointStore, DuplicateCheckpointError
 
 # Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one
@@ -38,9 +38,9 @@ return 1
 
 
 class RedisCheckpointStore(RedisConnected, CheckpointStore):
-    """Rows at ``{prefix}:session:{name}:{sid}`` as ``{"rows": [...]}``; the sessions of an
-    orchestrator in the set ``{prefix}:index:{name}`` (``SADD``/``SREM``: concurrent saves of
-    different sessions never lose each other). With ``ttl`` every write sets ``EX ttl``. An
+    """Rows at ``{prefix}session:{name}:{sid}`` as ``{"rows": [...]}``; the sessions of an
+    orchestrator in the set ``{prefix}index:{name}`` (``SADD``/``SREM``: concurrent saves of
+    different sessions never lose each other). With ``ttl`` every write sets ``PX``. An
     orchestrator name may not hold ``:`` (``a:b`` + ``c`` would read as ``a`` + ``b:c``)."""
 
     def __init__(
@@ -48,19 +48,26 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
         client: Any = None,
         *,
         url: str | None = None,
-        prefix: str = "warlock:orchestrator",
+        prefix: str = "warlock:orchestrator:",
         ttl: float | None = None,
     ) -> None:
+        if isinstance(prefix, str) and not prefix.endswith(":"):
+            # This class alone used to put the ':' after its prefix itself: refusing a prefix
+            # without one keeps the keys of existing checkpoints where they were.
+            raise ValueError(
+                f"RedisCheckpointStore's prefix is written before its keys as is, as every Redis "
+                f"class's is: pass {prefix + ':'!r} to keep the keys {prefix + ':session:…'!r}"
+            )
         super().__init__(client, url=url, prefix=prefix, ttl=ttl)
         self._append = self.client.register_script(_APPEND)
 
     def _document(self, name: str, session_id: str) -> str:
         if ":" in name:
             raise InvalidSnapshotError(f"an orchestrator name may not hold ':', got {name!r}")
-        return f"{self.prefix}:session:{name}:{session_id}"
+        return self.key(f"session:{name}:{session_id}")
 
     def _index(self, name: str) -> str:
-        return f"{self.prefix}:index:{name}"
+        return self.key(f"index:{name}")
 
     def _rows(self, name: str, session_id: str) -> builtins.list[dict[str, Any]]:
         stored = self.client.get(self._document(name, session_id))

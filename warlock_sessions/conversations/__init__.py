@@ -3,7 +3,7 @@
 
 from typing import TYPE_CHECKING
 
-from ..stores.lazy import lazy_backends
+from ..backends.lazy import lazy_backends
 from .agent import AgentResult, AgentStream, ConversationAgent, EventStream
 from .session import ConversationSession, session, split_tool_pair
 from .stores import ConversationStore, RecordConversationStore

@@ -11,11 +11,11 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..backends.connections import give_back_connection
 from ..conf import warlock_settings
 from ..errors import SessionConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
-from ..stores.pool import give_back_connection
 from .stores import RECORD_TYPE
 
 

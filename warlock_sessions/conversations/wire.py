@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..backends.outages import RETRY_AFTER, unavailable
 from ..engine import ProviderError
 from ..engine.session import text_problem
 from ..errors import (
@@ -25,7 +26,6 @@ from ..errors import (
 )
 from ..host.wire import provider_failure, session_id_input
 from ..models import Conversation
-from ..stores.outages import RETRY_AFTER, unavailable
 from .agent import AgentResult
 from .toolagent import is_summary
 

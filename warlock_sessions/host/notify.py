@@ -10,9 +10,9 @@ from typing import Any
 from django.conf import settings
 
 from .. import signals
+from ..backends.outages import OutageLog
 from ..engine import TurnResult
 from ..models import forget_records
-from ..stores.outages import OutageLog
 from .events import event_frame
 
 logger = logging.getLogger("warlock_sessions.host")

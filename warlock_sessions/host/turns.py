@@ -21,17 +21,18 @@ from django.utils import timezone
 
 from .. import signals
 from ..agents import default_agent_name, get_agent
+from ..backends.connections import give_back_connection
+from ..backends.loop_connections import loop_connection
 from ..conf import warlock_settings
 from ..engine import Agent, Model, Session, SystemClock, TurnResult, turn
 from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
 from ..stores import Store, default_store
-from ..stores.loop_connections import loop_connection
-from ..stores.pool import give_back_connection
-from ..stores.records import TurnRecords
+from .commit import committer_for
 from .events import turn_events
 from .inputs import applied_key, forget_applied, input_identity, was_applied
 from .notify import announce, apush, push
+from .records import TurnRecords
 from .threads import ProcessThreads, in_worker_thread, threads_for_database_pool
 
 #: The first pause before a turn that lost the version race is replayed, in seconds; it doubles
@@ -142,7 +143,7 @@ class Host:
         if type(retries) is not int or retries < 0:
             raise ValueError(f"max_conflict_retries must be a whole number >= 0, not {retries!r}")
         self.max_conflict_retries = retries
-        self.committer = self.store.committer()
+        self.committer = committer_for(self.store)
         self.using = self.committer.using
         self.loop_committer = self.committer.on_event_loop()
         self.may_block = self.agent.may_block(self.model)

@@ -32,9 +32,9 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from .. import signals
+from ..backends.outages import OutageLog, unavailable
 from ..conf import warlock_settings
 from ..models import OutboundMessage, Wake
-from ..stores.outages import OutageLog, unavailable
 from .turns import Host
 
 logger = logging.getLogger("warlock_sessions.worker")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..stores.lazy import lazy_backends
+from ..backends.lazy import lazy_backends
 from .base import AbortSignal, Lease, LeasedLock, NoLock, SessionLock, check_lease
 from .memory import InProcessLock
 

@@ -8,8 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
 
+from ..backends.connections import give_back_connection
 from ..models import SessionLockRow
-from ..stores.pool import give_back_connection
 from .base import LeasedLock
 
 

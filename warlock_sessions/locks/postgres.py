@@ -7,8 +7,9 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from ..backends.postgres import check_connection, connection_on
 from ..errors import SessionLockTimeout
 from .base import AbortSignal, SessionLock, aborted_error
 
@@ -21,23 +22,30 @@ def lock_id(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big", signed=True)
 
 
-class PostgresAdvisoryLock(SessionLock):
-    """``pg_try_advisory_lock`` on a connection opened for the holder from ``conninfo`` (never
-    the transaction-level variant): PostgreSQL frees the lock when that connection ends, so a
-    killed holder releases it at once. Waiters poll every 50-100 ms."""
+def _ask(connection: Any, statement: str, key: str) -> bool:
+    """One statement about ``key``'s lock, committed: a pooled connection is not in autocommit,
+    and a transaction left open would keep the connection idle in it while the lock is held."""
+    row = connection.execute(statement, [lock_id(key)]).fetchone()
+    if not connection.autocommit:
+        connection.commit()
+    return bool(row and row[0])
 
-    def __init__(self, conninfo: str, *, timeout: float | None = None) -> None:
-        self.conninfo = conninfo
+
+class PostgresAdvisoryLock(SessionLock):
+    """``pg_try_advisory_lock`` on a connection the holder has to itself for the whole hold,
+    borrowed from a ``psycopg_pool.ConnectionPool`` or opened from a conninfo string
+    (``connection``), never the transaction-level variant:
+    PostgreSQL frees the lock when that connection ends, so a killed holder releases it at
+    once. Waiters poll every 50-100 ms."""
+
+    def __init__(self, connection: Any, *, timeout: float | None = None) -> None:
+        self.connection = check_connection(connection, "PostgresAdvisoryLock", own=True)
         self.timeout = timeout
 
     def with_lock(self, key: str, fn: Callable[[], T], *, signal: AbortSignal | None = None) -> T:
-        import psycopg
-
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        with psycopg.connect(self.conninfo, autocommit=True) as connection:
-            while not connection.execute(
-                "SELECT pg_try_advisory_lock(%s)", [lock_id(key)]
-            ).fetchone()[0]:  # type: ignore[index]
+        with connection_on(self.connection) as connection:
+            while not _ask(connection, "SELECT pg_try_advisory_lock(%s)", key):
                 if signal is not None and signal.aborted:
                     raise aborted_error(signal, key)
                 if deadline is not None and time.monotonic() >= deadline:
@@ -47,4 +55,4 @@ class PostgresAdvisoryLock(SessionLock):
             try:
                 return fn()
             finally:
-                connection.execute("SELECT pg_advisory_unlock(%s)", [lock_id(key)])
+                _ask(connection, "SELECT pg_advisory_unlock(%s)", key)

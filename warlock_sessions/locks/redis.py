@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stores.redis import fails_closed, redis_client
+from ..backends.redis import RedisConnected, fails_closed
 from .base import LeasedLock
 
 _RENEW = """
@@ -21,7 +21,7 @@ return 0
 """
 
 
-class RedisLock(LeasedLock):
+class RedisLock(RedisConnected, LeasedLock):
     """The lock of ``key`` is the string ``prefix + key`` holding the holder's token, expiring
     after ``ttl``; only that token renews or deletes it."""
 
@@ -34,23 +34,19 @@ class RedisLock(LeasedLock):
         ttl: float = 30.0,
         timeout: float | None = None,
     ) -> None:
-        super().__init__(ttl=ttl, timeout=timeout)
-        self.client = redis_client(client, url, "RedisLock")
-        self.prefix = prefix
+        RedisConnected.__init__(self, client, url=url, prefix=prefix, ttl=ttl)
+        LeasedLock.__init__(self, ttl=ttl, timeout=timeout)
         self._renew_script = self.client.register_script(_RENEW)
         self._release_script = self.client.register_script(_RELEASE)
 
-    def _ms(self) -> int:
-        return max(1, round(self.ttl * 1000))
-
     @fails_closed
     def _try_acquire(self, key: str, token: str) -> bool:
-        return bool(self.client.set(self.prefix + key, token, nx=True, px=self._ms()))
+        return bool(self.client.set(self.key(key), token, nx=True, px=self.ttl_ms))
 
     @fails_closed
     def _renew(self, key: str, token: str) -> bool:
-        return bool(self._renew_script(keys=[self.prefix + key], args=[token, self._ms()]))
+        return bool(self._renew_script(keys=[self.key(key)], args=[token, self.ttl_ms]))
 
     @fails_closed
     def _release(self, key: str, token: str) -> None:
-        self._release_script(keys=[self.prefix + key], args=[token])
+        self._release_script(keys=[self.key(key)], args=[token])

@@ -27,12 +27,12 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import HttpHeaders
 from rest_framework.settings import api_settings
 
+from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..conf import warlock_settings
 from ..errors import InvalidInputError
 from ..host.threads import in_worker_thread
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester
-from ..stores.outages import RETRY_AFTER, OutageLog, unavailable
 from .shutdown import open_consumers
 
 logger = logging.getLogger("warlock_sessions.realtime")

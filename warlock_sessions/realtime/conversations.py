@@ -19,10 +19,10 @@ import asyncio
 import logging
 from typing import Any
 
-from ..agents import conversation_lock, get_conversation_agent
 from ..conf import warlock_settings
-from ..conversations import AgentResult, DjangoConversationStore, session
+from ..conversations import AgentResult, DjangoConversationStore
 from ..conversations.agent import stream_threads
+from ..conversations.configured import conversation_agent, conversation_store, open_conversation
 from ..conversations.wire import failure, result_json, run_failure, send_input
 from ..errors import AgentCancelledError, InvalidInputError
 from ..host.threads import in_worker_thread
@@ -63,7 +63,7 @@ class ConversationConsumer(WarlockConsumer):
             self.signal.abort(AgentCancelledError("the socket closed"))
 
     def store(self, *, claim: bool) -> DjangoConversationStore:
-        return DjangoConversationStore(owner=owner_fields(self.requester) if claim else None)
+        return conversation_store(owner_fields(self.requester) if claim else None)
 
     def may_send(self) -> bool:
         """Whether this client may send to the conversation; an id nobody uses becomes its
@@ -87,14 +87,15 @@ class ConversationConsumer(WarlockConsumer):
             await self.error("conversation-busy", "A turn is running: wait for its result.")
             return
         try:
-            text, agent = send_input(content), get_conversation_agent()
+            text = send_input(content)
+            conversation_agent()  # configured, before anything is claimed
         except Exception as error:
             await self.report(error)
             return
         # The turn runs beside the socket, which stays free to refuse a second one (busy)
         # and to notice a disconnect, which cancels it.
         self.signal = AbortSignal()
-        self.running = asyncio.ensure_future(self.turn(text, agent, self.signal))
+        self.running = asyncio.ensure_future(self.turn(text, self.signal))
 
     async def report(self, error: BaseException) -> None:
         reported = failure(error)
@@ -104,7 +105,7 @@ class ConversationConsumer(WarlockConsumer):
         else:
             await self.error(reported.code, reported.detail)
 
-    async def turn(self, text: str, agent: Any, signal: AbortSignal) -> None:
+    async def turn(self, text: str, signal: AbortSignal) -> None:
         """Run the turn, sending its events as the agent makes them, then its result; the
         socket is closed with 4403 if this client may not send to the conversation."""
         loop = asyncio.get_running_loop()
@@ -120,7 +121,7 @@ class ConversationConsumer(WarlockConsumer):
                 if not self.may_send():
                     return None
                 store = self.store(claim=True)
-                chat = session(self.conversation_id, store, agent, conversation_lock())
+                chat = open_conversation(self.conversation_id, store)
                 result = chat.send(text, on_event=push, signal=signal)
                 return result, store.header(self.conversation_id)
             finally:

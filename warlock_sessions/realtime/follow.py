@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from django.db.models import Max
 
+from ..backends.outages import OutageLog
 from ..host.threads import in_worker_thread
 from ..models import SessionEvent
-from ..stores.outages import OutageLog
 
 logger = logging.getLogger("warlock_sessions.realtime")
 read_outage = OutageLog(logger, "reading the event log for the sockets")

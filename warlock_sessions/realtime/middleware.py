@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stores.outages import unavailable
+from ..backends.outages import unavailable
 from .base import TRY_AGAIN_LATER, close_codes, frame_outage
 
 

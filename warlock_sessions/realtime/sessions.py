@@ -25,6 +25,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import DatabaseError
 
 from ..agents import default_agent_name, get_agent
+from ..backends.loop_connections import loop_connection, loop_connections_available
 from ..conf import warlock_settings
 from ..engine import ProviderError, Session
 from ..errors import (
@@ -35,6 +36,7 @@ from ..errors import (
     SessionConflictError,
 )
 from ..host import Host, HostedTurn, group_name
+from ..host.commit import committer_for
 from ..host.events import event_frame
 from ..host.notify import apush
 from ..host.threads import in_worker_thread
@@ -51,7 +53,6 @@ from ..permissions import (
     release_claim,
 )
 from ..stores import Store, default_store
-from ..stores.loop_connections import loop_connection, loop_connections_available
 from .base import UNAUTHORISED, WarlockConsumer
 from .follow import log_follower
 
@@ -123,7 +124,7 @@ class SessionConsumer(WarlockConsumer):
     def prepared_claimant(self, store: Store) -> dict[str, Any] | None:
         """The owner row's fields the first frame may claim the id with on the event loop, if
         the store can and the policy decides from the owner alone and admits that owner."""
-        committer = store.committer().on_event_loop()
+        committer = committer_for(store).on_event_loop()
         policy: SessionPolicy = warlock_settings.PERMISSION()
         if (
             committer is None
@@ -371,7 +372,7 @@ class SessionConsumer(WarlockConsumer):
         a chat's first turn); ``None`` when it could not be (the id is used by now, or there is
         no prepared claimant): the claim in a worker thread decides."""
         fields, self.claimant = self.claimant, None
-        committer = default_store().committer().on_event_loop()
+        committer = committer_for(default_store()).on_event_loop()
         if fields is None or committer is None:
             return None
         try:

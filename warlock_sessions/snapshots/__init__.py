@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..conf import on_change
+from ..backends.lazy import lazy_backends
+from ..conf import warlock_settings
 from ..errors import (
     ConditionalSaveUnsupportedError,
     InvalidSnapshotError,
     SnapshotCorruptError,
 )
-from ..stores.lazy import BuiltOnce, lazy_backends
 from .base import SnapshotStore
 
 if TYPE_CHECKING:
@@ -80,23 +80,8 @@ __all__ = [
 __getattr__ = lazy_backends(__name__, _BACKENDS)
 
 
-def _build_default() -> SnapshotStore | None:
-    from ..conf import warlock_settings
-
-    store_class = warlock_settings.SNAPSHOT_STORE
-    return None if store_class is None else store_class(**warlock_settings.SNAPSHOT_STORE_OPTIONS)
-
-
-_default: BuiltOnce[SnapshotStore | None] = BuiltOnce(_build_default)
-
-
 def default_snapshot_store() -> SnapshotStore | None:
-    """The store of ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]`` (built once with
-    ``["SNAPSHOT_STORE_OPTIONS"]``), or ``None`` when none is configured: runs then skip their
-    snapshot writes and cannot resume."""
-    return _default.get()
-
-
-@on_change
-def forget_default_snapshot_store() -> None:
-    _default.forget()
+    """The store of ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]``, built once, or ``None`` when none
+    is configured: runs then skip their snapshot writes and cannot resume."""
+    store: SnapshotStore | None = warlock_settings.built("SNAPSHOT_STORE")
+    return store

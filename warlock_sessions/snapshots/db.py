@@ -11,9 +11,9 @@ from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ..backends.connections import give_back_connection
 from ..errors import ConfigurationError, SnapshotError
 from ..models import Snapshot
-from ..stores.pool import give_back_connection
 from .base import SnapshotStore
 
 

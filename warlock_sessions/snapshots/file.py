@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InvalidSnapshotError, SnapshotCorruptError
-from ..stores.filesystem import (
+from ..backends.files import (
     PrivateDirectory,
     file_name,
     key_of,
@@ -13,6 +12,7 @@ from ..stores.filesystem import (
     read_file,
     replace_file,
 )
+from ..errors import InvalidSnapshotError, SnapshotCorruptError
 from .base import SnapshotStore
 
 

@@ -1,36 +1,12 @@
-"""PostgresSnapshotStore: snapshots in PostgreSQL through a caller's psycopg connection or pool."""
+"""PostgresSnapshotStore: snapshots in PostgreSQL through a psycopg pool, connection or conninfo."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from ..stores.filesystem import check_sql_name
+from ..backends.postgres import check_connection, cursor_on, like_prefix
+from ..backends.sql import check_sql_name
 from .base import SnapshotStore
-
-
-@contextmanager
-def cursor_on(connection: Any) -> Iterator[Any]:
-    """A cursor on a caller's ``connection`` whose statement commits: a pool lends a connection
-    and commits on return; an autocommit connection commits each statement (or joins the
-    transaction the caller has open); any other connection gets a transaction of its own
-    (a savepoint inside the caller's), which costs two more round trips."""
-    if callable(getattr(connection, "getconn", None)):  # a pool
-        with connection.connection() as lent, lent.cursor() as cursor:
-            yield cursor
-    elif connection.autocommit:
-        with connection.cursor() as cursor:
-            yield cursor
-    else:
-        with connection.transaction(), connection.cursor() as cursor:
-            yield cursor
-
-
-def like_prefix(prefix: str) -> str:
-    """``prefix`` as a ``LIKE … ESCAPE '\\'`` pattern matching exactly the keys it begins."""
-    escaped = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
-    return escaped + "%"
 
 
 class PostgresSnapshotStore(SnapshotStore):
@@ -40,7 +16,7 @@ class PostgresSnapshotStore(SnapshotStore):
     An unsafe table name is refused when the store is built."""
 
     def __init__(self, connection: Any, *, table: str = "warlock_supervisor_snapshots") -> None:
-        self.connection = connection
+        self.connection = check_connection(connection, "PostgresSnapshotStore")
         self.table = check_sql_name(table)
 
     def schema(self) -> str:

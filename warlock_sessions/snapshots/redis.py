@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..stores.redis import RedisConnected, fails_closed
+from ..backends.redis import RedisConnected, fails_closed
 from .base import SnapshotStore
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
@@ -33,16 +33,16 @@ class RedisSnapshotStore(RedisConnected, SnapshotStore):
 
     @fails_closed
     def _read(self, key: str) -> tuple[bytes, int] | None:
-        value = self.client.get(self.prefix + key)
+        value = self.client.get(self.key(key))
         return None if value is None else (value, 0)
 
     @fails_closed
     def _write(self, key: str, text: str, expected: int | None) -> None:
-        self.client.set(self.prefix + key, text, px=self.ttl_ms or None)
+        self.client.set(self.key(key), text, px=self.ttl_ms or None)
 
     @fails_closed
     def _remove(self, key: str) -> None:
-        self.client.delete(self.prefix + key)
+        self.client.delete(self.key(key))
 
     @fails_closed
     def _keys(self, prefix: str) -> list[str]:

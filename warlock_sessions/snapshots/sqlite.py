@@ -7,8 +7,7 @@ import sqlite3
 import threading
 from datetime import UTC, datetime
 
-from ..stores.filesystem import check_sql_name
-from ..stores.sqlite import connect_private
+from ..backends.sql import check_sql_name, connect_private
 from .base import SnapshotStore
 
 

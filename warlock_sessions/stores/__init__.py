@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..conf import on_change
+from ..backends.lazy import lazy_backends
+from ..conf import warlock_settings
 from .base import Store
-from .lazy import BuiltOnce, lazy_backends
 
 if TYPE_CHECKING:
     from .db import DjangoStore
@@ -51,25 +51,10 @@ __all__ = [
 __getattr__ = lazy_backends(__name__, _BACKENDS)
 
 
-def _build_default() -> Store:
-    from ..conf import warlock_settings
-
-    store: Store = warlock_settings.STORE(**warlock_settings.STORE_OPTIONS)
-    return store
-
-
-_default = BuiltOnce(_build_default)
-
-
 def default_store() -> Store:
-    """The Store configured by ``WARLOCK_SESSIONS["STORE"]`` and ``["STORE_OPTIONS"]``, built
-    once and shared (every backend is safe across threads): a ``MemoryStore`` keeps its
-    sessions between calls, and a ``SqliteStore`` or ``RedisStore`` opens its connection or
-    pool once. Built again after the settings change (``override_settings`` in tests)."""
-    return _default.get()
-
-
-@on_change
-def forget_default_store() -> None:
-    """Drop the shared default store; the next ``default_store()`` builds it again."""
-    _default.forget()
+    """The Store configured by ``WARLOCK_SESSIONS["STORE"]``, built once and shared (every
+    backend is safe across threads): a ``MemoryStore`` keeps its sessions between calls, and a
+    ``SqliteStore`` or ``RedisStore`` opens its connection or pool once. Built again after the
+    settings change (``override_settings`` in tests)."""
+    store: Store = warlock_settings.built("STORE")
+    return store

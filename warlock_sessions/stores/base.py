@@ -10,7 +10,6 @@ stored version is exactly ``expected_version``. A failed check raises
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
 from ..conf import Expected, expect
 from ..engine.session import (
@@ -21,9 +20,6 @@ from ..engine.session import (
     text_problem,
 )
 from ..errors import SessionConflictError
-
-if TYPE_CHECKING:
-    from .commit import Committer
 
 
 def check_session_id(session_id: object) -> str:
@@ -112,14 +108,6 @@ class Store(ABC):
     def delete(self, session_id: str) -> bool:
         """Remove the session; ``True`` if there was one."""
         return self._remove(check_session_id(session_id))
-
-    def committer(self) -> Committer:
-        """How the host commits a turn's save with its records. A store outside the database
-        gets the generic plan (records in a database transaction around the save); a store
-        that can write both in one transaction overrides this."""
-        from .commit import RecordsBesideCommitter
-
-        return RecordsBesideCommitter(self)
 
     @abstractmethod
     def _read(self, session_id: str) -> tuple[str | bytes, int | None] | None:

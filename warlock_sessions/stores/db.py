@@ -12,13 +12,12 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models.constants import OnConflict
 from django.utils import timezone
 
+from ..backends.loop_connections import database
 from ..engine.session import Session, decode_session
 from ..errors import SessionConflictError
 from ..models import Session as SessionRow
 from ..models import SessionEvent, SessionOwner, forget_records, run_summary
 from .base import Store, check_session_id, saved_copy
-from .commit import DatabaseCommitter
-from .loop_connections import database
 
 #: The owner row's columns the claim statement fills, in the order of its parameters.
 OWNER_COLUMNS = ("session_id", "user", "anonymous_key", "created_at")
@@ -186,10 +185,6 @@ class DjangoStore(Store):
             if rowcount != 1:
                 raise self._conflict(cursor, session["id"], expected)
 
-    def committer(self) -> DatabaseCommitter:
-        """The save and the turn's records in one transaction (one statement on PostgreSQL)."""
-        return DatabaseCommitter(self)
-
     @property
     def combines_writes(self) -> bool:
         """Whether :meth:`run_combined` can join other writes to the save (PostgreSQL)."""
@@ -239,7 +234,7 @@ class DjangoStore(Store):
         self, connection: Any, combined: CombinedSave
     ) -> tuple[Session, tuple[Any, ...]]:
         """``run_combined`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
-        store's database in autocommit mode (``stores.loop_connections``). Database errors are
+        store's database in autocommit mode (``backends.loop_connections``). Database errors are
         Django's, as from ``run_combined``."""
         session_id = combined.session["id"]
         with database(self.using).wrap_database_errors:

@@ -7,13 +7,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..backends.files import PrivateDirectory, file_name, make_directories, read_file, replace_file
 from ..engine.session import Session, decode_session
 from ..errors import InvalidSessionError
 from .base import (
     Store,
     check_stored_version,
 )
-from .filesystem import PrivateDirectory, file_name, make_directories, read_file, replace_file
 
 
 class FileStore(PrivateDirectory, Store):

@@ -6,12 +6,11 @@ import os
 import sqlite3
 import threading
 from datetime import UTC, datetime
-from pathlib import Path
 
+from ..backends.sql import check_sql_name, connect_private
 from ..engine.session import Session
 from ..errors import SessionConflictError
 from .base import Store
-from .filesystem import check_sql_name, create_private_file
 
 
 class SqliteStore(Store):
@@ -70,20 +69,3 @@ class SqliteStore(Store):
 
     def _remove(self, session_id: str) -> bool:
         return self._execute("DELETE FROM {table} WHERE id = ?", (session_id,)).rowcount == 1
-
-
-def connect_private(path: str, timeout: float) -> sqlite3.Connection:
-    """A connection (autocommit, shareable across threads) to the SQLite file at ``path``,
-    created 0600 in directories created 0700 before SQLite opens it; journal sidecars already
-    there are made 0600 too (new ones take the file's mode). ``":memory:"`` creates nothing."""
-    if path != ":memory:":
-        create_private_file(Path(path))
-        for suffix in ("-journal", "-wal", "-shm"):
-            sidecar = Path(path + suffix)
-            if sidecar.exists() and not sidecar.is_symlink():
-                os.chmod(sidecar, 0o600)
-    connection = sqlite3.connect(
-        path, timeout=timeout, isolation_level=None, check_same_thread=False
-    )
-    connection.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
-    return connection

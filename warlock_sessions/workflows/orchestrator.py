@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..checkpoints import CheckpointStore
+from ..checkpoints import CheckpointStore, default_checkpoint_store
 from ..conf import Expected, expect
 from ..errors import OrchestratorDriftError, SupervisorFailedError
 from ..snapshots import SnapshotStore
@@ -96,18 +96,16 @@ class Orchestrator:
         register("orchestrator", self)
 
     def checkpoints(self) -> CheckpointStore:
-        if self.checkpoint_store is not None:
-            return self.checkpoint_store
-        from ..conf import warlock_settings
-
-        store_class = warlock_settings.CHECKPOINT_STORE
-        if store_class is None:
+        """Its own store, else the configured default (read anew: the settings may change)."""
+        store = self.checkpoint_store
+        if store is None:
+            store = default_checkpoint_store()
+        if store is None:
             raise SupervisorFailedError(
                 f'orchestrator "{self.name}" has no checkpoint store: pass checkpoint_store= '
                 'or set WARLOCK_SESSIONS["CHECKPOINT_STORE"]'
             )
-        self.checkpoint_store = store_class(**warlock_settings.CHECKPOINT_STORE_OPTIONS)
-        return self.checkpoint_store
+        return store
 
     def run_id(self, session_id: str, turn: int) -> str:
         return f"{session_id}.{self.version or 'unversioned'}.{turn}"

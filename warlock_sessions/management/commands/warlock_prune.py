@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...engine.durations import is_duration, parse_duration
 from ...host.notify import tell_followers
-from ...stores.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
+from ...host.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
 
 BAR_WIDTH = 30
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...backends.outages import unavailable
 from ...host import Worker
-from ...stores.outages import unavailable
 from ...workflows.orchestrator import drain_configured
 
 logger = logging.getLogger("warlock_sessions.worker")

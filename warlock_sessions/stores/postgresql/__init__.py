@@ -1,3 +1,1 @@
-"""A Django database backend: PostgreSQL whose connection pool finds connections its server
-closed without a query, and replaces them all at once (``ENGINE``
-``"warlock_sessions.stores.postgresql"``; docs/deployment.md)."""
+"""Moved to ``warlock_sessions.backends.postgresql``; this ``ENGINE`` path keeps working."""

@@ -15,9 +15,9 @@ import orjson
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from ..backends.loop_connections import database
 from ..engine.isotime import ms_from_iso
 from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
-from .loop_connections import database
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).

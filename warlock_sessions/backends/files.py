@@ -96,12 +96,6 @@ def replace_file(directory: Path, name: str, content: bytes, file_mode: int) -> 
         os.close(directory_fd)
 
 
-def check_sql_name(name: str, what: str = "table name") -> str:
-    if not isinstance(name, str) or not SQL_NAME.match(name):
-        raise ValueError(f"invalid {what} {name!r}. Allowed: [A-Za-z_][A-Za-z0-9_]*.")
-    return name
-
-
 def create_private_file(path: Path) -> None:
     """Create missing parent directories 0700 and the file itself 0600 (existing ones keep
     their modes). A symlink at ``path``, dangling or not, is refused: the file would be

@@ -1,24 +1,22 @@
 """How a store commits a turn: the session's save together with the turn's records (outbox,
 wakes, event log, applied input), so a save never commits without its records or they
-without it. ``Store.committer()`` gives the plan for a store; the host runs every turn, sync,
-async or on an event loop, through it.
+without it. ``committer_for(store)`` gives the plan for a store; the host runs every turn,
+sync, async or on an event loop, through it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from django.db import connections, router, transaction
 
 from ..engine.session import Session
 from ..models import OutboundMessage
+from ..stores.base import Store
+from ..stores.db import DjangoStore
 from .records import FIRST_SEQ, TurnRecords, statement_parts, write_records
-
-if TYPE_CHECKING:
-    from .base import Store
-    from .db import DjangoStore
 
 
 class Committer(Protocol):
@@ -108,7 +106,7 @@ class DatabaseCommitter:
     async def acommit(
         self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
     ) -> tuple[Session, int]:
-        """``commit`` awaited on ``connection`` (``stores.loop_connections``)."""
+        """``commit`` awaited on ``connection`` (``backends.loop_connections``)."""
         parts, params = statement_parts(records, self.using)
         combined = self.store.combined_save(
             session, expected, parts, params, FIRST_SEQ, agent=agent
@@ -145,3 +143,12 @@ class RecordsBesideCommitter:
 
     def exclusive(self, session_id: str) -> AbstractContextManager[None]:
         return nullcontext()  # a store outside the database has no row to hold
+
+
+def committer_for(store: Store) -> Committer:
+    """How the host commits a turn on ``store``: a ``DjangoStore`` writes the save and the
+    records in the database's one transaction; any other store gets the generic plan (records
+    in a database transaction around the save)."""
+    if isinstance(store, DjangoStore):
+        return DatabaseCommitter(store)
+    return RecordsBesideCommitter(store)

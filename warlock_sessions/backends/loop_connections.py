@@ -27,7 +27,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.dispatch import receiver
 
 from ..conf import warlock_settings
-from .pool import closed_by_server
+from .connections import closed_by_server
 
 try:
     from psycopg import AsyncConnection, pq, sql

@@ -33,7 +33,7 @@ def closed_by_server(connection: Any) -> bool:
 
 
 def check_pooled(connection: Any) -> None:
-    """psycopg_pool's ``check`` callback (the ``warlock_sessions.stores.postgresql`` engine
+    """psycopg_pool's ``check`` callback (the ``warlock_sessions.backends.postgresql`` engine
     installs it). Raises for a dead connection, which the pool then replaces, after having
     every idle connection of the pool tested."""
     if not closed_by_server(connection):
