@@ -1,3 +1,3 @@
 """warlock_sessions: durable, concurrency-safe conversation state for Django."""
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.3.0.dev0"

@@ -257,8 +257,8 @@ def test_truncate_and_clear(make_store: SnapshotFactory) -> None:
     with pytest.raises(ValueError):
         tools.truncate(-1)
 
-    tools.clear()
-    tools.clear()  # twice is fine
+    assert tools.clear() is True
+    assert tools.clear() is False  # twice is fine, and said
     assert tools.load() is None and tools.history() == []
 
 

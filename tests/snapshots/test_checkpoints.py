@@ -103,7 +103,8 @@ def test_names_isolate_sessions_and_list_gives_distinct_ids(store: CheckpointSto
     sales = store.load("sales", "user-1")
     assert sales is not None and (sales["turn_index"], sales["version"]) == (0, "v2")
 
-    store.delete("support", "user-1")
+    assert store.delete("support", "user-1") is True
+    assert store.delete("support", "user-1") is False
     assert store.load("support", "user-1") is None
     assert store.list("support") == ["other", "user-2"]
     assert store.load("sales", "user-1") is not None

@@ -13,7 +13,7 @@ from .conftest import SnapshotFactory
 def test_a_snapshot_round_trips_as_a_copy(make_snapshots: SnapshotFactory) -> None:
     store = make_snapshots()
     assert store.load("x") is None
-    store.delete("x")  # nothing there: fine
+    assert store.delete("x") is False  # nothing there: fine, and said
 
     snapshot = {"runId": "r", "a": [1, "é", None], "nested": {"deep": [True, 1.5]}}
     store.save(snapshot)
@@ -36,8 +36,11 @@ def test_the_second_save_wins_and_delete_removes(make_snapshots: SnapshotFactory
     store.save({"runId": "r", "step": 2})
     assert store.load("r") == {"runId": "r", "step": 2}
     assert store.list() == ["r"]
-    store.delete("r")
+    assert store.delete("r") is True
     assert store.load("r") is None and store.list() == []
+    assert store.delete("r") is False
+    with pytest.raises(InvalidSnapshotError, match="a snapshot prefix is text"):
+        store.list(3)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

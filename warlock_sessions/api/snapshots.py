@@ -10,9 +10,10 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ..backends.keyed import check_key
+from ..errors import InvalidSnapshotError
 from ..host.wire import clean_text_param
 from ..snapshots import SnapshotStore, default_snapshot_store
-from ..snapshots.base import InvalidSnapshotError, check_key
 from . import schema
 from .base import WarlockViewSet
 from .errors import ApiError

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import builtins
 import json
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from datetime import UTC, datetime
 from typing import Any
 
+from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
 from ..engine.session import json_problem
 
 # The checkpoint stores' errors live in errors.py; importable from here as before.
 from ..errors import DuplicateCheckpointError as DuplicateCheckpointError
+from ..errors import InvalidSnapshotError
 from ..errors import SnapshotError as SnapshotError
-from ..snapshots.base import InvalidSnapshotError, check_key
 
 #: The columns of a checkpoint row, in the order the PostgreSQL table has them.
 COLUMNS = (
@@ -81,10 +82,12 @@ def decode_route(stored: str | None) -> str | list[str] | None:
     return stored
 
 
-class CheckpointStore(ABC):
+class CheckpointStore(KeyedStore):
     """An orchestrator's per-session turns, appended. The checks are made once, here, as the
     snapshot stores' are: a backend implements ``_load``, ``_save`` (a checked row),
     ``_delete``, ``_list`` and ``_prune``."""
+
+    kind = "checkpoint"
 
     def load(self, name: str, session_id: str) -> dict[str, Any] | None:
         """The row with the highest ``turn_index``, or ``None``."""
@@ -94,25 +97,20 @@ class CheckpointStore(ABC):
         """Append a row; a stored turn raises ``DuplicateCheckpointError``."""
         self._save(check_row(row))
 
-    def delete(self, name: str, session_id: str) -> None:
-        """Delete every row of the session (none is fine)."""
-        self._delete(*_keys(name, session_id))
+    def delete(self, name: str, session_id: str) -> bool:
+        """Delete every row of the session: whether there was one (none is fine)."""
+        return self._delete(*_keys(name, session_id))
 
     def list(self, name: str, prefix: str | None = None) -> builtins.list[str]:
         """The sessions with rows, sorted; only those starting with ``prefix`` (exactly)."""
-        check_key(name, "orchestrator_name", "checkpoint")
-        if prefix is not None and not isinstance(prefix, str):
-            raise InvalidSnapshotError(f"a checkpoint prefix is text, not {prefix!r:.60}")
-        return self._list(name, prefix)
+        self.check_key(name, "orchestrator_name")
+        return self._list(name, self.check_prefix(prefix) or None)
 
     def prune(self, name: str, session_id: str, keep_before: int) -> None:
         """Delete the session's turns before ``keep_before``."""
         if type(keep_before) is not int or keep_before < 0:
             raise InvalidSnapshotError(f"keep_before is a whole number >= 0, not {keep_before!r}")
         self._prune(*_keys(name, session_id), keep_before)
-
-    def schema(self) -> str:
-        return ""
 
     @abstractmethod
     def _load(self, name: str, session_id: str) -> dict[str, Any] | None: ...
@@ -122,7 +120,8 @@ class CheckpointStore(ABC):
         """Append ``row``, checked (every column present)."""
 
     @abstractmethod
-    def _delete(self, name: str, session_id: str) -> None: ...
+    def _delete(self, name: str, session_id: str) -> bool:
+        """Delete the session's rows: whether there was one."""
 
     @abstractmethod
     def _list(self, name: str, prefix: str | None) -> builtins.list[str]: ...

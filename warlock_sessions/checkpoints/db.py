@@ -52,8 +52,9 @@ class DjangoCheckpointStore(CheckpointStore):
                 checked["orchestrator_name"], checked["session_id"], checked["turn_index"]
             ) from None
 
-    def _delete(self, name: str, session_id: str) -> None:
-        self._rows(name, session_id).delete()
+    def _delete(self, name: str, session_id: str) -> bool:
+        deleted: int = self._rows(name, session_id).delete()[0]
+        return deleted > 0
 
     def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         rows = self._rows(name)

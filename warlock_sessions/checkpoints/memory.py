@@ -33,9 +33,9 @@ class MemoryCheckpointStore(CheckpointStore):
                 raise DuplicateCheckpointError(name, session_id, turn)
             turns[turn] = checked
 
-    def _delete(self, name: str, session_id: str) -> None:
+    def _delete(self, name: str, session_id: str) -> bool:
         with self._lock:
-            self._rows.pop((name, session_id), None)
+            return bool(self._rows.pop((name, session_id), None))
 
     def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         with self._lock:

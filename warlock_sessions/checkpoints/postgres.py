@@ -84,11 +84,13 @@ class PostgresCheckpointStore(CheckpointStore):
             cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
 
-    def _delete(self, name: str, session_id: str) -> None:
-        self._run(
-            f"DELETE FROM {self.table} WHERE orchestrator_name = %s AND session_id = %s",
+    def _delete(self, name: str, session_id: str) -> bool:
+        deleted = self._run(
+            f"DELETE FROM {self.table} WHERE orchestrator_name = %s AND session_id = %s "
+            "RETURNING 1",
             (name, session_id),
         )
+        return bool(deleted)
 
     def _list(self, name: str, prefix: str | None) -> builtins.list[str]:
         rows = self._run(

@@ -96,9 +96,10 @@ class RedisCheckpointStore(RedisConnected, CheckpointStore):
             raise DuplicateCheckpointError(name, session_id, checked["turn_index"])
 
     @fails_closed
-    def _delete(self, name: str, session_id: str) -> None:
-        self.client.delete(self._document(name, session_id))
+    def _delete(self, name: str, session_id: str) -> bool:
+        deleted = self.client.delete(self._document(name, session_id))
         self.client.srem(self._index(name), session_id)
+        return bool(deleted)
 
     @fails_closed
     def _list(self, name: str, prefix: str | None) -> builtins.list[str]:

@@ -197,5 +197,6 @@ class DjangoConversationStore:
     def _messages(self, id: str) -> Any:
         return ConversationMessage.objects.using(self.using).filter(conversation_id=id)
 
-    def delete(self, id: str) -> None:
-        Conversation.objects.using(self.using).filter(id=id).delete()
+    def delete(self, id: str) -> bool:
+        deleted, _ = Conversation.objects.using(self.using).filter(id=id).delete()
+        return deleted > 0

@@ -265,9 +265,9 @@ class ConversationSession:
 
         self.lock.with_lock(self.key, cut)
 
-    def clear(self) -> None:
-        """Delete the conversation (fine when there is none)."""
-        self.lock.with_lock(self.key, lambda: self.records.delete(self.id))
+    def clear(self) -> bool:
+        """Delete the conversation: whether there was one (none is fine)."""
+        return self.lock.with_lock(self.key, lambda: self.records.delete(self.id))
 
     def _cut(self, messages: list[dict[str, Any]], n: int) -> int:
         if type(n) is not int or not 0 <= n <= len(messages):

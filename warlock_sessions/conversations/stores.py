@@ -57,7 +57,9 @@ class ConversationStore(Protocol):
         existing target raises ``SessionExistsError``."""
         ...
 
-    def delete(self, id: str) -> None: ...
+    def delete(self, id: str) -> bool:
+        """Remove the conversation and its messages: whether there was one."""
+        ...
 
     def idle(self) -> None:
         """The store is not used for a while (a model call, a lock wait): give back what it
@@ -155,8 +157,8 @@ class RecordConversationStore:
         target["messages"] = record["messages"][:n]
         self.create(target)
 
-    def delete(self, id: str) -> None:
-        self.store.delete(f"session:{id}")
+    def delete(self, id: str) -> bool:
+        return self.store.delete(f"session:{id}")
 
     def idle(self) -> None:
         self.store.idle()

@@ -282,8 +282,7 @@ class Host:
         attempts = self.max_conflict_retries + 1 + (last_saved is not None)
         for attempt in range(attempts):
             remembered = last_saved is not None
-            # Never while the model may take seconds: the held row would stall every save.
-            held = not remembered and attempt >= EXCLUSIVE_AFTER and not self.may_block
+            held = self._holds_session(attempt, remembered)
             with self.committer.exclusive(session_id) if held else nullcontext():
                 loaded = last_saved if remembered else self.store.load(session_id)
                 last_saved = None
@@ -303,19 +302,39 @@ class Host:
                     if attempt + 1 < attempts and not held:
                         time.sleep(conflict_pause(attempt))
                     continue
-                except IntegrityError:
-                    if not was_applied(session_id, turn_input, self.using):
-                        raise
-                    if loaded is None:
-                        # The session is gone (a store's expiry, a deletion that bypassed
-                        # forget_session): what was applied to it does not bind a new one.
-                        forget_applied(session_id, self.using)
+                except IntegrityError as error:
+                    duplicate = self._applied_before(session_id, turn_input, loaded, error)
+                    if duplicate is None:
                         continue
-                    input_id = input_identity(turn_input)[-1]  # type: ignore[index]
-                    return HostedTurn(**vars(duplicate_input(loaded, input_id, self.clock)))
+                    return duplicate
                 return hosted
         assert conflict is not None
         raise conflict
+
+    def _holds_session(self, attempt: int, remembered: bool) -> bool:
+        """Whether this attempt holds its session (``Committer.exclusive``): only once it has
+        lost ``EXCLUSIVE_AFTER`` races, and never while the model may take seconds, as the
+        held row would stall every other save of the session meanwhile."""
+        return not remembered and attempt >= EXCLUSIVE_AFTER and not self.may_block
+
+    def _applied_before(
+        self,
+        session_id: str,
+        turn_input: Mapping[str, Any],
+        loaded: Session | None,
+        error: IntegrityError,
+    ) -> HostedTurn | None:
+        """After a unique violation: the answer to an input applied before, or ``None`` when
+        the turn is to be replayed; ``error`` again when it was something else."""
+        if not was_applied(session_id, turn_input, self.using):
+            raise error
+        if loaded is None:
+            # The session is gone (a store's expiry, a deletion that bypassed forget_session):
+            # what was applied to it does not bind a new one.
+            forget_applied(session_id, self.using)
+            return None
+        input_id = input_identity(turn_input)[-1]  # type: ignore[index]
+        return HostedTurn(**vars(duplicate_input(loaded, input_id, self.clock)))
 
     def _compute(
         self,

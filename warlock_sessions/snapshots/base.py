@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import builtins
 import json
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from typing import Any
 
+from ..backends.keyed import MAX_KEY_LENGTH as MAX_KEY_LENGTH
+from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
 from ..engine.session import json_problem
 from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, SnapshotCorruptError
@@ -26,23 +28,6 @@ from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, Sna
 # The snapshot stores' errors live in errors.py; importable from here as before.
 from ..errors import InvalidSnapshotError as InvalidSnapshotError
 from ..errors import SnapshotError as SnapshotError
-
-#: Longest key every backend accepts (the Django column's length).
-MAX_KEY_LENGTH = 255
-
-
-def check_key(key: object, what: str = "runId", kind: str = "snapshot") -> str:
-    """``key`` if a ``kind`` (a snapshot, a checkpoint) may be stored under it."""
-    if not isinstance(key, str) or not key:
-        raise InvalidSnapshotError(f"a {kind}'s {what} must be non-empty text, not {key!r:.60}")
-    if len(key) > MAX_KEY_LENGTH:
-        raise InvalidSnapshotError(
-            f"a {kind}'s {what} is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"
-        )
-    problem = json_problem(key)
-    if problem is not None:
-        raise InvalidSnapshotError(f"a {kind}'s {what} {problem[1]}")
-    return key
 
 
 def encode_snapshot(snapshot: object) -> tuple[str, str]:
@@ -69,16 +54,12 @@ def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
     return value
 
 
-class SnapshotStore(ABC):
+class SnapshotStore(KeyedStore):
     """Where run snapshots live. Subclasses implement the four hooks; see the module doc."""
 
+    kind = "snapshot"
     #: Whether ``save`` takes ``expected_version`` and ``load_versioned`` works.
     versioned = False
-
-    def idle(self) -> None:
-        """The store is not used for a while (a model call, a lock wait): give back what it
-        holds of shared resources. Nothing, unless a backend holds some."""
-        return None
 
     def load(self, run_id: str) -> dict[str, Any] | None:
         """A fresh copy of the stored snapshot, or ``None``."""
@@ -108,19 +89,14 @@ class SnapshotStore(ABC):
                 )
         self._write(key, text, expected_version)
 
-    def delete(self, run_id: str) -> None:
-        """Remove the snapshot; removing one that is not there is fine."""
-        self._remove(check_key(run_id))
+    def delete(self, run_id: str) -> bool:
+        """Remove the snapshot: whether there was one (none is fine)."""
+        return self._remove(check_key(run_id))
 
     def list(self, prefix: str | None = None) -> builtins.list[str]:
         """Every stored key starting with ``prefix`` (exact and case-sensitive), sorted."""
-        if prefix is not None and not isinstance(prefix, str):
-            raise TypeError(f"a prefix is text, not {type(prefix).__name__}")
-        return sorted(key for key in self._keys(prefix or "") if key.startswith(prefix or ""))
-
-    def schema(self) -> str:
-        """The DDL to run before using the store (``""`` when it needs none)."""
-        return ""
+        start = self.check_prefix(prefix)
+        return sorted(key for key in self._keys(start) if key.startswith(start))
 
     def _require_versions(self) -> None:
         if not self.versioned:
@@ -144,7 +120,8 @@ class SnapshotStore(ABC):
         (else raise ``conflict(...)``, writing nothing)."""
 
     @abstractmethod
-    def _remove(self, key: str) -> None: ...
+    def _remove(self, key: str) -> bool:
+        """Remove the key: whether it was there."""
 
     @abstractmethod
     def _keys(self, prefix: str) -> builtins.list[str]:

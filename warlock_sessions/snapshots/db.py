@@ -135,8 +135,9 @@ class DjangoSnapshotStore(SnapshotStore):
         row = self._rows().filter(key=key).values_list("version", flat=True).first()
         return None if row is None else int(row)
 
-    def _remove(self, key: str) -> None:
-        self._rows().filter(key=key).delete()
+    def _remove(self, key: str) -> bool:
+        deleted: int = self._rows().filter(key=key).delete()[0]
+        return deleted > 0
 
     def _keys(self, prefix: str) -> list[str]:
         return list(self._rows().filter(key__startswith=prefix).values_list("key", flat=True))

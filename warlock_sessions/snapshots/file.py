@@ -47,8 +47,12 @@ class FileSnapshotStore(PrivateDirectory, SnapshotStore):
         make_directories(self.directory, self.dir_mode)
         replace_file(self.directory, self._name(key), text.encode(), self.file_mode)
 
-    def _remove(self, key: str) -> None:
-        (self.directory / self._name(key)).unlink(missing_ok=True)
+    def _remove(self, key: str) -> bool:
+        try:
+            (self.directory / self._name(key)).unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def _keys(self, prefix: str) -> list[str]:
         if not self.directory.is_dir():

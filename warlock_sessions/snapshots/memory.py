@@ -28,9 +28,9 @@ class MemorySnapshotStore(SnapshotStore):
                 raise self.conflict(key, expected, version if stored else None)
             self._rows[key] = (text, version + 1)
 
-    def _remove(self, key: str) -> None:
+    def _remove(self, key: str) -> bool:
         with self._lock:
-            self._rows.pop(key, None)
+            return self._rows.pop(key, None) is not None
 
     def _keys(self, prefix: str) -> list[str]:
         return list(self._rows)

@@ -47,9 +47,10 @@ class PostgresSnapshotStore(SnapshotStore):
                 (key, text),
             )
 
-    def _remove(self, key: str) -> None:
+    def _remove(self, key: str) -> bool:
         with self._cursor() as cursor:
             cursor.execute(f"DELETE FROM {self.table} WHERE run_id = %s", (key,))
+            return bool(cursor.rowcount)
 
     def _keys(self, prefix: str) -> list[str]:
         with self._cursor() as cursor:

@@ -41,8 +41,8 @@ class RedisSnapshotStore(RedisConnected, SnapshotStore):
         self.client.set(self.key(key), text, px=self.ttl_ms or None)
 
     @fails_closed
-    def _remove(self, key: str) -> None:
-        self.client.delete(self.key(key))
+    def _remove(self, key: str) -> bool:
+        return bool(self.client.delete(self.key(key)))
 
     @fails_closed
     def _keys(self, prefix: str) -> list[str]:

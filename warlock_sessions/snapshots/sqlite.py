@@ -63,8 +63,8 @@ class SqliteSnapshotStore(SnapshotStore):
             (key, text, datetime.now(UTC).isoformat()),
         )
 
-    def _remove(self, key: str) -> None:
-        self._execute("DELETE FROM {table} WHERE run_id = ?", (key,))
+    def _remove(self, key: str) -> bool:
+        return self._execute("DELETE FROM {table} WHERE run_id = ?", (key,)).rowcount > 0
 
     def _keys(self, prefix: str) -> list[str]:
         rows = self._execute(

@@ -1,0 +1,58 @@
+"""What every page of the admin shares: read-only model admins that refuse input PostgreSQL
+cannot compare with, and JSON shown as it is stored."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.utils.html import format_html
+
+from ..engine.session import text_problem
+
+if TYPE_CHECKING:  # the stubs make ModelAdmin generic; Django's class is not subscriptable
+    BaseAdmin = admin.ModelAdmin[Any]
+else:
+    BaseAdmin = admin.ModelAdmin
+
+
+class ReadOnlyAdmin(BaseAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # One log row, message or wake deleted alone would leave its session inconsistent;
+        # deleting the session forgets all of them together.
+        return False
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        if text_problem(object_id):
+            return None  # no row has such an id, and PostgreSQL refuses to look for one
+        return super().get_object(request, object_id, from_field)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        if text_problem(search_term):
+            return queryset.none(), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        given = [*request.GET.lists(), *request.POST.lists()]
+        if any(text_problem(text) for name, values in given for text in [name, *values]):
+            # A filter, search or selected id PostgreSQL cannot compare with (a 500 otherwise).
+            return HttpResponseBadRequest("A filter, search or selection holds a NUL.")
+        return super().changelist_view(request, extra_context)
+
+
+def pretty_json(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)

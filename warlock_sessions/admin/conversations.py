@@ -1,0 +1,75 @@
+"""Conversations in the admin, as transcripts with their forks linked both ways."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote, unquote
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+from ..models import Conversation, ConversationMessage
+from .base import ReadOnlyAdmin
+from .transcripts import transcript_line
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyAdmin):
+    """A conversation as a transcript: tool calls and results folded, provider blocks shown as
+    kept, forks linked both ways. Read-only, as sessions are; deleting removes its messages."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+    list_display = ["id", "turns", "version", "pending_turn", "owner", "updated_at"]
+    list_filter = ("updated_at",)
+    search_fields = ["id"]
+    date_hierarchy = "updated_at"
+    # Not the anonymous visitor's key: it was their Django session key, a credential.
+    fields = ("id", "version", "turns", "owner", "created_at", "updated_at")
+    readonly_fields = fields
+    change_form_template = "admin/warlock_sessions/conversation/change_form.html"
+
+    @admin.display(description=_("pending turn"), boolean=True)
+    def pending_turn(self, obj: Conversation) -> bool:
+        return obj.pending is not None
+
+    @admin.display(description=_("owner"))
+    def owner(self, obj: Conversation) -> str:
+        if obj.user_id:
+            return str(obj.user)
+        return str(_("anonymous visitor")) if obj.anonymous_key else "—"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        row = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if row is not None:
+            rows = ConversationMessage.objects.filter(conversation=row).order_by("position")
+            context["transcript"] = [transcript_line(m.position, m.message) for m in rows]
+            context["pending"] = row.pending
+            if row.forked_from:
+                source = row.forked_from.get("id", "")
+                context["forked_from"] = {
+                    "id": source,
+                    "count": row.forked_from.get("messageCount"),
+                    "url": self._url(source),
+                }
+            context["forks"] = [
+                {"id": fork, "url": self._url(fork)}
+                for fork in Conversation.objects.filter(forked_from__id=row.id)
+                .order_by("created_at")
+                .values_list("id", flat=True)
+            ]
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    @staticmethod
+    def _url(conversation_id: str) -> str:
+        return reverse("admin:warlock_sessions_conversation_change", args=[quote(conversation_id)])

@@ -1,0 +1,158 @@
+"""Durable runs in the admin: snapshots (resumed from here, past drift only once confirmed) and
+orchestrators' checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
+
+from ..errors import WarlockError
+from ..models import Checkpoint, Snapshot
+from ..workflows.registry import definition_of, drift_of
+from .base import ReadOnlyAdmin, pretty_json
+
+
+class SnapshotStatusFilter(admin.SimpleListFilter):
+    title = _("status")
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        statuses = ("running", "completed", "failed", "max-iterations")
+        return [(status, status) for status in statuses]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(payload__status=value) if value else queryset
+
+
+class SnapshotDriftFilter(admin.SimpleListFilter):
+    """Whether the workflow or supervisor registered in this process under the run's name
+    would resume it as it is (``current``), would refuse it (``drifted``), or is unknown."""
+
+    title = _("definition")
+    parameter_name = "drift"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(value, value) for value in ("current", "drifted", "unknown")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if not value:
+            return queryset
+        rows = queryset.values_list("key", "payload")
+        return queryset.filter(key__in=[key for key, payload in rows if drift_of(payload) == value])
+
+
+@admin.register(Snapshot)
+class SnapshotAdmin(ReadOnlyAdmin):
+    """The run snapshots of ``DjangoSnapshotStore``: read them, see which a changed definition
+    would refuse, resume them (forcing past drift only after a confirmation), delete them."""
+
+    list_display = ["key", "run_name", "run_status", "definition", "version", "saved_at"]
+    list_filter = (SnapshotStatusFilter, SnapshotDriftFilter, "saved_at")
+    search_fields = ["^key"]  # by prefix
+    fields = ("key", "version", "saved_at", "pretty_payload")
+    readonly_fields = fields
+    actions = ["resume_runs", "force_resume_runs"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+    @admin.display(description=_("run of"))
+    def run_name(self, obj: Snapshot) -> str:
+        payload = obj.payload if isinstance(obj.payload, dict) else {}
+        names = ("orchestratorName", "workflowName", "supervisorName")
+        return str(next((payload[name] for name in names if payload.get(name)), ""))
+
+    @admin.display(description=_("status"))
+    def run_status(self, obj: Snapshot) -> str:
+        return str((obj.payload or {}).get("status", "")) if isinstance(obj.payload, dict) else ""
+
+    @admin.display(description=_("definition"))
+    def definition(self, obj: Snapshot) -> str:
+        return drift_of(obj.payload) if isinstance(obj.payload, dict) else "unknown"
+
+    @admin.display(description=_("snapshot"))
+    def pretty_payload(self, obj: Snapshot) -> str:
+        return pretty_json(obj.payload)
+
+    @admin.action(description=_("Resume the selected runs"), permissions=["change"])
+    def resume_runs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._resume(request, queryset, force=False)
+
+    @admin.action(
+        description=_("Resume the selected runs, even those a changed definition refuses"),
+        permissions=["change"],
+    )
+    def force_resume_runs(
+        self, request: HttpRequest, queryset: QuerySet[Any]
+    ) -> HttpResponse | None:
+        if request.POST.get("confirmed") != "yes":
+            drifted = [row.key for row in queryset if self.definition(row) == "drifted"]
+            return render(
+                request,
+                "admin/warlock_sessions/snapshot/force_resume.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": _("Resume runs past a changed definition?"),
+                    "snapshots": queryset,
+                    "drifted": drifted,
+                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                    "opts": self.model._meta,
+                },
+            )
+        self._resume(request, queryset, force=True)
+        return None
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Resuming is the one change the admin makes; the snapshot itself stays read-only
+        # (its form shows no editable field).
+        return admin.ModelAdmin.has_change_permission(self, request, obj)
+
+    def _resume(self, request: HttpRequest, queryset: QuerySet[Any], *, force: bool) -> None:
+        for row in queryset.order_by("key"):
+            payload = row.payload if isinstance(row.payload, dict) else {}
+            definition = definition_of(payload)
+            if definition is None:
+                self.message_user(
+                    request,
+                    _("%(key)s: no workflow or supervisor of that name is loaded here.")
+                    % {"key": row.key},
+                    messages.WARNING,
+                )
+                continue
+            try:
+                status = definition.resume_saved(row.key, payload, force=force)
+            except WarlockError as error:  # drift, or no store: the run stays as it was
+                self.message_user(request, f"{row.key}: {error}", messages.ERROR)
+                continue
+            self.message_user(request, f"{row.key}: {status}", messages.SUCCESS)
+
+
+@admin.register(Checkpoint)
+class CheckpointAdmin(ReadOnlyAdmin):
+    list_display = ["orchestrator_name", "session_id", "turn_index", "version", "saved_at"]
+    list_filter = ("orchestrator_name", "saved_at")
+    search_fields = ["^session_id"]
+    fields = (
+        "orchestrator_name",
+        "session_id",
+        "turn_index",
+        "signature",
+        "version",
+        "last_route",
+        "summarized_through",
+        "saved_at",
+        "pretty_state",
+    )
+    readonly_fields = fields
+
+    @admin.display(description=_("state"))
+    def pretty_state(self, obj: Checkpoint) -> str:
+        return pretty_json(obj.state)

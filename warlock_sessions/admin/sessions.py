@@ -1,0 +1,227 @@
+"""Sessions in the admin: the list with its filters and search, a session's page (transcript,
+runs, log, outbox, wakes, the agent drawn) and its actions; the log, outbox and wakes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.db.models import QuerySet
+from django.db.models.functions import Length
+from django.http import HttpRequest, HttpResponse
+from django.template.defaultfilters import filesizeformat
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+
+from ..agents import get_agent
+from ..conf import warlock_settings
+from ..engine.session import RUN_STATUSES, text_problem
+from ..errors import InvalidSessionError
+from ..models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wake
+from .base import ReadOnlyAdmin
+from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
+
+
+class AgentFilter(admin.SimpleListFilter):
+    """The agents configured in ``WARLOCK_SESSIONS["AGENTS"]`` (not a scan of the column)."""
+
+    title = _("agent")
+    parameter_name = "agent__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        chosen = self.value()
+        names = set(warlock_settings.AGENTS) | ({chosen} if chosen else set())
+        return [(name, name) for name in sorted(names)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(agent=value) if value else queryset
+
+
+class RunStatusFilter(admin.SimpleListFilter):
+    title = _("live run status")
+    parameter_name = "run_status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(status, status) for status in sorted(RUN_STATUSES)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return cast(SessionQuerySet, queryset).with_run_status(value) if value else queryset
+
+
+class RunFlowFilter(admin.SimpleListFilter):
+    title = _("live run flow")
+    parameter_name = "flow"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        """The flows of the configured agents (not a scan of a million sessions)."""
+        flows: set[str] = set()
+        for name in warlock_settings.AGENTS:
+            try:
+                flows.update(get_agent(name).flows)
+            except Exception:  # a broken agent must not break the list
+                continue
+        chosen = self.value()
+        return [(flow, flow) for flow in sorted(flows | ({chosen} if chosen else set()))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return cast(SessionQuerySet, queryset).with_flow(value) if value else queryset
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyAdmin):
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deleting the row forgets the session whole (log, outbox, wakes, owner).
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+    list_display = [
+        "id",
+        "agent",
+        "version",
+        "run_statuses",
+        "run_flows",
+        "blob_size",
+        "updated_at",
+    ]
+    list_filter = (AgentFilter, RunStatusFilter, RunFlowFilter, "updated_at")
+    # At a million sessions a full count, a date hierarchy or a distinct scan of the agent
+    # column would each read the whole table on every page: none is shown.
+    show_full_result_count = False
+    search_fields = ["id"]
+    search_help_text = _("An id, or any text in the session's data: a name, an e-mail.")
+    fields = ("id", "agent", "version", "created_at", "updated_at")
+    readonly_fields = fields
+    actions = ["fire_due_wakes", "export_json"]
+    change_form_template = "admin/warlock_sessions/session/change_form.html"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        row = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if row is not None:
+            try:
+                blob = row.session
+            except InvalidSessionError:
+                blob = None
+            context["runs"] = [
+                {
+                    "id": run["id"],
+                    "flow": run["flowId"],
+                    "step": run["stepId"],
+                    "status": run["status"],
+                    "until": (run.get("waiting") or {}).get("until", ""),
+                    "hop": run["hop"],
+                    "started": run["startedAt"],
+                }
+                for run in (blob or {}).get("runs", [])
+            ]
+            context["claims"] = sorted((blob or {}).get("claims", {}).items())
+            context["inputs"] = list(reversed((blob or {}).get("inputs", [])))[:20]
+            context["timeline"] = [
+                {
+                    "seq": event.seq,
+                    "type": event.type,
+                    "created_at": event.created_at,
+                    "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
+                }
+                for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
+                    :TIMELINE_LENGTH
+                ]
+            ]
+            context["transcript"] = session_transcript(row.id)
+            context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
+            context["outbox"] = OutboundMessage.objects.filter(session_id=row.id).order_by(
+                "-created_at", "-id"
+            )[:TIMELINE_LENGTH]
+            context["raw_blob"] = self.pretty_blob(row)
+            context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request).annotate(stored_size=Length("blob"))
+        return cast("QuerySet[Any]", queryset)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """By id, or by what a person knows of the conversation (its data's text), through
+        the search column and its full-text index (on PostgreSQL) rather than the blob."""
+        term = search_term.strip()
+        if not term or text_problem(term):
+            return super().get_search_results(request, queryset, term)
+        sessions = cast(SessionQuerySet, queryset)
+        return queryset.filter(id=term) | sessions.saying(term), False
+
+    @admin.display(description=_("blob size"), ordering="stored_size")
+    def blob_size(self, obj: Any) -> str:
+        return filesizeformat(obj.stored_size)
+
+    def pretty_blob(self, obj: Session) -> str:
+        try:
+            text = json.dumps(obj.session, indent=2, ensure_ascii=False)
+        except InvalidSessionError as error:
+            return format_html('<p class="errornote">{}</p><pre>{}</pre>', error, obj.blob)
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+
+    @admin.action(description=_("Fire the selected sessions' due wakes now"))
+    def fire_due_wakes(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        from django.db.models import Q
+        from django.utils import timezone
+
+        from ..host.worker import claim, fire_wake
+
+        due = Q(
+            status=Wake.Status.PENDING,
+            due_at__lte=timezone.now(),
+            session_id__in=list(queryset.values_list("id", flat=True)),
+        )
+        wakes = claim(Wake, due, 1000)
+        for wake in wakes:
+            fire_wake(wake)
+        self.message_user(
+            request, _("Fired %(count)d due wake(s).") % {"count": len(wakes)}, messages.SUCCESS
+        )
+
+    @admin.action(description=_("Export the selected sessions as JSON"))
+    def export_json(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse:
+        sessions: list[Any] = []
+        for row in queryset.order_by("id"):
+            try:
+                sessions.append(row.session)
+            except InvalidSessionError as error:
+                sessions.append({"id": row.id, "unreadable": str(error), "blob": row.blob})
+        response = HttpResponse(
+            json.dumps(sessions, indent=2, ensure_ascii=False), content_type="application/json"
+        )
+        response["Content-Disposition"] = 'attachment; filename="sessions.json"'
+        return response
+
+
+@admin.register(SessionEvent)
+class SessionEventAdmin(ReadOnlyAdmin):
+    list_display = ["session_id", "seq", "type", "created_at"]
+    list_filter = ["type", "created_at"]
+    search_fields = ["session_id"]
+
+
+@admin.register(OutboundMessage)
+class OutboundMessageAdmin(ReadOnlyAdmin):
+    list_display = ["session_id", "key", "kind", "status", "attempts", "deliver_after"]
+    list_filter = ["status", "kind"]
+    search_fields = ["session_id", "key"]
+
+
+@admin.register(Wake)
+class WakeAdmin(ReadOnlyAdmin):
+    list_display = ["session_id", "key", "agent", "due_at", "status", "attempts"]
+    list_filter = ["status", "agent"]
+    search_fields = ["session_id", "key"]
