@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.html import format_html
@@ -35,6 +36,23 @@ class ReadOnlyAdmin(BaseAdmin):
         if text_problem(object_id):
             return None  # no row has such an id, and PostgreSQL refuses to look for one
         return super().get_object(request, object_id, from_field)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        row = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if row is not None:
+            context.update(self.page_context(row))
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def page_context(self, row: Any) -> dict[str, Any]:
+        """What a row's page shows besides its fields, for its template: nothing here."""
+        return {}
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str

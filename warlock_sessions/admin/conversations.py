@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.admin.utils import quote, unquote
-from django.http import HttpRequest, HttpResponse
+from django.contrib.admin.utils import quote
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
@@ -42,33 +42,25 @@ class ConversationAdmin(ReadOnlyAdmin):
             return str(obj.user)
         return str(_("anonymous visitor")) if obj.anonymous_key else "—"
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        row = self.get_object(request, unquote(object_id))
-        context = dict(extra_context or {})
-        if row is not None:
-            rows = ConversationMessage.objects.filter(conversation=row).order_by("position")
-            context["transcript"] = [transcript_line(m.position, m.message) for m in rows]
-            context["pending"] = row.pending
-            if row.forked_from:
-                source = row.forked_from.get("id", "")
-                context["forked_from"] = {
-                    "id": source,
-                    "count": row.forked_from.get("messageCount"),
-                    "url": self._url(source),
-                }
-            context["forks"] = [
-                {"id": fork, "url": self._url(fork)}
-                for fork in Conversation.objects.filter(forked_from__id=row.id)
-                .order_by("created_at")
-                .values_list("id", flat=True)
-            ]
-        return super().change_view(request, object_id, form_url, extra_context=context)
+    def page_context(self, row: Any) -> dict[str, Any]:
+        context: dict[str, Any] = {}
+        rows = ConversationMessage.objects.filter(conversation=row).order_by("position")
+        context["transcript"] = [transcript_line(m.position, m.message) for m in rows]
+        context["pending"] = row.pending
+        if row.forked_from:
+            source = row.forked_from.get("id", "")
+            context["forked_from"] = {
+                "id": source,
+                "count": row.forked_from.get("messageCount"),
+                "url": self._url(source),
+            }
+        context["forks"] = [
+            {"id": fork, "url": self._url(fork)}
+            for fork in Conversation.objects.filter(forked_from__id=row.id)
+            .order_by("created_at")
+            .values_list("id", flat=True)
+        ]
+        return context
 
     @staticmethod
     def _url(conversation_id: str) -> str:

@@ -7,7 +7,6 @@ import json
 from typing import Any, cast
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import HttpRequest, HttpResponse
@@ -98,53 +97,45 @@ class SessionAdmin(ReadOnlyAdmin):
     actions = ["fire_due_wakes", "export_json"]
     change_form_template = "admin/warlock_sessions/session/change_form.html"
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        row = self.get_object(request, unquote(object_id))
-        context = dict(extra_context or {})
-        if row is not None:
-            try:
-                blob = row.session
-            except InvalidSessionError:
-                blob = None
-            context["runs"] = [
-                {
-                    "id": run["id"],
-                    "flow": run["flowId"],
-                    "step": run["stepId"],
-                    "status": run["status"],
-                    "until": (run.get("waiting") or {}).get("until", ""),
-                    "hop": run["hop"],
-                    "started": run["startedAt"],
-                }
-                for run in (blob or {}).get("runs", [])
+    def page_context(self, row: Any) -> dict[str, Any]:
+        context: dict[str, Any] = {}
+        try:
+            blob = row.session
+        except InvalidSessionError:
+            blob = None
+        context["runs"] = [
+            {
+                "id": run["id"],
+                "flow": run["flowId"],
+                "step": run["stepId"],
+                "status": run["status"],
+                "until": (run.get("waiting") or {}).get("until", ""),
+                "hop": run["hop"],
+                "started": run["startedAt"],
+            }
+            for run in (blob or {}).get("runs", [])
+        ]
+        context["claims"] = sorted((blob or {}).get("claims", {}).items())
+        context["inputs"] = list(reversed((blob or {}).get("inputs", [])))[:20]
+        context["timeline"] = [
+            {
+                "seq": event.seq,
+                "type": event.type,
+                "created_at": event.created_at,
+                "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
+            }
+            for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
+                :TIMELINE_LENGTH
             ]
-            context["claims"] = sorted((blob or {}).get("claims", {}).items())
-            context["inputs"] = list(reversed((blob or {}).get("inputs", [])))[:20]
-            context["timeline"] = [
-                {
-                    "seq": event.seq,
-                    "type": event.type,
-                    "created_at": event.created_at,
-                    "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
-                }
-                for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
-                    :TIMELINE_LENGTH
-                ]
-            ]
-            context["transcript"] = session_transcript(row.id)
-            context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
-            context["outbox"] = OutboundMessage.objects.filter(session_id=row.id).order_by(
-                "-created_at", "-id"
-            )[:TIMELINE_LENGTH]
-            context["raw_blob"] = self.pretty_blob(row)
-            context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
-        return super().change_view(request, object_id, form_url, extra_context=context)
+        ]
+        context["transcript"] = session_transcript(row.id)
+        context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
+        context["outbox"] = OutboundMessage.objects.filter(session_id=row.id).order_by(
+            "-created_at", "-id"
+        )[:TIMELINE_LENGTH]
+        context["raw_blob"] = self.pretty_blob(row)
+        context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
+        return context
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request).annotate(stored_size=Length("blob"))
