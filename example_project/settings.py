@@ -89,12 +89,33 @@ REST_FRAMEWORK = {
     ],
 }
 
+#: The booking assistant runs on the offline RuleModel, or on any OpenAI-compatible server
+#: named by the environment (docs/providers.md, "Pointing the demo at a server"):
+#: LLM_BASE_URL=http://127.0.0.1:8080/v1 LLM_MODEL=gemma make demo
+LLM_MODELS = (
+    {
+        "llm": {
+            "BASE_URL": os.environ["LLM_BASE_URL"],
+            "MODEL": os.environ.get("LLM_MODEL", "default"),
+            "API_KEY_ENV": "LLM_API_KEY",
+            "OPTIONS": {
+                "structured_output": os.environ.get("LLM_STRUCTURED_OUTPUT", "json_schema"),
+                "timeout": float(os.environ.get("LLM_TIMEOUT", "30")),
+            },
+        }
+    }
+    if os.environ.get("LLM_BASE_URL")
+    else {}
+)
+
 WARLOCK_SESSIONS = {
     "STORE": "warlock_sessions.stores.DjangoStore",
-    # The booking assistant runs on the offline RuleModel. To run it on a real LLM, add e.g.
-    # "MODELS": {"llm": {"BASE_URL": "http://localhost:11434/v1", "MODEL": "llama3.1"}} and make
-    # the entry {"AGENT": "example_project.demo.agents.booking_agent", "MODEL": "llm"}.
-    "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+    "MODELS": LLM_MODELS,
+    "AGENTS": {
+        "booking": {"AGENT": "example_project.demo.agents.booking_agent", "MODEL": "llm"}
+        if LLM_MODELS
+        else "example_project.demo.agents.booking_agent"
+    },
     "DEFAULT_AGENT": "booking",
     # Workflow runs keep their snapshots in the database (the admin shows them).
     "SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore",

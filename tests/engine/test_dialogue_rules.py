@@ -529,12 +529,33 @@ def test_a_runaway_pattern_is_stopped_and_counts_as_no_match() -> None:
     )
 
 
-@pytest.mark.parametrize("raw", ["21/09/2030", "2030-13-45", "soon"])
-def test_a_bounded_date_must_be_a_real_iso_date(raw: str) -> None:
-    assert coerce_field({"type": "string", "format": "date", "max": "2031-01-01"}, raw) == (
-        False,
-        "out-of-range",
-    )
+@pytest.mark.parametrize("raw", ["21/09/2030", "2030-13-45", "soon", "2026-09-25 17:43:08, "])
+@pytest.mark.parametrize("bounds", [{"max": "2031-01-01"}, {}])
+def test_a_date_must_be_a_real_iso_date_and_all_of_it(raw: str, bounds: dict[str, str]) -> None:
+    """Any model's value: an LLM's "2026-09-25 17:43:08, " was stored (only the first ten
+    characters were read); a value that is no date is a bad value, bounded or not."""
+    field = {"type": "string", "format": "date", **bounds}
+    assert coerce_field(field, raw) == (False, "bad-value")
+    assert coerce_field(field, " 2030-09-21 ") == (True, " 2030-09-21 ")
+
+
+@pytest.mark.parametrize(
+    ("field_format", "good", "bad"),
+    [
+        ("email", "ana.souza@example.com.br", "string; email; e-mail"),
+        ("email", "ana@example.com", "ana@example"),
+        ("name", "Ana Souza", "string; name; {'en': 'name', 'pt': 'nome'}"),
+        ("name", "D'Ávila-Souza", "12345"),
+        ("phone", "+55 (11) 99999-1234", "call me"),
+    ],
+)
+def test_a_value_must_have_its_field_s_format_whichever_model_gave_it(
+    field_format: str, good: str, bad: str
+) -> None:
+    """A small LLM echoed its prompt back as values; the engine stored them as given."""
+    field = {"type": "string", "format": field_format}
+    assert coerce_field(field, good) == (True, good)
+    assert coerce_field(field, bad) == (False, "bad-value")
 
 
 def test_a_text_behind_an_if_known_needs_no_fallback_and_a_pattern_needs_text() -> None:

@@ -83,6 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
+                time.sleep(reply.get("event_delay", 0))
             if reply.get("done", True):
                 self.wfile.write(b"data: [DONE]\n\n")
             return

@@ -146,27 +146,54 @@ def test_understand_sends_one_schema_constrained_completion(server: OpenAIServer
     assert schema["properties"]["fields"]["properties"]["nome"] == {"type": ["string", "null"]}
 
 
-def test_a_server_without_schema_support_gets_a_json_instruction_once_and_for_all(
+#: What llama-cpp-python 0.3.36 answers a json_schema response format (recorded): a 500.
+LLAMA_REFUSES_JSON_SCHEMA = {
+    "error": {
+        "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+        "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+        "'input': 'json_schema'}",
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
+
+
+def test_a_server_refusing_a_format_is_asked_on_the_next_rung_once_and_for_all(
+    server: OpenAIServer,
+) -> None:
+    """llama-cpp-python refuses json_schema with a 500, which was taken for an outage and
+    retried for ever; it enforces ``{"type": "json_object", "schema": …}``."""
+    judged = {"flows": {"agendar": 50}, "mentions": {}, "extract": {}, "branches": {}, "fields": {}}
+    server.script.reply(status=500, json=LLAMA_REFUSES_JSON_SCHEMA)
+    server.script.reply(json=completion(json.dumps(judged)))
+    server.script.reply(json=completion(json.dumps(judged)))
+    model = model_for(server)
+
+    assert model.understand(understand_request()).flows == {"agendar": 50}
+    assert model.understand(understand_request()).flows == {"agendar": 50}
+    assert model.structured_output == "json_object"
+
+    formats = [request["body"]["response_format"] for request in server.script.requests]
+    assert [f["type"] for f in formats] == ["json_schema", "json_object", "json_object"]
+    assert formats[1]["schema"]["properties"]["flows"]["required"] == ["agendar"]
+    assert "JSON schema" in server.script.requests[1]["body"]["messages"][0]["content"]
+
+
+def test_a_server_refusing_every_format_gets_the_schema_in_the_prompt_alone(
     server: OpenAIServer,
 ) -> None:
     judged = {"flows": {"agendar": 50}, "mentions": {}, "extract": {}, "branches": {}, "fields": {}}
     server.script.reply(
         status=400, json={"error": {"message": "response_format json_schema is not supported"}}
     )
+    server.script.reply(status=422, json={"detail": "response_format: json_object unsupported"})
     server.script.reply(json=completion("```json\n" + json.dumps(judged) + "\n```"))
-    server.script.reply(json=completion(json.dumps(judged)))
     model = model_for(server)
 
     assert model.understand(understand_request()).flows == {"agendar": 50}
-    assert model.understand(understand_request()).flows == {"agendar": 50}
-
     bodies = [request["body"] for request in server.script.requests]
-    assert (
-        "response_format" in bodies[0]
-        and "response_format" not in bodies[1]
-        and "response_format" not in bodies[2]
-    )
-    assert "JSON schema" in bodies[1]["messages"][0]["content"]
+    assert "response_format" not in bodies[2] and model.structured_output == "prompt"
 
 
 def test_speak_streams_the_message_text_and_parses_the_envelope(server: OpenAIServer) -> None:

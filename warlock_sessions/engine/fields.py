@@ -19,7 +19,20 @@ _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
 # A plain decimal (JavaScript's Number() also takes hex and empty text; a person never means those).
 #: How long a field's pattern may take on one value.
 PATTERN_TIMEOUT_S = 0.05
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_EMAIL = regex.compile(r"^[^@\s;,{}<>()\[\]]+@[^@\s;,{}<>()\[\]]+\.\p{L}{2,}$")
+_NAME = regex.compile(r"^(?=.*\p{L})[\p{L}\p{M}'\u2019. \-]{1,100}$")
+#: What a value of each ``format`` must look like, whichever model gave it (a model echoing
+#: its prompt, "string; name; …", is no name).
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "email": lambda text: _EMAIL.match(text) is not None,
+    "phone": lambda text: (
+        regex.fullmatch(r"\+?[\d\s().\-]{6,24}", text) is not None
+        and sum(char.isdigit() for char in text) >= 6
+    ),
+    "name": lambda text: _NAME.match(text) is not None,
+    "date": lambda text: _real_date(text) is not None,
+}
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -74,7 +87,7 @@ def coerce_field(
     ``pattern`` (a regular expression the whole text must match).
     """
     value = _coerce_scalar(field["type"], raw)
-    if value is None:
+    if value is None or not _has_format(field, value):
         return False, "bad-value"
     allowed = field.get("enum")
     if allowed is not None and not any(
@@ -104,12 +117,18 @@ def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | No
     return None
 
 
+def _has_format(field: Mapping[str, Any], value: Any) -> bool:
+    check = _FORMATS.get(field.get("format") or "")
+    return check is None or not isinstance(value, str) or bool(check(value.strip()))
+
+
 def _real_date(value: Any) -> str | None:
-    """``value`` as an ISO date, if it is a real one ("2026-13-45" is not)."""
-    if not isinstance(value, str) or not _ISO_DATE.match(value):
+    """``value`` as an ISO date, if it is one and a real one: all of it ("2026-09-25
+    17:43:08, " is not), and a day that exists ("2026-13-45" is not)."""
+    if not isinstance(value, str) or not _ISO_DATE.match(value.strip()):
         return None
     try:
-        return date.fromisoformat(value[:10]).isoformat()
+        return date.fromisoformat(value.strip()).isoformat()
     except ValueError:
         return None
 

@@ -36,7 +36,7 @@ def _wire(message: Message) -> dict[str, Any]:
             }
             for call in message["toolCalls"]
         ]
-        wired["content"] = wired["content"] or None
+        wired["content"] = wired["content"] or ""  # text, never null (llama.cpp refuses null)
     return wired
 
 
@@ -91,11 +91,14 @@ def chat_reply(text: str, calls: list[dict[str, Any]], usage: dict[str, Any]) ->
         except ValueError:
             parsed = arguments
         requested.append({"id": call["id"], "name": call["function"]["name"], "input": parsed})
-    return ChatReply(
-        text=text,
-        tool_calls=requested,
-        usage={
-            "input_tokens": int(usage.get("prompt_tokens") or 0),
-            "output_tokens": int(usage.get("completion_tokens") or 0),
-        },
-    )
+    # Only what the server told: a stream without usage (a server that ignores
+    # stream_options) leaves it unknown rather than 0.
+    counted = {
+        ours: int(usage[theirs])
+        for ours, theirs in (
+            ("input_tokens", "prompt_tokens"),
+            ("output_tokens", "completion_tokens"),
+        )
+        if isinstance(usage.get(theirs), int)
+    }
+    return ChatReply(text=text, tool_calls=requested, usage=counted)

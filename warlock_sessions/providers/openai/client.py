@@ -1,9 +1,10 @@
 """The HTTP side of ``POST {base_url}/chat/completions``: request bodies for each structured
-output mode, plain and streamed completions, the one fallback for servers that refuse a
-schema, and the repair of a reply that was not JSON."""
+output mode, plain and streamed completions, the fallbacks for what a server does not support
+(a response format, tools in a stream), and the repair of a reply that was not JSON."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -13,8 +14,10 @@ import httpx
 from ...engine.ports import ProviderError
 from .errors import response_error, send
 from .prompts import parse_json_object, repair_messages, with_json_instruction
-from .streaming import StreamedReply
+from .streaming import EmptyStream, StreamedReply, check_finish
 
+#: The structured output modes, each a rung down from the one before: a server that refuses
+#: one is asked again on the next, and every later request starts there.
 STRUCTURED_OUTPUTS = ("json_schema", "json_object", "prompt")
 T = TypeVar("T")
 
@@ -23,10 +26,14 @@ class ChatClient:
     """One connection pool to an OpenAI-compatible server, safe to share between threads.
 
     ``structured_output`` is how replies are held to a schema: ``json_schema`` (the server
-    enforces it), ``json_object`` (the server guarantees JSON; the schema is in the prompt) or
-    ``prompt`` (the schema is in the prompt only). A server that rejects ``json_schema`` or
-    ``json_object`` is asked again in ``prompt`` mode, and every later request goes straight
-    to ``prompt``; the configured value itself never changes.
+    enforces it: OpenAI, vLLM, Ollama, LM Studio), ``json_object`` (JSON, with the schema sent
+    beside it, which llama.cpp's servers enforce and others ignore; the schema is in the
+    prompt too) or ``prompt`` (the schema is in the prompt only). A server that refuses a
+    mode, whatever status it answers, is asked again on the next rung, and every later
+    request starts there; the configured value itself never changes.
+
+    Every call is bounded: ``max_tokens`` of output (a reply cut there is a failed reply, never
+    repaired) and ``deadline`` seconds in all, however steadily a stream keeps coming.
     """
 
     def __init__(
@@ -36,6 +43,8 @@ class ChatClient:
         *,
         api_key: str | None,
         timeout: float,
+        deadline: float,
+        max_tokens: int | None,
         headers: Mapping[str, str] | None,
         structured_output: str,
         temperature: float | None,
@@ -44,9 +53,12 @@ class ChatClient:
         self.model = model
         self.structured_output = structured_output
         self.temperature = temperature
-        # Written once, from False to True; a racing reader at worst asks with the schema
-        # once more and falls back again.
-        self._schema_refused = False
+        self.max_tokens = max_tokens
+        self.deadline = deadline
+        # Each written once, from False to True (a racing reader at worst asks the refused
+        # way once more and falls back again).
+        self._refused_rungs = 0
+        self._tools_unstreamed = False
         all_headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
@@ -60,14 +72,15 @@ class ChatClient:
     @property
     def mode(self) -> str:
         """The structured output mode requests use now."""
-        return "prompt" if self._schema_refused else self.structured_output
+        start = STRUCTURED_OUTPUTS.index(self.structured_output)
+        return STRUCTURED_OUTPUTS[min(start + self._refused_rungs, len(STRUCTURED_OUTPUTS) - 1)]
 
     def complete_json(
         self, messages: list[dict[str, Any]], name: str, schema: dict[str, Any], now: datetime
     ) -> tuple[dict[str, Any], int]:
         """One completion parsed as a JSON object (a second call repairs a reply that was not
         JSON), with the number of calls made."""
-        reply = self._with_schema_fallback(
+        reply = self._with_format_fallback(
             lambda mode, sent: self._post(self._body(sent, name, schema, mode), now),
             messages,
             schema,
@@ -90,12 +103,9 @@ class ChatClient:
 
         def attempt(mode: str, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
             body = self._body(sent, "reply", schema, mode)
-            body["stream"] = True
-            if tools:
-                body["tools"] = tools
-            return self._read_stream(body, now, on_delta).result()
+            return self._completion(body, tools, now, on_delta, envelope=True).result()
 
-        return self._with_schema_fallback(attempt, messages, schema)
+        return self._with_format_fallback(attempt, messages, schema)
 
     def chat(
         self,
@@ -106,14 +116,11 @@ class ChatClient:
     ) -> StreamedReply:
         """One streamed completion in plain text (no envelope), offering ``tools``."""
         body = self._body(messages, "", {}, "prompt")
-        body["stream"] = True
-        if tools:
-            body["tools"] = tools
-        return self._read_stream(body, now, on_delta, envelope=False)
+        return self._completion(body, tools, now, on_delta, envelope=False)
 
     def repair(self, messages: list[dict[str, Any]], content: str, now: datetime) -> dict[str, Any]:
         """Ask once more, showing the model its reply, for only the JSON object."""
-        body: dict[str, Any] = {"model": self.model, "messages": repair_messages(messages, content)}
+        body = self._body(repair_messages(messages, content), "", {}, "prompt")
         if self.mode != "prompt":
             body["response_format"] = {"type": "json_object"}
         parsed = parse_json_object(first_content(self._post(body, now)))
@@ -121,22 +128,25 @@ class ChatClient:
             raise ProviderError("provider-invalid", False, detail="the reply was not JSON, twice")
         return parsed
 
-    def _with_schema_fallback(
+    def _with_format_fallback(
         self,
         attempt: Callable[[str, list[dict[str, Any]]], T],
         messages: list[dict[str, Any]],
         schema: dict[str, Any],
     ) -> T:
-        mode = self.mode
-        try:
-            return attempt(
-                mode, messages if mode == "json_schema" else with_json_instruction(messages, schema)
-            )
-        except ProviderError as error:
-            if mode == "prompt" or not _schema_rejected(error):
-                raise
-            self._schema_refused = True
-            return attempt("prompt", with_json_instruction(messages, schema))
+        while True:
+            mode = self.mode
+            sent = messages if mode == "json_schema" else with_json_instruction(messages, schema)
+            try:
+                return attempt(mode, sent)
+            except ProviderError as error:
+                if mode == "prompt" or not format_refused(error):
+                    raise
+                self._refused_rungs = (
+                    STRUCTURED_OUTPUTS.index(mode)
+                    + 1
+                    - (STRUCTURED_OUTPUTS.index(self.structured_output))
+                )
 
     def _body(
         self, messages: list[dict[str, Any]], name: str, schema: dict[str, Any], mode: str
@@ -144,13 +154,16 @@ class ChatClient:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.temperature is not None:
             body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            # The one bound every server honours (llama.cpp's ignores max_completion_tokens).
+            body["max_tokens"] = self.max_tokens
         if mode == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": name, "strict": True, "schema": schema},
             }
         elif mode == "json_object":
-            body["response_format"] = {"type": "json_object"}
+            body["response_format"] = {"type": "json_object", "schema": schema}
         return body
 
     def _post(self, body: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -165,18 +178,45 @@ class ChatClient:
                 "provider-invalid", False, detail="the server did not answer JSON"
             ) from None
 
+    def _completion(
+        self,
+        body: dict[str, Any],
+        tools: list[dict[str, Any]],
+        now: datetime,
+        on_delta: Callable[[str], None] | None,
+        *,
+        envelope: bool,
+    ) -> StreamedReply:
+        """A completion offering ``tools``, streamed unless this server has answered a stream
+        with tools with nothing at all (llama.cpp's servers: ``tool_choice: "auto"`` is not
+        streamed there), or a stream with nothing at all came back (a refusal it could not
+        stream, such as a prompt over its context): then it is asked once more unstreamed,
+        which answers what it has to say, and later calls with tools go unstreamed."""
+        if tools:
+            body = {**body, "tools": tools, "tool_choice": "auto"}
+        if not (tools and self._tools_unstreamed):
+            try:
+                return self._read_stream(body, now, on_delta, envelope=envelope)
+            except EmptyStream:
+                if tools:
+                    self._tools_unstreamed = True
+        reply = StreamedReply(on_delta, now, envelope=envelope)
+        reply.read_completion(self._post(body, now))
+        return reply
+
     def _read_stream(
         self,
         body: dict[str, Any],
         now: datetime,
         on_delta: Callable[[str], None] | None,
         *,
-        envelope: bool = True,
+        envelope: bool,
     ) -> StreamedReply:
-        reply = StreamedReply(on_delta, now, envelope=envelope)
+        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        reply = StreamedReply(on_delta, now, envelope=envelope, deadline=self._deadline())
         try:
             with self._http.stream(
-                "POST", "/chat/completions", json=body, headers={"Accept": "text/event-stream"}
+                "POST", "/chat/completions", json=streamed, headers={"Accept": "text/event-stream"}
             ) as response:
                 if response.status_code >= 400:
                     response.read()
@@ -185,6 +225,10 @@ class ChatClient:
         except httpx.TimeoutException:
             raise ProviderError(
                 "provider-unavailable", True, detail="timed out while streaming"
+            ) from None
+        except httpx.ConnectError as error:
+            raise ProviderError(
+                "provider-unavailable", True, detail=f"could not connect: {error}"
             ) from None
         except httpx.HTTPError as error:
             raise ProviderError(
@@ -196,23 +240,29 @@ class ChatClient:
             ) from None
         return reply
 
+    def _deadline(self) -> float:
+        return time.monotonic() + self.deadline
 
-def _schema_rejected(error: ProviderError) -> bool:
-    """The server refused the ``response_format`` itself (not the request's content)."""
+
+def format_refused(error: ProviderError) -> bool:
+    """The server refused the ``response_format`` itself, not the request's content, whatever
+    status it chose for that (llama-cpp-python answers 500)."""
+    if error.code in ("provider-auth", "provider-quota", "provider-context"):
+        return False
     text = str(error).lower()
-    return error.code == "provider-invalid" and ("response_format" in text or "json_schema" in text)
+    return any(word in text for word in ("response_format", "json_schema", "json_object"))
 
 
 def first_content(reply: Mapping[str, Any]) -> str:
-    """The text of a completion's first choice; a reply without one is worth retrying."""
+    """The text of a completion's first choice; a reply without one is worth retrying, one
+    cut off at ``max_tokens`` is not a reply."""
     try:
         choice = reply["choices"][0]
     except (KeyError, IndexError, TypeError):
         raise ProviderError(
             "provider-unavailable", True, detail="the reply had no choices"
         ) from None
-    if choice.get("finish_reason") == "content_filter":
-        raise ProviderError("provider-invalid", False, detail="content filter")
+    check_finish(choice.get("finish_reason"))
     content = (choice.get("message") or {}).get("content") or ""
     if not content.strip():
         raise ProviderError("provider-unavailable", True, detail="the reply was empty")

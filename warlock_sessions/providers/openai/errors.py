@@ -21,6 +21,11 @@ CONTEXT_WORDS = (
     "too many tokens",
     "context window",
     "prompt is too long",
+    # llama.cpp's server
+    "exceed_context_size",
+    "exceeds the available context size",
+    # llama-cpp-python's
+    "requested tokens",
 )
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -65,11 +70,11 @@ def _reset_ms(value: str) -> int | None:
 
 def classify(status: int, body: Any, headers: Mapping[str, str], now: datetime) -> ProviderError:
     """An HTTP error reply as the engine's provider codes (the table in docs/providers.md)."""
-    error = body.get("error") if isinstance(body, Mapping) else None
-    error = error if isinstance(error, Mapping) else {}
+    error = _error_object(body)
     code = str(error.get("code") or error.get("type") or "")
-    text = f"{code} {error.get('message') or ''} {body if not error else ''}".lower()
-    detail = f"HTTP {status}: {error.get('message') or code or 'no detail'}"
+    message = error.get("message") or ""
+    text = f"{code} {error.get('type') or ''} {message} {body if not error else ''}".lower()
+    detail = f"HTTP {status}: {message or code or _plain(body) or 'no detail'}"
     provider_code = _provider_code(status, code, text)
     if provider_code not in ("provider-quota", "provider-unavailable"):
         return ProviderError(provider_code, False, detail=detail)
@@ -80,17 +85,61 @@ def classify(status: int, body: Any, headers: Mapping[str, str], now: datetime) 
     return ProviderError(provider_code, retryable, reset_at, detail)
 
 
+def _error_object(body: Any) -> Mapping[str, Any]:
+    """The error a body holds: OpenAI's ``{"error": {...}}``, or a FastAPI-style
+    ``{"detail": ...}`` (llama-cpp-python, vLLM) read as its message."""
+    if not isinstance(body, Mapping):
+        return {}
+    error = body.get("error")
+    if isinstance(error, Mapping):
+        return error
+    if isinstance(error, str):
+        return {"message": error}
+    detail = body.get("detail")
+    if isinstance(detail, str):
+        return {"message": detail}
+    if isinstance(detail, list) and detail:
+        first = detail[0]
+        return {"message": str(first.get("msg") if isinstance(first, Mapping) else first)}
+    return {}
+
+
+def _plain(body: Any) -> str:
+    return body.strip()[:200] if isinstance(body, str) else ""
+
+
 def _provider_code(status: int, code: str, text: str) -> str:
     if status in (401, 403):
         return "provider-auth"
     if status == 429 or (status == 402 and "quota" in text):
         quota = code in QUOTA_CODES or "quota" in text or status == 402
         return "provider-quota" if quota else "provider-unavailable"
-    if status >= 500:
-        return "provider-unavailable"
+    # Before the status: some servers report an overflow as a 500 (a retry cannot help).
     if any(word in text for word in CONTEXT_WORDS):
         return "provider-context"
+    if status >= 500:
+        return "provider-unavailable"
     return "provider-invalid"
+
+
+def stream_error_status(error: Any) -> int:
+    """The status an error event inside a 200 stream stands for: its own numeric ``code``
+    (llama.cpp's), else what its ``type`` says (OpenAI's), else a server error."""
+    if not isinstance(error, Mapping):
+        return 500
+    code = error.get("code")
+    if isinstance(code, int) and 400 <= code < 600:
+        return code
+    kind = str(error.get("type") or "")
+    statuses = {
+        "authentication_error": 401,
+        "permission_error": 403,
+        "rate_limit_error": 429,
+        "insufficient_quota": 429,
+        "invalid_request_error": 400,
+        "not_found_error": 404,
+    }
+    return statuses.get(kind, 400 if "context" in kind else 500)
 
 
 def response_error(response: httpx.Response, now: datetime) -> ProviderError:
@@ -109,6 +158,10 @@ def send(call: Callable[[], httpx.Response]) -> httpx.Response:
     except httpx.TimeoutException as error:
         raise ProviderError(
             "provider-unavailable", True, detail=f"timed out ({type(error).__name__})"
+        ) from None
+    except httpx.ConnectError as error:
+        raise ProviderError(
+            "provider-unavailable", True, detail=f"could not connect: {error}"
         ) from None
     except httpx.HTTPError as error:
         raise ProviderError(

@@ -47,10 +47,12 @@ class OpenAICompatibleModel:
     a deferral, ``understand`` raises it.
 
     ``api_key`` goes in an ``Authorization: Bearer`` header and never into a log, repr or
-    error. ``structured_output`` is ``"json_schema"`` (the default, OpenAI and vLLM), or
-    ``"json_object"``/``"prompt"`` for servers without schema support; a server that rejects
-    the schema is asked again with the schema in the prompt, and remembered. One instance is
-    safe to share between threads.
+    error. ``structured_output`` is ``"json_schema"`` (the default: OpenAI, vLLM, Ollama, LM
+    Studio), ``"json_object"`` (llama.cpp's servers, which enforce the schema sent beside it)
+    or ``"prompt"``; a server that refuses one is asked on the next, and remembered.
+    ``timeout`` bounds each read, ``deadline`` a whole call (a stream that keeps coming
+    included) and ``max_tokens`` each reply; a reply cut off there is a failure. One
+    instance is safe to share between threads.
     """
 
     def __init__(
@@ -60,6 +62,8 @@ class OpenAICompatibleModel:
         api_key: str | None = None,
         *,
         timeout: float = 30.0,
+        deadline: float = 120.0,
+        max_tokens: int | None = 1024,
         headers: Mapping[str, str] | None = None,
         structured_output: str = "json_schema",
         temperature: float | None = 0.2,
@@ -79,6 +83,8 @@ class OpenAICompatibleModel:
             model,
             api_key=api_key,
             timeout=timeout,
+            deadline=deadline,
+            max_tokens=max_tokens,
             headers=headers,
             structured_output=structured_output,
             temperature=temperature,
@@ -134,7 +140,7 @@ class OpenAICompatibleModel:
         reply, calls = self._client.complete_json(
             understand_messages(request), "understanding", understand_schema(request), request.now
         )
-        return read_understanding(reply, calls)
+        return read_understanding(reply, calls, request)
 
     def speak(self, request: SpeakRequest) -> Spoken | Deferral:
         calls = 0
@@ -151,8 +157,9 @@ class OpenAICompatibleModel:
                 )
                 if not requested:
                     break
+                # Text, never null: llama.cpp's servers refuse a null content.
                 messages.append(
-                    {"role": "assistant", "content": content or None, "tool_calls": requested}
+                    {"role": "assistant", "content": content or "", "tool_calls": requested}
                 )
                 for call in requested:
                     messages.append(_run_tool(request.tools, call, data, tool_calls))

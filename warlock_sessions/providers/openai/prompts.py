@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ...engine.flows import Flow
@@ -19,7 +20,8 @@ from ...engine.ports import (
     Understanding,
     UnderstandRequest,
 )
-from ...engine.templates import localized, render
+from ...engine.templates import localized, render, texts_of
+from ..recognisers.language import language_of
 
 JSON_TYPES = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean"}
 UNDERSTAND_SYSTEM = (
@@ -27,7 +29,8 @@ UNDERSTAND_SYSTEM = (
     "object and nothing else, matching the schema. flows: for each candidate flow, 0-100 for how "
     "well the message fits it. mentions: whether the message brings up each topic. extract: the "
     "values each mentioned topic asks for, or null. branches: whether each condition holds for "
-    "the message. fields: each value the customer stated, or null when they did not."
+    "the message. fields: each value the customer stated in the message, or null when they did "
+    "not; never a field's description. Dates as YYYY-MM-DD, counting from today."
 )
 SPEAK_ENVELOPE = (
     'Reply with one JSON object and nothing else: {"message": the text to send to the customer'
@@ -69,13 +72,19 @@ def understand_schema(request: UnderstandRequest) -> dict[str, Any]:
 
 
 def understand_messages(request: UnderstandRequest) -> list[dict[str, Any]]:
+    # No key here is one the answer uses: a small model echoed a "fields" brief back as its
+    # answer's "fields".
+    language = request.language
     brief = {
+        "today": _today(request.now),
         "message": request.text,
         "recent_history": list(request.history)[-UNDERSTAND_HISTORY:],
-        "candidate_flows": [_describe_flow(flow) for flow in _scored(request)],
-        "topics": [_describe_flow(flow) for flow in request.mention_flows],
+        "candidate_flows": [_describe_flow(flow, language) for flow in _scored(request)],
+        "topics": [_describe_flow(flow, language) for flow in request.mention_flows],
         "conditions": [{"key": q.key, "condition": q.when} for q in request.branches],
-        "fields": {name: describe_field(d) for name, d in request.fields.items()},
+        "field_descriptions": {
+            name: describe_field(d, language) for name, d in request.fields.items()
+        },
     }
     return [
         {"role": "system", "content": UNDERSTAND_SYSTEM},
@@ -83,18 +92,53 @@ def understand_messages(request: UnderstandRequest) -> list[dict[str, Any]]:
     ]
 
 
-def read_understanding(reply: Mapping[str, Any], llm_calls: int) -> Understanding:
-    """The understanding in a reply, keeping only values of the right type."""
+def read_understanding(
+    reply: Mapping[str, Any], llm_calls: int, request: UnderstandRequest | None = None
+) -> Understanding:
+    """The understanding in a reply, keeping only values of the right type: scores within
+    0-100, and no field value that merely repeats what the prompt said of the field (the
+    engine then checks each value against its field's type and format). The message's
+    language is heard from its words, as the RuleModel hears it."""
+    echoes = _echoes(request) if request is not None else set()
     return Understanding(
-        flows={k: v for k, v in _mapping(reply.get("flows")).items() if isinstance(v, int | float)},
+        flows={
+            k: min(100, max(0, v))
+            for k, v in _mapping(reply.get("flows")).items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and v == v
+        },
         mentions={k: v is True for k, v in _mapping(reply.get("mentions")).items()},
         extract={
             k: dict(v) for k, v in _mapping(reply.get("extract")).items() if isinstance(v, Mapping)
         },
         branches={k: v is True for k, v in _mapping(reply.get("branches")).items()},
-        fields={k: v for k, v in _mapping(reply.get("fields")).items() if v is not None},
+        fields={
+            k: v
+            for k, v in _mapping(reply.get("fields")).items()
+            if v is not None and not (isinstance(v, str) and _folded(v) in echoes)
+        },
         llm_calls=llm_calls,
+        language=language_of(request.text) if request is not None and request.text else None,
     )
+
+
+def _echoes(request: UnderstandRequest) -> set[str]:
+    """What the prompt said of each field, as a model echoing it would write it back."""
+    said: set[str] = set()
+    for name, definition in request.fields.items():
+        said.add(_folded(describe_field(definition, request.language)))
+        said.add(_folded(name))
+        for key in ("label", "description", "ask", "format", "type"):
+            for text in texts_of(definition.get(key) or ""):
+                said.add(_folded(str(text)))
+    return said - {""}
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _today(now: datetime) -> str:
+    return f"{now.date().isoformat()} ({now.strftime('%A')})"
 
 
 def _scored(request: UnderstandRequest) -> list[Flow]:
@@ -133,6 +177,7 @@ def speak_messages(request: SpeakRequest) -> list[dict[str, Any]]:
     recent history, and the customer's message (or a note that the assistant speaks first)."""
     scope = _scope(request)
     lines = [render(_instruction_text(item), scope) for item in request.instructions]
+    lines.append(f"Today is {_today(request.now)}.")
     talk = request.talk
     if isinstance(talk, IdleRequest):
         lines.append(render(localized(talk.idle.get("prompt") or "", request.language), scope))
@@ -179,7 +224,7 @@ def _talk_lines(request: SpeakRequest, talk: TalkRequest, scope: dict[str, Any])
             definition = request.fields.get(name) or {}
             ask = definition.get("ask") or step.raw.get("ask")
             how = f': ask like "{render(localized(ask, request.language), scope)}"' if ask else ""
-            wanted.append(f"- {name} ({describe_field(definition)}){how}")
+            wanted.append(f"- {name} ({describe_field(definition, request.language)}){how}")
         lines.append("Ask the customer for what is still missing:\n" + "\n".join(wanted))
     if talk.final:
         lines.append(
@@ -295,30 +340,38 @@ def nullable(definition: Mapping[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def describe_field(definition: Mapping[str, Any]) -> str:
+def describe_field(definition: Mapping[str, Any], language: str | None = None) -> str:
+    """A field as a line of the prompt; texts given per language in the conversation's."""
     parts = [definition.get("type", "string")]
     if definition.get("format"):
         parts.append(definition["format"])
     if definition.get("enum"):
         parts.append("one of " + ", ".join(map(str, definition["enum"])))
-    if definition.get("description") or definition.get("label"):
-        parts.append(str(definition.get("description") or definition.get("label")))
+    described = definition.get("description") or definition.get("label")
+    if described:
+        parts.append(localized(described, language))
     for key, said in (("min", "at least"), ("max", "at most"), ("pattern", "matching")):
         if key in definition:
             parts.append(f"{said} {definition[key]}")
     if definition.get("invalid"):
-        parts.append(f'when the answer breaks these, say: "{definition["invalid"]}"')
+        invalid = localized(definition["invalid"], language)
+        parts.append(f'when the answer breaks these, say: "{invalid}"')
     return "; ".join(parts)
 
 
-def _describe_flow(flow: Flow) -> dict[str, Any]:
+def _describe_flow(flow: Flow, language: str | None = None) -> dict[str, Any]:
+    """A flow as the prompt shows it. A ``!phrase`` rules the flow out: it is no example."""
     phrases = [phrase for trigger in flow.triggers for phrase in trigger.phrases]
-    return {
+    described = {
         "id": flow.id,
-        "name": flow.raw.get("name") or flow.id,
-        "description": flow.raw.get("description") or "",
-        "examples": phrases,
+        "name": localized(flow.raw.get("name") or flow.id, language),
+        "description": localized(flow.raw.get("description") or "", language),
+        "examples": [phrase for phrase in phrases if not phrase.startswith("!")],
     }
+    excluded = [phrase[1:] for phrase in phrases if phrase.startswith("!")]
+    if excluded:
+        described["not_when_the_message_says"] = excluded
+    return described
 
 
 def _instruction_text(item: Any) -> str:

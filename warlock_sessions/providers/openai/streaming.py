@@ -5,12 +5,31 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
 from ...engine.ports import ProviderError
-from .errors import classify
+from .errors import classify, stream_error_status
+
+
+class EmptyStream(ProviderError):
+    """A stream answered 200 and then nothing at all: no event, no ``[DONE]``. llama.cpp's
+    servers do so for what they cannot stream (tools with ``tool_choice: "auto"``, a refusal
+    such as a prompt over the context); the same request unstreamed says what it is."""
+
+    def __init__(self) -> None:
+        super().__init__("provider-unavailable", True, detail="the stream was empty")
+
+
+def check_finish(reason: object) -> None:
+    """A finish that makes the reply no reply: filtered, or cut off at ``max_tokens`` (which
+    is never repaired: its repair would replay it whole)."""
+    if reason == "content_filter":
+        raise ProviderError("provider-invalid", False, detail="content filter")
+    if reason == "length":
+        raise ProviderError("provider-invalid", False, detail="the reply was cut off at max_tokens")
 
 
 def sse_events(lines: Iterator[str]) -> Iterator[str]:
@@ -31,10 +50,17 @@ class StreamedReply:
     (their names and arguments arrive in pieces), and whether it finished."""
 
     def __init__(
-        self, on_delta: Callable[[str], None] | None, now: datetime, *, envelope: bool = True
+        self,
+        on_delta: Callable[[str], None] | None,
+        now: datetime,
+        *,
+        envelope: bool = True,
+        deadline: float | None = None,
     ) -> None:
         self.on_delta = on_delta
         self.now = now
+        #: ``time.monotonic()`` past which the stream is given up, however steadily it comes.
+        self.deadline = deadline
         # A reply in a JSON envelope shows only its message; a plain chat reply shows all.
         self.deltas: MessageDeltas | None = MessageDeltas() if envelope else None
         self.usage: dict[str, Any] = {}
@@ -43,17 +69,43 @@ class StreamedReply:
         self.finished = False
 
     def read(self, lines: Iterator[str]) -> None:
+        events = 0
         for event in sse_events(lines):
+            events += 1
             if event == "[DONE]":
                 self.finished = True
                 return
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise ProviderError(
+                    "provider-unavailable", True, detail="the reply took past its deadline"
+                )
             chunk = json.loads(event)
             if isinstance(chunk, Mapping) and "error" in chunk:
-                raise classify(500, chunk, {}, self.now)
+                raise classify(stream_error_status(chunk["error"]), chunk, {}, self.now)
             for choice in chunk.get("choices") or []:
                 self._choice(choice)
             if isinstance(chunk.get("usage"), Mapping):
                 self.usage = dict(chunk["usage"])
+        if events == 0:
+            raise EmptyStream()
+
+    def read_completion(self, reply: Mapping[str, Any]) -> None:
+        """An unstreamed completion read as if it had streamed in one piece."""
+        choices = reply.get("choices") if isinstance(reply, Mapping) else None
+        if not choices:
+            raise ProviderError("provider-unavailable", True, detail="the reply had no choices")
+        message = choices[0].get("message") or {}
+        calls = [
+            {**call, "index": index} for index, call in enumerate(message.get("tool_calls") or [])
+        ]
+        self._choice(
+            {
+                "delta": {"content": message.get("content"), "tool_calls": calls},
+                "finish_reason": choices[0].get("finish_reason") or "stop",
+            }
+        )
+        if isinstance(reply.get("usage"), Mapping):
+            self.usage = dict(reply["usage"])
 
     def _choice(self, choice: Mapping[str, Any]) -> None:
         delta = choice.get("delta") or {}
@@ -65,19 +117,21 @@ class StreamedReply:
                 self.on_delta(shown)
         for call in delta.get("tool_calls") or []:
             self._tool_call_piece(call)
-        if choice.get("finish_reason") == "content_filter":
-            raise ProviderError("provider-invalid", False, detail="content filter")
+        check_finish(choice.get("finish_reason"))
         if choice.get("finish_reason"):
             self.finished = True
 
     def _tool_call_piece(self, call: Mapping[str, Any]) -> None:
+        """One delta of a tool call, as the protocol means it: the call is its ``index``; its
+        id and name come whole (the first time, though some servers repeat them in every
+        delta, which changes nothing); its arguments come in pieces, appended."""
         slot = self.calls.setdefault(
             call.get("index", 0),
             {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
         )
-        slot["id"] = call.get("id") or slot["id"]
+        slot["id"] = slot["id"] or call.get("id") or ""
         function = call.get("function") or {}
-        slot["function"]["name"] += function.get("name") or ""
+        slot["function"]["name"] = slot["function"]["name"] or function.get("name") or ""
         slot["function"]["arguments"] += function.get("arguments") or ""
 
     def result(self) -> tuple[str, list[dict[str, Any]]]:
