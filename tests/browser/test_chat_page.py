@@ -290,6 +290,43 @@ class ChatPageTest(ChannelsLiveServerTestCase):
         said = [m["content"] for m in history if m["role"] == "user"]
         assert said == ["My name is Sara"]  # sent again once after the outage, not after
 
+    def test_the_assistant_keeps_a_turn_its_provider_refused_on_screen(self) -> None:
+        """A provider's error frame added a warning, then the history's reload wiped it with
+        the user's message: the user saw nothing at all."""
+        from playwright.sync_api import expect, sync_playwright
+
+        def route(socket: Any) -> None:
+            server = socket.connect_to_server()
+
+            def from_page(message: str | bytes) -> None:
+                if "What is 12*7" in str(message):
+                    socket.send(
+                        '{"type": "error", "code": "provider-context", "detail": "The'
+                        ' assistant could not answer: the conversation is too long."}'
+                    )
+                    return
+                server.send(message)
+
+            socket.on_message(from_page)
+            server.on_message(lambda message: socket.send(message))
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.route_web_socket(re.compile(r"/ws/conversations/"), route)
+            page.goto(self.live_server_url + "/assistant/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            say(page, "What is 12*7?")
+            expect(page.locator(".messages li.failed")).to_have_text("What is 12*7?", timeout=15000)
+            expect(page.locator(".messages li.bot").last).to_contain_text("too long")
+            page.wait_for_timeout(500)  # the history's reload has come and gone
+            expect(page.locator(".messages li.failed")).to_have_text("What is 12*7?")
+            expect(page.locator("#text")).to_have_value("What is 12*7?")
+            shot = Path(tempfile.gettempdir()) / "assistant-refused.png"
+            page.screenshot(path=str(shot))
+            browser.close()
+        print(f"\nscreenshot: {shot}")
+
     def test_the_assistant_streams_calls_tools_undoes_and_forks(self) -> None:
         from playwright.sync_api import expect, sync_playwright
 

@@ -67,6 +67,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.script.replies.popleft() if self.script.replies else {"status": 500, "json": {}}
         )
         time.sleep(reply.get("delay", 0))
+        if reply.get("drop"):  # closed without a word, as a stale pooled connection is
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         status = reply.get("status", 200)
         if "sse" in reply:
             self.send_response(status)
@@ -90,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
         payload = reply.get("raw", json.dumps(reply.get("json", {})))
         data = payload.encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", reply.get("content_type", "application/json"))
         for name, value in reply.get("headers", {}).items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))

@@ -5,10 +5,7 @@ summaries, failures as the run's error."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from warlock_sessions.conversations import ToolAgent, session, tool
 from warlock_sessions.engine import ProviderError
@@ -16,12 +13,6 @@ from warlock_sessions.providers.openai import OpenAICompatibleModel
 from warlock_sessions.snapshots import MemorySnapshotStore
 
 from .openai_server import OpenAIServer, stream_chunks
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as running:
-        yield running
 
 
 @tool

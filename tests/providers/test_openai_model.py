@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,12 +57,6 @@ AGENT = Agent(
         }
     ],
 )
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as running:
-        yield running
 
 
 def model_for(server: OpenAIServer, **options: Any) -> OpenAICompatibleModel:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,18 +14,7 @@ from warlock_sessions.engine import Deferral, ProviderError
 from warlock_sessions.providers.openai import OpenAICompatibleModel
 
 from .openai_server import OpenAIServer, completion, stream_chunks
-from .test_openai_model import envelope, speak_request
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as running:
-        yield running
-
-
-def model_for(server: OpenAIServer, **options: Any) -> OpenAICompatibleModel:
-    options.setdefault("timeout", 2.0)
-    return OpenAICompatibleModel(server.url, "gemma", **options)
+from .test_openai_model import envelope, model_for, speak_request
 
 
 def repeated_name_chunks(arguments: list[str]) -> list[dict[str, Any]]:
@@ -191,3 +179,20 @@ def test_a_refused_connection_is_said_so() -> None:
     with pytest.raises(ProviderError, match="could not connect") as raised:
         model.chat([{"role": "user", "content": "oi"}], [], None)
     assert (raised.value.code, raised.value.retryable) == ("provider-unavailable", True)
+
+
+def test_a_connection_the_server_dropped_is_tried_once_more_on_a_new_one(
+    server: OpenAIServer,
+) -> None:
+    """After llama-cpp-python's empty stream the pooled connection was dead, and the
+    unstreamed retry that would have said "context length exceeded" failed with a reset."""
+    server.script.reply(drop=True)
+    server.script.reply(sse=stream_chunks("Olá"))
+    reply = model_for(server).chat([{"role": "user", "content": "oi"}], [], None)
+    assert len(server.script.requests) == 2
+    server.script.reply(drop=True)
+    server.script.reply(drop=True)
+    with pytest.raises(ProviderError) as raised:  # twice is not a stale connection
+        model_for(server).chat([{"role": "user", "content": "oi"}], [], None)
+    assert raised.value.retryable
+    assert reply.text == "Olá"

@@ -213,15 +213,15 @@ class ChatClient:
         envelope: bool,
     ) -> StreamedReply:
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
-        reply = StreamedReply(on_delta, now, envelope=envelope, deadline=self._deadline())
+        deadline = self._deadline()
         try:
-            with self._http.stream(
-                "POST", "/chat/completions", json=streamed, headers={"Accept": "text/event-stream"}
-            ) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise response_error(response, now)
-                reply.read(response.iter_lines())
+            try:
+                return self._stream_once(streamed, now, on_delta, envelope, deadline)
+            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+                if getattr(error, "events_read", 0):
+                    raise
+                # A pooled connection the server closed as it was reused: once more.
+                return self._stream_once(streamed, now, on_delta, envelope, deadline)
         except httpx.TimeoutException:
             raise ProviderError(
                 "provider-unavailable", True, detail="timed out while streaming"
@@ -238,6 +238,27 @@ class ChatClient:
             raise ProviderError(
                 "provider-invalid", False, detail="a stream event was not JSON"
             ) from None
+
+    def _stream_once(
+        self,
+        streamed: dict[str, Any],
+        now: datetime,
+        on_delta: Callable[[str], None] | None,
+        envelope: bool,
+        deadline: float,
+    ) -> StreamedReply:
+        reply = StreamedReply(on_delta, now, envelope=envelope, deadline=deadline)
+        try:
+            with self._http.stream(
+                "POST", "/chat/completions", json=streamed, headers={"Accept": "text/event-stream"}
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise response_error(response, now)
+                reply.read(response.iter_lines())
+        except httpx.TransportError as error:
+            error.events_read = reply.events  # type: ignore[attr-defined]
+            raise
         return reply
 
     def _deadline(self) -> float:

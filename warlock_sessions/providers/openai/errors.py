@@ -152,9 +152,15 @@ def response_error(response: httpx.Response, now: datetime) -> ProviderError:
 
 
 def send(call: Callable[[], httpx.Response]) -> httpx.Response:
-    """``call()``, with a broken or timed-out connection as a retryable provider error."""
+    """``call()``, with a broken or timed-out connection as a retryable provider error. A
+    pooled connection the server closed as it was reused (no answer at all, or a reset) is
+    tried once more on a new one: servers close a connection after a stream they could not
+    finish (llama-cpp-python after an empty one), and the client may not have noticed yet."""
     try:
-        return call()
+        try:
+            return call()
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            return call()
     except httpx.TimeoutException as error:
         raise ProviderError(
             "provider-unavailable", True, detail=f"timed out ({type(error).__name__})"

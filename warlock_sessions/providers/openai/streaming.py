@@ -67,11 +67,12 @@ class StreamedReply:
         self.content: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finished = False
+        #: Server-sent events read so far.
+        self.events = 0
 
     def read(self, lines: Iterator[str]) -> None:
-        events = 0
         for event in sse_events(lines):
-            events += 1
+            self.events += 1
             if event == "[DONE]":
                 self.finished = True
                 return
@@ -86,7 +87,7 @@ class StreamedReply:
                 self._choice(choice)
             if isinstance(chunk.get("usage"), Mapping):
                 self.usage = dict(chunk["usage"])
-        if events == 0:
+        if self.events == 0:
             raise EmptyStream()
 
     def read_completion(self, reply: Mapping[str, Any]) -> None:

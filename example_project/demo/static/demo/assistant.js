@@ -21,6 +21,7 @@
   let busy = false;
   let streaming = null;
   let pending = null;  // the text of the turn sent and not yet in the history
+  let failed = null;  // the turn refused for good, {text, detail}: shown until the next send
   let resendTimer = null;
   const running = {};  // tool calls waiting for their result, by id
 
@@ -57,6 +58,10 @@
       }
     }
     if (pending !== null) bubble(pending, "me unsent");
+    if (failed !== null) {  // the history does not hold it: kept on screen, and in the box
+      bubble(failed.text, "me failed");
+      bubble(`⚠ ${failed.detail}`, "bot");
+    }
     setBusy(busy);
   }
 
@@ -147,8 +152,15 @@
       resendTimer = setTimeout(settlePending, 1000 * (frame.retry_after || 2));
     } else if (frame.type === "error") {
       streaming = null;
-      pending = null;  // refused for good
-      bubble(`⚠ ${frame.detail}`, "bot");
+      // Refused for good: what was said and why stay on screen past the reload of the
+      // history (which does not hold them), and the text goes back in the box to send again.
+      if (pending !== null) {
+        failed = { text: pending, detail: frame.detail };
+        if (!input.value) input.value = pending;
+      } else {
+        bubble(`⚠ ${frame.detail}`, "bot");
+      }
+      pending = null;
       setBusy(false);
       load();
     }
@@ -175,6 +187,7 @@
     submit.preventDefault();
     const said = input.value.trim();
     if (!said || busy || !socket || socket.readyState !== WebSocket.OPEN) return;
+    if (failed !== null) { failed = null; render(); }
     bubble(said, "me");
     pending = said;
     setBusy(true);
