@@ -51,6 +51,18 @@ def server_side(function: Any, *args: Any) -> Any:
         return pool.submit(function, *args).result()
 
 
+def open_assistant(playwright: Any, base_url: str, route: Any) -> tuple[Any, Any]:
+    """The assistant's page at phone size, its socket passed through ``route``, online."""
+    from playwright.sync_api import expect
+
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.route_web_socket(re.compile(r"/ws/conversations/"), route)
+    page.goto(base_url + "/assistant/")
+    expect(page.locator("#status")).to_have_text("online", timeout=15000)
+    return browser, page
+
+
 def say(page: Any, text: str) -> None:
     page.fill("#text", text)
     page.press("#text", "Enter")
@@ -274,11 +286,7 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             server.on_message(from_server)
 
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            page.route_web_socket(re.compile(r"/ws/conversations/"), route)
-            page.goto(self.live_server_url + "/assistant/")
-            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            browser, page = open_assistant(playwright, self.live_server_url, route)
             say(page, "My name is Sara")
             expect(page.locator(".messages li.bot").last).to_have_text(
                 "Nice to meet you, Sara. I will remember your name.", timeout=20000
@@ -311,11 +319,7 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             server.on_message(lambda message: socket.send(message))
 
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            page.route_web_socket(re.compile(r"/ws/conversations/"), route)
-            page.goto(self.live_server_url + "/assistant/")
-            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            browser, page = open_assistant(playwright, self.live_server_url, route)
             say(page, "What is 12*7?")
             expect(page.locator(".messages li.failed")).to_have_text("What is 12*7?", timeout=15000)
             expect(page.locator(".messages li.bot").last).to_contain_text("too long")
