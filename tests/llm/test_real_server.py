@@ -34,8 +34,8 @@ def test_each_scenario_against_the_real_server_is_recorded(
     )
     recorder = cassettes.Recorder()
     model = OpenAICompatibleModel(
-        server.url, MODEL_NAME, transport=recorder, timeout=60, deadline=120,
-        **model_options(options),
+        server.url, options.get("model", MODEL_NAME), transport=recorder, timeout=60,
+        deadline=120, **model_options(options),
     )  # fmt: skip
     started = time.monotonic()
     outcome = scenario(model)
@@ -55,10 +55,20 @@ def test_each_scenario_against_the_real_server_is_recorded(
 
 def _check(name: str, outcome: dict[str, Any]) -> None:
     """What must hold whatever the small model says."""
-    if name == "booking_conversation":
-        assert all(turn["stored_values_fit"] for turn in outcome["turns"])
+    if name.startswith("first_turn"):
+        [turn] = outcome["turns"]
+        # A reply the model rambled past max_tokens is a failure, not retried, never junk.
+        assert turn.get("stored_values_fit") or "cut off at max_tokens" in turn["error"]
+        assert outcome["structured_output"] == name.removeprefix("first_turn_")
+    elif name == "summary":
+        assert "summary" in outcome or outcome["error"] == "provider-invalid"  # cut at max
+    elif name == "unknown_model":  # llama-cpp-python serves its one model whatever the name
+        assert outcome == {"answered": True} or "cut off at max_tokens" in outcome["error"]
+    elif name == "booking_conversation":
+        turns = outcome["turns"]
+        assert all(t.get("stored_values_fit") or "max_tokens" in t["error"] for t in turns)
         assert outcome["structured_output"] == "json_object"  # json_schema refused, remembered
-        assert outcome["turns"][-1]["language"] == "pt"
+        assert turns[-1].get("language", "pt") == "pt"
     elif name == "tool_trip":
         assert all(called == "calculate" for called, _ in outcome["calls"])
         assert outcome.get("second") not in ("provider-unavailable", "provider-invalid")

@@ -27,19 +27,32 @@ BOOKING = [
 def booking_conversation(model: OpenAICompatibleModel) -> dict[str, Any]:
     """The demo's booking agent, turn by turn: whatever the small model manages, nothing it
     stores may break its field's rules, and every turn ends (a reply or a deferral)."""
+    return _booking(model, BOOKING)
+
+
+def first_turn(model: OpenAICompatibleModel) -> dict[str, Any]:
+    """One understand and one speak in the model's structured output mode, as configured."""
+    return _booking(model, ["I want to book a table, my name is Ana Souza"])
+
+
+def _booking(model: OpenAICompatibleModel, said: list[str]) -> dict[str, Any]:
     agent = booking_agent()
     clock = FakeClock("2026-09-20T10:00:00.000Z")
     session = None
     turns = []
-    for index, text in enumerate(BOOKING):
-        result = turn(
-            agent=agent,
-            session_id=f"llm-{index // 3}",
-            session=session if index < 3 else None,
-            message={"text": text, "id": f"m{index}"},
-            clock=clock,
-            model=model,
-        )
+    for index, text in enumerate(said):
+        try:
+            result = turn(
+                agent=agent,
+                session_id=f"llm-{index // 3}",
+                session=session if index < 3 else None,
+                message={"text": text, "id": f"m{index}"},
+                clock=clock,
+                model=model,
+            )
+        except ProviderError as error:  # understand raises; the host makes it the turn's error
+            turns.append({"message": text, "error": str(error), "retryable": error.retryable})
+            continue
         session = result.session
         data = session.get("data", {})
         turns.append(
@@ -123,6 +136,38 @@ def streamed_reply(model: OpenAICompatibleModel) -> dict[str, Any]:
     }
 
 
+def summary(model: OpenAICompatibleModel) -> dict[str, Any]:
+    """A ToolAgent's compaction: a conversation summarised, unstreamed, in a few sentences."""
+    try:
+        text = model.summarize(
+            [
+                {"role": "user", "content": "Hi, I'm Ana. I want to book a table for two."},
+                {"role": "assistant", "content": "Hello Ana! For which day?"},
+                {"role": "user", "content": "Friday at 8pm, please."},
+            ]
+        )
+    except ProviderError as error:
+        return {"error": error.code, "retryable": error.retryable}
+    return {"summary": text}
+
+
+def unknown_model(model: OpenAICompatibleModel) -> dict[str, Any]:
+    """A model name the server does not have: llama-cpp-python serves its one model whatever
+    the name (OpenAI and vLLM answer 404, which is ``provider-invalid``)."""
+    try:
+        reply = model.chat(
+            [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Say OK."},
+            ],
+            [],
+            None,
+        )
+    except ProviderError as error:
+        return {"error": str(error), "retryable": error.retryable}
+    return {"answered": bool(reply.text)}
+
+
 def context_overflow(model: OpenAICompatibleModel) -> dict[str, Any]:
     """A prompt over the server's context: llama-cpp-python streams it back empty; asked
     unstreamed, it says why, which is not worth a retry."""
@@ -137,6 +182,13 @@ def context_overflow(model: OpenAICompatibleModel) -> dict[str, Any]:
 SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
     # name: (scenario, the model's options; "tools" marks the server started for tool calls)
     "booking_conversation": (booking_conversation, {"max_tokens": 192}),
+    "first_turn_json_object": (
+        first_turn,
+        {"max_tokens": 192, "structured_output": "json_object"},
+    ),
+    "first_turn_prompt": (first_turn, {"max_tokens": 192, "structured_output": "prompt"}),
+    "summary": (summary, {"max_tokens": 160}),
+    "unknown_model": (unknown_model, {"max_tokens": 64, "model": "no-such-model-9b"}),
     "tool_trip": (tool_trip, {"max_tokens": 96, "tools": True}),
     "streamed_reply": (streamed_reply, {"max_tokens": 160}),
     "context_overflow": (context_overflow, {"max_tokens": 16}),
@@ -144,4 +196,5 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {
 
 
 def model_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in options.items() if key != "tools"}
+    """The keyword arguments of the model (the model's name and the server are the caller's)."""
+    return {key: value for key, value in options.items() if key not in ("tools", "model")}

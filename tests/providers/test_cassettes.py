@@ -25,7 +25,11 @@ def test_a_recorded_exchange_replays_to_the_same_outcome(name: str, server: Open
     cassettes.replay(server.script, cassette)
     scenario, options = SCENARIOS[name]
     model = OpenAICompatibleModel(
-        server.url, "gemma-3-270m", timeout=10, deadline=60, **model_options(options)
+        server.url,
+        options.get("model", "gemma-3-270m"),
+        timeout=10,
+        deadline=60,
+        **model_options(options),
     )
     assert scenario(model) == cassette["outcome"]
     sent = [request["body"] for request in server.script.requests]

@@ -196,3 +196,28 @@ def test_a_connection_the_server_dropped_is_tried_once_more_on_a_new_one(
         model_for(server).chat([{"role": "user", "content": "oi"}], [], None)
     assert raised.value.retryable
     assert reply.text == "Olá"
+
+
+def test_a_server_that_wants_max_completion_tokens_gets_it_from_then_on(
+    server: OpenAIServer,
+) -> None:
+    """OpenAI's reasoning models refuse max_tokens; every call would have failed."""
+    refusal = {
+        "error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model."
+            " Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "unsupported_parameter",
+        }
+    }
+    server.script.reply(status=400, json=refusal)
+    server.script.reply(sse=stream_chunks("Olá"))
+    server.script.reply(sse=stream_chunks("Oi"))
+    model = model_for(server, max_tokens=300)
+    assert model.chat([{"role": "user", "content": "oi"}], [], None).text == "Olá"
+    assert model.chat([{"role": "user", "content": "oi"}], [], None).text == "Oi"
+    first, second, third = (request["body"] for request in server.script.requests)
+    assert first["max_tokens"] == 300 and "max_completion_tokens" not in first
+    assert second["max_completion_tokens"] == 300 and "max_tokens" not in second
+    assert third["max_completion_tokens"] == 300

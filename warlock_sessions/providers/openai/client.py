@@ -59,6 +59,7 @@ class ChatClient:
         # way once more and falls back again).
         self._refused_rungs = 0
         self._tools_unstreamed = False
+        self._completion_tokens = False
         all_headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
@@ -167,9 +168,12 @@ class ChatClient:
         return body
 
     def _post(self, body: dict[str, Any], now: datetime) -> dict[str, Any]:
-        response = send(lambda: self._http.post("/chat/completions", json=body))
+        response = send(lambda: self._http.post("/chat/completions", json=self._bounded(body)))
         if response.status_code >= 400:
-            raise response_error(response, now)
+            error = response_error(response, now)
+            if self._renames_the_bound(error):
+                return self._post(body, now)
+            raise error
         try:
             reply: dict[str, Any] = response.json()
             return reply
@@ -250,16 +254,39 @@ class ChatClient:
         reply = StreamedReply(on_delta, now, envelope=envelope, deadline=deadline)
         try:
             with self._http.stream(
-                "POST", "/chat/completions", json=streamed, headers={"Accept": "text/event-stream"}
+                "POST",
+                "/chat/completions",
+                json=self._bounded(streamed),
+                headers={"Accept": "text/event-stream"},
             ) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise response_error(response, now)
-                reply.read(response.iter_lines())
+                    error = response_error(response, now)
+                    if not self._renames_the_bound(error):
+                        raise error
+                else:
+                    reply.read(response.iter_lines())
+                    return reply
         except httpx.TransportError as error:
             error.events_read = reply.events  # type: ignore[attr-defined]
             raise
-        return reply
+        return self._stream_once(streamed, now, on_delta, envelope, deadline)
+
+    def _bounded(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with its output bound under the name this server takes."""
+        if not self._completion_tokens or "max_tokens" not in body:
+            return body
+        bound = {key: value for key, value in body.items() if key != "max_tokens"}
+        return {**bound, "max_completion_tokens": body["max_tokens"]}
+
+    def _renames_the_bound(self, error: ProviderError) -> bool:
+        """Whether ``error`` is the server refusing ``max_tokens`` for ``max_completion_tokens``
+        (OpenAI's reasoning models), now that the name is switched for this and every later
+        request."""
+        if self._completion_tokens or "max_completion_tokens" not in str(error):
+            return False
+        self._completion_tokens = True
+        return True
 
     def _deadline(self) -> float:
         return time.monotonic() + self.deadline
