@@ -110,6 +110,7 @@ FAMILY = {
     ],
     "RunFailedError": [
         "WorkflowError", "SupervisorFailedError", "AgentExecutionError", "AgentCancelledError",
+        "RunCancelledError",
         "DriftError", "WorkflowDriftError", "SupervisorDriftError", "AgentDriftError",
         "OrchestratorDriftError",
     ],

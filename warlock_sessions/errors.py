@@ -309,6 +309,16 @@ class AgentCancelledError(RunFailedError):
     """The run was cancelled through its ``signal`` (a signal without a reason raises this)."""
 
 
+class RunCancelledError(RunFailedError):
+    """A workflow or supervisor run was cancelled through its ``signal`` (the error of its
+    ``cancelled`` result when the signal gave no reason), or a cancelled run was asked to
+    resume without ``force``."""
+
+    def __init__(self, run_id: str, detail: str = "") -> None:
+        self.run_id = run_id
+        super().__init__(f'run "{run_id}" was cancelled' + (f": {detail}" if detail else ""))
+
+
 class ToolArgumentsError(InvalidDataError, ValueError):
     """The model called a tool with arguments its JSON schema refuses (the agent tells the
     model, which may try again)."""

@@ -415,7 +415,7 @@ def test_through_turn_a_rate_limited_reply_parks_a_retry_at_the_stated_reset(
     result = turn(
         agent=AGENT,
         session_id="s1",
-        message={"text": "quero agendar", "id": "m1"},
+        message={"text": "quero agendar: ana@example.com", "id": "m1"},
         clock=FakeClock(T0_MS),
         model=model_for(server),
     )

@@ -79,3 +79,43 @@ def test_an_answer_echoing_the_prompt_is_not_an_understanding() -> None:
 def test_the_speak_prompt_gives_today() -> None:
     system = speak_messages(speak_request())[0]["content"]
     assert "Today is 2026-09-20 (Sunday)." in system
+
+
+def test_a_name_e_mail_or_phone_the_customer_did_not_write_is_not_taken() -> None:
+    """The small model stored "The name of the customer who has booked your reservation"
+    for "Hi, I'd like to book an appointment", and a colleague's phone number."""
+    fields = {
+        "name": {"type": "string", "format": "name"},
+        "phone": {"type": "string", "format": "phone"},
+        "email": {"type": "string", "format": "email"},
+        "contact_by": {"type": "string", "enum": ["email", "phone"], "label": "email or phone"},
+    }
+    request = dataclasses.replace(
+        understand_request(),
+        fields=fields,
+        text="I'm ana souza, call me on +55 11 99999-1234 by phone",
+    )
+    understanding = read_understanding(
+        {
+            "fields": {
+                "name": "Ana Souza",
+                "phone": "(11) 99999-1234",
+                "email": "ana@example.com",
+                "contact_by": "phone",
+            }
+        },
+        1,
+        request,
+    )
+    # An option equal to a label or format is an answer, not an echo.
+    assert understanding.fields == {
+        "name": "Ana Souza",
+        "phone": "(11) 99999-1234",
+        "contact_by": "phone",
+    }
+    made_up = read_understanding(
+        {"fields": {"name": "The name of the customer who has booked your reservation"}},
+        1,
+        dataclasses.replace(request, text="Hi, I'd like to book an appointment"),
+    )
+    assert made_up.fields == {}

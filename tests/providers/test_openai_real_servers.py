@@ -221,3 +221,37 @@ def test_a_server_that_wants_max_completion_tokens_gets_it_from_then_on(
     assert first["max_tokens"] == 300 and "max_completion_tokens" not in first
     assert second["max_completion_tokens"] == 300 and "max_tokens" not in second
     assert third["max_completion_tokens"] == 300
+
+
+def test_an_older_vllm_error_body_is_read_and_moves_down_the_ladder(
+    server: OpenAIServer,
+) -> None:
+    """vLLM before 0.10 answers {"object": "error", "message": …}: read as "no detail", a
+    refused json_schema never moved down."""
+    server.script.reply(
+        status=400,
+        json={"object": "error", "message": "response_format json_schema unsupported", "code": 400},
+    )
+    server.script.reply(sse=stream_chunks(envelope("Oi!")))
+    spoken = model_for(server).speak(speak_request())
+    assert not isinstance(spoken, Deferral) and spoken.message == "Oi!"
+    formats = [r["body"].get("response_format", {}).get("type") for r in server.script.requests]
+    assert formats == ["json_schema", "json_object"]
+
+
+def test_a_server_that_takes_no_temperature_is_asked_without_one(server: OpenAIServer) -> None:
+    """OpenAI's reasoning models refuse any temperature but the default."""
+    refusal = {
+        "error": {
+            "message": "Unsupported value: 'temperature' does not support 0.2 with this model."
+            " Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    }
+    server.script.reply(status=400, json=refusal)
+    server.script.reply(sse=stream_chunks("Olá"))
+    assert model_for(server).chat([{"role": "user", "content": "oi"}], [], None).text == "Olá"
+    first, second = (request["body"] for request in server.script.requests)
+    assert first["temperature"] == 0.2 and "temperature" not in second

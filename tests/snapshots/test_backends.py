@@ -277,9 +277,16 @@ def test_the_redis_classes_take_a_server_alike_and_ttls_in_float_seconds() -> No
     from warlock_sessions.stores import RedisStore
 
     client = redis.Redis.from_url(REDIS_URL)
+
+    class OnlyGet:
+        def get(self, key: str) -> None:
+            return None
+
     for redis_class in (RedisStore, RedisSnapshotStore, RedisCheckpointStore, RedisLock):
         with pytest.raises(ValueError, match="exactly one of client= or url="):
             redis_class()
+        with pytest.raises(ValueError, match=r"needs a redis\.Redis client, not OnlyGet"):
+            redis_class(OnlyGet())  # accepted, then every save failed and was only logged
         for ttl in (0, -1, True, "5"):
             with pytest.raises(ValueError, match="ttl"):
                 redis_class(client, ttl=ttl)

@@ -196,3 +196,29 @@ def test_the_postgres_checkpoint_ddl_is_the_documented_one() -> None:
     assert "idx_warlock_orchestrator_sessions_lookup" in ddl and "turn_index DESC" in ddl
     with pytest.raises(ValueError, match="invalid table name"):
         PostgresCheckpointStore(POSTGRES_URL, table="x; DROP TABLE y")
+
+
+def test_moments_come_back_as_they_were_saved_on_every_backend(store: CheckpointStore) -> None:
+    """The PostgreSQL and Django stores gave back '…05.678000+00:00' for '…05.678Z'."""
+    from datetime import UTC, datetime
+
+    store.save(
+        row(
+            "clock",
+            "s1",
+            0,
+            saved_at="2026-09-20T10:00:05.678Z",
+            lock_expires_at=datetime(2026, 9, 20, 10, 1, 5, 678900, tzinfo=UTC),
+        )
+    )
+    loaded = store.load("clock", "s1")
+    assert loaded is not None
+    assert loaded["saved_at"] == "2026-09-20T10:00:05.678Z"
+    assert loaded["lock_expires_at"] == "2026-09-20T10:01:05.679Z"
+    assert loaded["lock_acquired_at"] is None
+    store.save(row("clock", "s1", 1))  # saved_at now, in the same shape
+    latest = store.load("clock", "s1")
+    assert latest is not None and latest["saved_at"].endswith("Z")
+    assert len(latest["saved_at"]) == len("2026-09-20T10:00:05.678Z")
+    with pytest.raises(InvalidSnapshotError, match="saved_at is a moment"):
+        store.save(row("clock", "s1", 2, saved_at="yesterday"))

@@ -16,12 +16,15 @@ from warlock_sessions.snapshots import FileSnapshotStore, SnapshotStore
 from warlock_sessions.workflows import Step, StepContext, Workflow
 
 
-def workflow(store: SnapshotStore, marks: Path, crash: bool) -> Workflow:
+def workflow(store: SnapshotStore, marks: Path, crash: bool | str) -> Workflow:
+    """``crash``: the step killed mid-way (``True``: "charge")."""
+    crashing = "charge" if crash is True else crash
+
     def step(name: str) -> Any:
         def run(ctx: StepContext) -> str:
             with open(marks, "a") as handle:
                 handle.write(name + "\n")
-            if name == "charge" and crash:
+            if name == crashing:
                 os._exit(9)  # killed mid-step: nothing after this line runs
             return name
 
@@ -34,10 +37,12 @@ def workflow(store: SnapshotStore, marks: Path, crash: bool) -> Workflow:
     )
 
 
-def crash_in_a_child(make_store: Any, marks: Path) -> None:
+def crash_in_a_child(make_store: Any, marks: Path, crash: bool | str = True) -> None:
     connections.close_all()  # the child must not share the parent's database connections
     child = multiprocessing.get_context("fork").Process(
-        target=lambda: workflow(make_store(), marks, crash=True).execute(run_id="order-1")
+        target=lambda: workflow(make_store(), marks, crash=crash).execute(
+            run_id="order-1", input={"order": 7}
+        )
     )
     child.start()
     child.join(30)
@@ -54,6 +59,19 @@ def test_a_run_killed_mid_step_resumes_from_its_last_snapshot(tmp_path: Path) ->
     assert marks.read_text().split() == ["reserve", "charge", "charge"]
 
 
+def test_a_run_killed_in_its_first_step_resumes_with_its_input(tmp_path: Path) -> None:
+    """Nothing was saved before the first step settled: "has no snapshot of run"."""
+    marks = tmp_path / "marks"
+    crash_in_a_child(lambda: FileSnapshotStore(tmp_path / "snapshots"), marks, crash="reserve")
+    store = FileSnapshotStore(tmp_path / "snapshots")
+    saved = store.load("order-1")
+    assert saved is not None and (saved["status"], saved["next"]) == ("running", "reserve")
+    assert saved["input"] == {"order": 7}
+    resumed = workflow(store, marks, crash=False).resume("order-1")
+    assert resumed.status == "completed"
+    assert marks.read_text().split() == ["reserve", "reserve", "charge"]
+
+
 @needs_postgres
 @pytest.mark.django_db(transaction=True, databases=["default", "postgres"])
 def test_the_same_on_the_django_store_on_postgres(tmp_path: Path) -> None:
@@ -63,7 +81,8 @@ def test_the_same_on_the_django_store_on_postgres(tmp_path: Path) -> None:
     crash_in_a_child(lambda: DjangoSnapshotStore(using="postgres"), marks)
     store = DjangoSnapshotStore(using="postgres")
     saved = store.load_versioned("order-1")
-    assert saved is not None and saved[0]["next"] == "charge" and saved[1] == 1
+    # Saved when it started, and after its first step.
+    assert saved is not None and saved[0]["next"] == "charge" and saved[1] == 2
     resumed = workflow(store, marks, crash=False).resume("order-1")
     assert resumed.status == "completed" and resumed.state == {
         "reserve": "reserve",
@@ -116,9 +135,9 @@ def test_two_processes_resuming_one_run_cannot_both_write() -> None:
     for child in children:
         child.join(60)
     outcomes = sorted(results.get(timeout=5)[1] for _ in children)
-    # The failed run was saved three times (after pack, at the failure, its end): both
-    # resumers loaded version 3, and the one that saved second found it moved on.
-    assert outcomes == ["completed", "conflict at version 3"]
+    # The failed run was saved four times (at its start, after pack, at the failure, its
+    # end): both resumers loaded version 4, and the one that saved second found it moved on.
+    assert outcomes == ["completed", "conflict at version 4"]
     saved = store.load("race-1")
     assert saved is not None and saved["status"] == "completed"
     assert saved["state"]["ship"] in ("first", "second")

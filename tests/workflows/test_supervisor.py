@@ -57,6 +57,20 @@ def test_three_iterations_then_end() -> None:
     ]
 
 
+def test_a_supervisor_s_version_is_written_on_its_snapshots_and_not_hashed() -> None:
+    store = MemorySnapshotStore()
+    versioned = Supervisor(
+        "counter-v", counting_router(1), {"count": count}, store=store, version="2026.09"
+    )
+    versioned.execute(run_id="v1")
+    saved = store.load("v1")
+    assert saved is not None and saved["version"] == "2026.09"
+    plain = Supervisor("counter-v", counting_router(1), {"count": count}, registered=False)
+    assert plain.signature == versioned.signature  # drift is the signature's, as upstream
+    with pytest.raises(ValueError, match="version"):
+        Supervisor("x", counting_router(1), {"count": count}, version="")
+
+
 def test_a_seeded_snapshot_resumes_at_the_next_iteration_with_its_state() -> None:
     store = MemorySnapshotStore()
     supervisor = Supervisor("counter", counting_router(3), {"count": count}, store=store)
@@ -141,3 +155,28 @@ def test_an_unknown_intent_fails_the_run_with_a_clear_error() -> None:
     assert result.status == "failed"
     assert isinstance(result.error, SupervisorFailedError)
     assert 'unknown intent "nowhere"' in str(result.error)
+
+
+def test_a_cancelled_supervisor_stops_before_its_next_iteration() -> None:
+    from warlock_sessions.errors import RunCancelledError
+    from warlock_sessions.locks import AbortSignal
+
+    signal = AbortSignal()
+
+    def count_then_cancel(ctx: SupervisorContext) -> int:
+        if ctx.state.get("count", 0) == 1:
+            signal.abort()
+        return count(ctx)
+
+    store = MemorySnapshotStore()
+    supervisor = Supervisor(
+        "cancelling", counting_router(5), {"count": count_then_cancel}, store=store
+    )
+    result = supervisor.execute(run_id="sc", signal=signal)
+    assert (result.status, result.state) == ("cancelled", {"count": 2})
+    assert isinstance(result.error, RunCancelledError)
+    saved = store.load("sc")
+    assert saved is not None and saved["status"] == "cancelled"
+    with pytest.raises(RunCancelledError):
+        supervisor.resume("sc")
+    assert supervisor.resume("sc", force=True).state == {"count": 5}

@@ -3,6 +3,7 @@ parallel groups, retries, failure routes, and two resumers of one run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -45,6 +46,7 @@ def test_a_snapshot_after_every_step_and_a_final_one() -> None:
 
     assert result.status == "completed" and result.state == {"a": 1, "b": 2}
     assert [(s["status"], s["next"]) for s in store.saved] == [
+        ("running", "a"),  # before anything runs: a crash in "a" resumes
         ("running", "b"),
         ("running", None),
         ("completed", None),
@@ -99,7 +101,8 @@ def test_a_store_that_cannot_save_does_not_fail_the_run() -> None:
     )
     result = workflow.execute(run_id="r")
     assert result.status == "completed" and result.state == {"a": 1}
-    assert [name for name, _ in events] == ["workflow.error", "workflow.error"]
+    assert [name for name, _ in events] == ["workflow.error"] * 3  # start, "a", the end
+    assert result.lost_snapshots == 3
     assert isinstance(events[0][1]["error"], OSError)
 
 
@@ -205,7 +208,7 @@ def test_a_parallel_group_is_one_checkpoint_and_merges_in_declaration_order() ->
     result = workflow.execute(run_id="r")
     assert result.state["shared"] == "z" and (result.state["x"], result.state["y"]) == (1, 2)
     assert result.state["kept"] == 1  # y and z left it alone: x's copy did not undo it
-    assert [s["next"] for s in store.saved] == ["fan", "after", None, None]
+    assert [s["next"] for s in store.saved] == ["seed", "fan", "after", None, None]
     assert set(result.steps) == {"seed", "fan", "x", "y", "z", "after"}
 
 
@@ -228,9 +231,16 @@ def test_a_failed_child_fails_the_group_and_resume_reruns_the_whole_group() -> N
         [Step("fan", parallel=[Step("x", run=child("x")), Step("y", run=child("y"))])],
         store=store,
     )
-    assert workflow.execute(run_id="r").status == "failed"
+    failed = workflow.execute(run_id="r")
+    assert failed.status == "failed"
+    # The group's own record says it failed (only its children's were kept), in the result
+    # and in the snapshot.
+    assert failed.steps["fan"]["status"] == "failed" and "error" in failed.steps["fan"]
+    saved = store.load("r")
+    assert saved is not None and saved["steps"]["fan"]["status"] == "failed"
     broken.clear()
-    assert workflow.resume("r").state == {"x": "x", "y": "y"}
+    resumed = workflow.resume("r")
+    assert resumed.state == {"x": "x", "y": "y"} and resumed.steps["fan"]["status"] == "completed"
     assert sorted(calls) == ["x", "x", "y", "y"]
 
 
@@ -247,7 +257,7 @@ def test_retries_and_failure_routes() -> None:
     workflow = Workflow(
         "wf",
         [
-            Step("flaky", run=flaky, retry=Retry(attempts=3)),
+            Step("flaky", run=flaky, retry=Retry(attempts=3, backoff="none")),
             Step("fails", run=lambda ctx: 1 / 0, on_failure=lambda error, ctx: "cleanup"),
             Step("skipped", run=set_value("skipped", "never")),
             Step("cleanup", run=set_value("cleanup", "ok"), next=lambda ctx: "end"),
@@ -267,6 +277,65 @@ def test_retries_and_failure_routes() -> None:
     )
     attempts.clear()
     assert refused.execute().status == "failed" and attempts == [1]
+
+
+def test_a_run_whose_snapshots_cannot_be_saved_says_so_in_its_result() -> None:
+    """It finished "completed" while every save failed, reported only in a log line."""
+
+    class Failing(MemorySnapshotStore):
+        def _write(self, key: str, text: str, expected: int | None) -> None:
+            raise OSError("disk full")
+
+    events: list[str] = []
+    workflow = Workflow(
+        "lossy",
+        [Step("a", run=set_value("a", 1)), Step("b", run=set_value("b", 2))],
+        store=Failing(),
+        on_event=lambda name, payload: events.append(name),
+    )
+    result = workflow.execute()
+    assert result.status == "completed" and result.lost_snapshots == 4  # start, a, b, end
+    assert events.count("workflow.error") == 4
+    assert Workflow("kept", [Step("a", run=set_value("a", 1))]).execute().lost_snapshots == 0
+
+
+def test_every_retry_wait_is_bounded_and_the_default_backoff_is_upstream_s() -> None:
+    """``Retry(attempts=20, backoff=1)`` waited 2**18 s before its last try: three days."""
+    from warlock_sessions.workflows.workflow import MAX_RETRY_WAIT
+
+    assert [Retry(attempts=5).wait(n) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
+    assert Retry(attempts=20, backoff=1).wait(19) == MAX_RETRY_WAIT == 30.0
+    assert [Retry(backoff="linear").wait(n) for n in (1, 2)] == [0.5, 1.0]
+    assert Retry(backoff="none").wait(7) == 0.0
+    assert Retry(backoff=lambda n: 10.0 * n).wait(4) == 30.0
+    for wrong in ("fast", -1, True):
+        with pytest.raises(ValueError, match="backoff"):
+            Retry(backoff=wrong)  # type: ignore[arg-type]
+
+
+def test_a_workflow_wide_retry_applies_to_every_step_that_sets_none() -> None:
+    tries: dict[str, int] = {}
+
+    def failing(name: str) -> Callable[[StepContext], None]:
+        def run(ctx: StepContext) -> None:
+            tries[name] = ctx.attempt
+            raise ConnectionError(name)
+
+        return run
+
+    workflow = Workflow(
+        "wide",
+        [
+            Step("a", run=failing("a"), on_failure=lambda error, ctx: "b"),
+            Step("b", run=failing("b"), retry=False, on_failure=lambda error, ctx: "c"),
+            Step("c", run=failing("c"), retry=Retry(attempts=2, backoff="none")),
+        ],
+        retry=Retry(attempts=3, backoff="none"),
+    )
+    assert workflow.execute().status == "failed"
+    assert tries == {"a": 3, "b": 1, "c": 2}
+    with pytest.raises(ValueError, match="retry is a Retry, False or None"):
+        Step("x", run=failing("x"), retry=True)
 
 
 def test_routing_to_an_unknown_step_fails_the_run_clearly() -> None:
@@ -328,3 +397,66 @@ async def test_the_async_twins() -> None:
     result = await workflow.aexecute(run_id="r")
     assert result.state == {"a": "fetched"}
     assert (await workflow.aresume("r")).status == "completed"
+
+
+def test_a_cancelled_run_stops_before_its_next_step_and_resumes_only_when_forced() -> None:
+    """An aborted run was recorded as failed, and nothing could cancel one."""
+    from warlock_sessions.errors import RunCancelledError
+    from warlock_sessions.locks import AbortSignal
+
+    signal = AbortSignal()
+    ran: list[str] = []
+
+    def step(name: str, cancel: bool = False) -> Callable[[StepContext], str]:
+        def run(ctx: StepContext) -> str:
+            ran.append(name)
+            if cancel:
+                assert ctx.signal is signal
+                signal.abort()  # e.g. the user closed the page while it ran
+            return name
+
+        return run
+
+    store = MemorySnapshotStore()
+    workflow = Workflow(
+        "cancel", [Step("a", run=step("a", cancel=True)), Step("b", run=step("b"))], store=store
+    )
+    result = workflow.execute(run_id="c1", signal=signal)
+    assert (result.status, ran) == ("cancelled", ["a"])
+    assert isinstance(result.error, RunCancelledError) and result.state == {"a": "a"}
+    saved = store.load("c1")
+    assert saved is not None and (saved["status"], saved["next"]) == ("cancelled", "b")
+    with pytest.raises(RunCancelledError, match="force=True"):
+        workflow.resume("c1")
+    assert workflow.resume("c1", force=True).status == "completed" and ran == ["a", "b"]
+
+
+def test_cancelling_stops_a_retry_s_wait_and_a_parallel_group_s_children() -> None:
+    import threading
+    import time
+
+    from warlock_sessions.locks import AbortSignal
+
+    signal = AbortSignal()
+    failing = Workflow(
+        "waits",
+        [Step("s", run=lambda ctx: 1 / 0, retry=Retry(attempts=5, backoff=20))],
+    )
+    threading.Timer(0.2, signal.abort, [ConnectionAbortedError("page closed")]).start()
+    started = time.monotonic()
+    result = failing.execute(signal=signal)
+    assert time.monotonic() - started < 5  # not the 20 s wait
+    assert result.status == "cancelled" and isinstance(result.error, ConnectionAbortedError)
+
+    group_signal = AbortSignal()
+
+    def child(ctx: StepContext) -> None:
+        assert ctx.signal is group_signal
+        group_signal.abort()
+        raise RuntimeError("stopped for the signal")
+
+    group = Workflow(
+        "fan-cancel",
+        [Step("fan", parallel=[Step("x", run=child), Step("y", run=lambda ctx: "y")])],
+    )
+    assert group.execute(signal=group_signal).status == "cancelled"

@@ -43,6 +43,12 @@ def redis_client(client: Any, url: str | None, who: str) -> Any:
     one of them (none guesses a server)."""
     if (client is None) == (url is None):
         raise ValueError(f"{who} needs exactly one of client= or url=")
+    if client is not None and not all(
+        callable(getattr(client, method, None)) for method in ("execute_command", "register_script")
+    ):
+        # Refused now rather than at the first call (a run would report success while every
+        # snapshot save failed).
+        raise ValueError(f"{who} needs a redis.Redis client, not {type(client).__name__}")
     return client if client is not None else redis_module().Redis.from_url(url)
 
 

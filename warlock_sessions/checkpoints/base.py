@@ -17,6 +17,7 @@ from typing import Any
 
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
+from ..engine.isotime import iso_from_datetime, to_iso
 from ..engine.session import json_problem
 
 # The checkpoint stores' errors live in errors.py; importable from here as before.
@@ -38,6 +39,9 @@ COLUMNS = (
     "lock_expires_at",
     "saved_at",
 )
+#: The columns that hold a moment: kept and given back as JavaScript's ``toISOString`` writes
+#: it (milliseconds, ``Z``) on every backend, as the design's rows are.
+MOMENTS = ("lock_acquired_at", "lock_expires_at", "saved_at")
 
 
 def check_row(row: object) -> dict[str, Any]:
@@ -62,8 +66,20 @@ def check_row(row: object) -> dict[str, Any]:
     problem = json_problem(checked["state"])
     if problem is not None:
         raise InvalidSnapshotError(f"state{problem[0]} {problem[1]}")
-    checked["saved_at"] = checked["saved_at"] or datetime.now(UTC).isoformat()
+    for column in MOMENTS:
+        if checked[column] is not None:
+            moment = to_iso(checked[column])
+            if moment is None:
+                raise InvalidSnapshotError(f"{column} is a moment, not {checked[column]!r:.60}")
+            checked[column] = moment
+    checked["saved_at"] = checked["saved_at"] or iso_from_datetime(datetime.now(UTC))
     return checked
+
+
+def with_moments(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its moments as ``toISOString`` text, however its backend read them (a
+    database gives datetimes, or text with microseconds and ``+00:00``)."""
+    return {**row, **{column: to_iso(row[column]) for column in MOMENTS if row.get(column)}}
 
 
 def _texts(value: object) -> bool:
@@ -91,7 +107,8 @@ class CheckpointStore(KeyedStore):
 
     def load(self, name: str, session_id: str) -> dict[str, Any] | None:
         """The row with the highest ``turn_index``, or ``None``."""
-        return self._load(*_keys(name, session_id))
+        row = self._load(*_keys(name, session_id))
+        return None if row is None else with_moments(row)
 
     def save(self, row: dict[str, Any]) -> None:
         """Append a row; a stored turn raises ``DuplicateCheckpointError``."""

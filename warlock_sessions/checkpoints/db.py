@@ -11,11 +11,10 @@ from django.utils.dateparse import parse_datetime
 from ..models import Checkpoint
 from .base import (
     COLUMNS,
+    MOMENTS,
     CheckpointStore,
     DuplicateCheckpointError,
 )
-
-_MOMENTS = ("lock_acquired_at", "lock_expires_at", "saved_at")
 
 
 class DjangoCheckpointStore(CheckpointStore):
@@ -33,15 +32,12 @@ class DjangoCheckpointStore(CheckpointStore):
         row = self._rows(name, session_id).order_by("-turn_index").values(*COLUMNS).first()
         if row is None:
             return None
-        for column in _MOMENTS:
-            if row[column] is not None:
-                row[column] = row[column].isoformat()
-        return dict(row)
+        return dict(row)  # moments as datetimes: the template writes them as text
 
     def _save(self, row: dict[str, Any]) -> None:
         checked = row
         values = dict(checked)
-        for column in _MOMENTS:
+        for column in MOMENTS:
             if isinstance(values[column], str):
                 values[column] = parse_datetime(values[column])
         try:

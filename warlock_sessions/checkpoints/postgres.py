@@ -55,10 +55,7 @@ class PostgresCheckpointStore(CheckpointStore):
         if isinstance(row["state"], str):
             row["state"] = json.loads(row["state"])
         row["last_route"] = decode_route(row["last_route"])
-        for column in ("lock_acquired_at", "lock_expires_at", "saved_at"):
-            if row[column] is not None:
-                row[column] = row[column].isoformat()
-        return row
+        return row  # moments as datetimes: the template writes them as text
 
     def _save(self, row: dict[str, Any]) -> None:
         import psycopg

@@ -12,7 +12,8 @@ import regex
 
 DEFAULT_MAX_ASKS = 3
 FIELD_TYPES = frozenset({"string", "number", "integer", "boolean"})
-#: Optional ``format`` of a string field: a hint for models (the rule model's recognisers).
+#: Optional ``format`` of a string field: a hint for models (the rule model's recognisers),
+#: and a rule every model's value must keep (``coerce_field``).
 FIELD_FORMATS = frozenset({"email", "phone", "date", "name"})
 _TRUE_WORDS = frozenset({"true", "sim", "yes", "1"})
 _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
@@ -20,15 +21,17 @@ _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
 #: How long a field's pattern may take on one value.
 PATTERN_TIMEOUT_S = 0.05
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_EMAIL = regex.compile(r"^[^@\s;,{}<>()\[\]]+@[^@\s;,{}<>()\[\]]+\.\p{L}{2,}$")
-_NAME = regex.compile(r"^(?=.*\p{L})[\p{L}\p{M}'\u2019. \-]{1,100}$")
+_EMAIL = regex.compile(r"^[^@\s;,{}<>()\[\]]+@[^@\s;,{}<>()\[\]]+\.(?=[\w-]*\p{L})[\w-]{2,}$")
+#: A name is letters with what names hold between them (spaces of any kind, apostrophes,
+#: hyphens, dots, middle dots, commas, joiners); never a digit or a sign of markup or code.
+_NAME = regex.compile(r"^(?=.*\p{L})[^\d;:{}\[\]()<>@#$%^&*=+_|\\/\"?!~`]{1,100}$")
+_PHONE = regex.compile(r"^\(?\+?[\d\s().\-/]{6,30}(?:\s*(?:ext\.?|x|#)\s*\d{1,6})?$", regex.I)
 #: What a value of each ``format`` must look like, whichever model gave it (a model echoing
 #: its prompt, "string; name; …", is no name).
 _FORMATS: dict[str, Callable[[str], bool]] = {
     "email": lambda text: _EMAIL.match(text) is not None,
     "phone": lambda text: (
-        regex.fullmatch(r"\+?[\d\s().\-]{6,24}", text) is not None
-        and sum(char.isdigit() for char in text) >= 6
+        _PHONE.match(text) is not None and sum(char.isdigit() for char in text) >= 6
     ),
     "name": lambda text: _NAME.match(text) is not None,
     "date": lambda text: _real_date(text) is not None,
@@ -89,6 +92,8 @@ def coerce_field(
     value = _coerce_scalar(field["type"], raw)
     if value is None or not _has_format(field, value):
         return False, "bad-value"
+    if field.get("format") == "date" and isinstance(value, str):
+        value = _real_date(value)  # kept as the ISO date it is, without what surrounded it
     allowed = field.get("enum")
     if allowed is not None and not any(
         type(value) is type(option) and value == option for option in allowed
@@ -105,10 +110,7 @@ def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | No
     low, high = field.get("min"), field.get("max")
     if low is None and high is None:
         return None
-    if field.get("format") == "date":
-        value = _real_date(value)
-        if value is None:  # a bounded date must be one: "21/09/2020" cannot be compared
-            return "out-of-range"
+    if field.get("format") == "date":  # a real ISO date by now (its format was checked)
         low, high = _date_bound(low, now), _date_bound(high, now)
     elif isinstance(value, bool) or not isinstance(value, int | float):
         return None

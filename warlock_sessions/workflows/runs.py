@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from ..errors import SnapshotConflictError
+from ..errors import RunCancelledError, SnapshotConflictError
 from ..snapshots import SnapshotStore, default_snapshot_store
 
 logger = logging.getLogger("warlock_sessions.workflows")
@@ -100,6 +100,8 @@ class SnapshotWriter:
         self.kind = kind
         self.on_event = on_event
         self.version = version if version is not None else 0
+        #: Saves that failed: the run reports them (``lost_snapshots``), never durable success.
+        self.lost = 0
 
     def save(self, snapshot: dict[str, Any]) -> None:
         if self.store is None:
@@ -114,6 +116,7 @@ class SnapshotWriter:
         except (SnapshotConflictError, ImproperlyConfigured):
             raise  # another writer owns the run, or snapshots cannot be kept at all
         except Exception as error:  # a lost snapshot must not fail the run
+            self.lost += 1
             logger.warning("could not save the snapshot of %s", snapshot["runId"], exc_info=True)
             emit(self.on_event, f"{self.kind}.error", {"runId": snapshot["runId"], "error": error})
 
@@ -121,3 +124,11 @@ class SnapshotWriter:
 def emit(on_event: EventHandler | None, name: str, payload: dict[str, Any]) -> None:
     if on_event is not None:
         on_event(name, payload)
+
+
+def refuse_cancelled(snapshot: Mapping[str, Any], run_id: str, force: bool) -> bool:
+    """Whether the saved run was cancelled; ``RunCancelledError`` unless ``force``."""
+    cancelled = snapshot.get("status") == "cancelled"
+    if cancelled and not force:
+        raise RunCancelledError(run_id, "resume(force=True) runs it on")
+    return cancelled

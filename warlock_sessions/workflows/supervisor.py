@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SupervisorDriftError, SupervisorFailedError
+from ..errors import RunCancelledError, SupervisorDriftError, SupervisorFailedError
+from ..locks import AbortSignal
 from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
@@ -21,6 +22,7 @@ from .runs import (
     new_run_id,
     new_run_store,
     now_iso,
+    refuse_cancelled,
     resolve_store,
 )
 from .signature import supervisor_signature
@@ -59,15 +61,19 @@ class Intent:
 @dataclass
 class SupervisorResult:
     run_id: str
-    status: str  # "completed", "failed" or "max-iterations"
+    status: str  # "completed", "failed", "max-iterations" or "cancelled"
     state: dict[str, Any]
     iterations: list[dict[str, Any]]
     error: BaseException | None = None
+    #: Snapshot saves that failed (see ``WorkflowResult.lost_snapshots``).
+    lost_snapshots: int = 0
 
 
 class Supervisor:
     """``Supervisor(name, router, intents, max_iterations=10)``. ``router`` is a callback
-    ``(ctx) -> intent key or "END"`` or an agent whose ``execute`` returns one."""
+    ``(ctx) -> intent key or "END"`` or an agent whose ``execute`` returns one. ``version``,
+    when given, is written on every snapshot (as the design's ``version?: string``), for
+    whoever reads the runs; drift is decided by the signature alone, as upstream does."""
 
     def __init__(
         self,
@@ -80,9 +86,13 @@ class Supervisor:
         store: SnapshotStore | None = None,
         on_event: EventHandler | None = None,
         registered: bool = True,
+        version: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a supervisor's name is non-empty text, not {name!r}")
+        if version is not None and (not isinstance(version, str) or not version):
+            raise ValueError(f"a supervisor's version is non-empty text, not {version!r}")
+        self.version = version
         if type(max_iterations) is not int or max_iterations < 1:
             raise ValueError(f"max_iterations is a whole number >= 1, not {max_iterations!r}")
         self.intents = {
@@ -119,25 +129,37 @@ class Supervisor:
         state: dict[str, Any] | None = None,
         persist: bool = True,
         tags: dict[str, Any] | None = None,
+        signal: AbortSignal | None = None,
     ) -> SupervisorResult:
         """Run from ``state`` (default empty) until END or ``max_iterations``; with
-        ``persist=False`` no snapshot is saved (a run that cannot resume)."""
+        ``persist=False`` no snapshot is saved (a run that cannot resume). Aborting ``signal``
+        cancels the run before its next iteration, with a ``cancelled`` snapshot."""
         run_id = run_id or new_run_id(self.name)
         store = None
         if persist:
             who = f'supervisor "{self.name}"'
             store = new_run_store(resolve_store(self.store), run_id, who, SupervisorFailedError)
         run = _SupervisorRun(self, run_id, input, context, now_iso())
+        run.signal = signal
         run.state = run.initial = dict(state or {})
         run.tags = dict(tags or {})
         return run.go(0, SnapshotWriter(store, "supervisor", self.on_event))
 
-    def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> SupervisorResult:
+    def resume(
+        self,
+        run_id: str,
+        *,
+        force: bool = False,
+        context: Any = None,
+        signal: AbortSignal | None = None,
+    ) -> SupervisorResult:
         """Go on with the run saved as ``run_id`` at the iteration after its last one (with
-        that iteration's state; nothing done before runs again)."""
+        that iteration's state; nothing done before runs again). A cancelled run raises
+        ``RunCancelledError`` unless ``force``."""
         store, snapshot, version = load_run(
             resolve_store(self.store), run_id, f'supervisor "{self.name}"', SupervisorFailedError
         )
+        cancelled = refuse_cancelled(snapshot, run_id, force)
         if snapshot.get("signature") != self.signature and not force:
             raise SupervisorDriftError(run_id, str(snapshot.get("signature")), self.signature)
         run = _SupervisorRun(
@@ -147,7 +169,8 @@ class Supervisor:
         run.iterations = list(snapshot.get("snapshots") or [])
         run.initial = dict(snapshot.get("initialState") or {})
         run.state = dict(run.iterations[-1]["state"]) if run.iterations else dict(run.initial)
-        if snapshot.get("status") != "running":
+        run.signal = signal
+        if snapshot.get("status") != "running" and not cancelled:
             return run.result(str(snapshot.get("status")), None)
         writer = SnapshotWriter(store, "supervisor", self.on_event, version)
         return run.go(int(snapshot.get("iteration", -1)) + 1, writer)
@@ -188,10 +211,14 @@ class _SupervisorRun:
         self.initial: dict[str, Any] = {}  # the state before the first iteration
         self.tags: dict[str, Any] = {}  # who the run belongs to (an orchestrator's turn)
         self.iterations: list[dict[str, Any]] = []
+        self.signal: AbortSignal | None = None
 
     def go(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
         supervisor = self.supervisor
         while iteration < supervisor.max_iterations:
+            if self.signal is not None and self.signal.aborted:
+                reason = self.signal.reason or RunCancelledError(self.run_id)
+                return self.finish(writer, "cancelled", iteration - 1, reason)
             try:
                 key = self.route(iteration)
                 if key == SUPERVISOR_END:
@@ -260,6 +287,7 @@ class _SupervisorRun:
             "runId": self.run_id,
             "supervisorName": self.supervisor.name,
             "signature": self.supervisor.signature,
+            **({"version": self.supervisor.version} if self.supervisor.version else {}),
             "input": self.input,
             "initialState": self.initial,
             "iteration": iteration,
@@ -273,7 +301,9 @@ class _SupervisorRun:
         self, writer: SnapshotWriter, status: str, iteration: int, error: BaseException | None
     ) -> SupervisorResult:
         writer.save(self.snapshot(iteration, status))
-        return self.result(status, error)
+        result = self.result(status, error)
+        result.lost_snapshots = writer.lost
+        return result
 
     def result(self, status: str, error: BaseException | None) -> SupervisorResult:
         return SupervisorResult(self.run_id, status, self.state, self.iterations, error)

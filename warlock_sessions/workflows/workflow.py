@@ -10,10 +10,11 @@ import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import WorkflowDriftError, WorkflowError
+from ..errors import RunCancelledError, WorkflowDriftError, WorkflowError
+from ..locks import AbortSignal
 from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
@@ -25,6 +26,7 @@ from .runs import (
     new_run_id,
     new_run_store,
     now_iso,
+    refuse_cancelled,
     resolve_store,
 )
 from .signature import workflow_signature
@@ -33,21 +35,55 @@ END = "end"
 DEFAULT_MAX_STEPS = 100  # steps entered per run: a routing loop must end
 
 
+#: The longest wait between two tries of a step, whatever its backoff says (upstream's cap):
+#: twenty exponential tries would otherwise hold a thread for days.
+MAX_RETRY_WAIT = 30.0
+#: The first wait of the named backoffs, in seconds (upstream's 500 ms).
+BACKOFF_STEP = 0.5
+Backoff = float | str | Callable[[int], float] | None
+_NAMED_BACKOFFS: dict[str, Callable[[int], float]] = {
+    "exponential": lambda attempt: BACKOFF_STEP * 2 ** (attempt - 1),
+    "linear": lambda attempt: BACKOFF_STEP * attempt,
+    "none": lambda attempt: 0.0,
+}
+
+
 @dataclass(frozen=True)
 class Retry:
-    """How often a step is tried (``attempts`` in all), waiting ``backoff`` seconds before the
-    second try and twice as long before each next one; ``retry_on(error, attempt)`` may
-    refuse a retry."""
+    """How often a step is tried (``attempts`` in all) and how long it waits after failed try
+    ``n`` (``wait(n)``). ``backoff`` is ``None`` or ``"exponential"`` (0.5 s, doubling: the
+    upstream default), ``"linear"`` (0.5 s times ``n``), ``"none"``, a number of seconds
+    (doubling from it) or a function of ``n``; no wait is longer than ``MAX_RETRY_WAIT``.
+    ``retry_on(error, attempt)`` may refuse a retry."""
 
     attempts: int = 1
-    backoff: float = 0.0
+    backoff: Backoff = None
     retry_on: Callable[[BaseException, int], bool] | None = None
 
     def __post_init__(self) -> None:
         if type(self.attempts) is not int or self.attempts < 1:
             raise ValueError(f"attempts is a whole number >= 1, not {self.attempts!r}")
-        if self.backoff < 0:
-            raise ValueError(f"backoff is seconds >= 0, not {self.backoff!r}")
+        backoff = self.backoff
+        if isinstance(backoff, str) and backoff not in _NAMED_BACKOFFS:
+            raise ValueError(f"backoff is one of {sorted(_NAMED_BACKOFFS)}, not {backoff!r}")
+        if isinstance(backoff, bool) or (isinstance(backoff, int | float) and backoff < 0):
+            raise ValueError(f"backoff is seconds >= 0, not {backoff!r}")
+
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait after failed try ``attempt`` before the next."""
+        backoff = self.backoff
+        if backoff is None or isinstance(backoff, str):
+            seconds = _NAMED_BACKOFFS[backoff or "exponential"](attempt)
+        elif callable(backoff):
+            seconds = float(backoff(attempt))
+        else:
+            seconds = backoff * 2 ** (attempt - 1)
+        return max(0.0, min(seconds, MAX_RETRY_WAIT))
+
+
+#: A step's retry: a ``Retry``, ``None`` (the workflow's default) or ``False`` (tried once).
+StepRetry = Retry | bool | None
+ONCE = Retry()
 
 
 @dataclass
@@ -61,6 +97,8 @@ class StepContext:
     steps: Mapping[str, Mapping[str, Any]]
     run_id: str
     attempt: int = 1
+    #: The run's cancellation, for a step that can stop part-way (``signal.aborted``).
+    signal: AbortSignal | None = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +114,7 @@ class Step:
     agent: RunnableAgent | None = None
     input: Callable[[StepContext], Any] | None = None
     parallel: Sequence[Step] | None = None
-    retry: Retry = field(default_factory=Retry)
+    retry: StepRetry = None
     next: Callable[[StepContext], str | None] | None = None
     on_failure: Callable[[BaseException, StepContext], str | None] | None = None
     skip: Callable[[StepContext], bool] | None = None
@@ -90,17 +128,33 @@ class Step:
         if self.parallel is not None:
             if any(child.parallel is not None for child in self.parallel):
                 raise ValueError(f"group {self.name!r}: a parallel group cannot hold a group")
-            if self.retry.attempts > 1:
+            if isinstance(self.retry, Retry) and self.retry.attempts > 1:
                 raise ValueError(f"group {self.name!r}: retry its children, not the group")
+        if self.retry is True:
+            raise ValueError(f"step {self.name!r}: retry is a Retry, False or None, not True")
 
 
 @dataclass
 class WorkflowResult:
     run_id: str
-    status: str  # "completed" or "failed"
+    status: str  # "completed", "failed" or "cancelled"
     state: dict[str, Any]
     steps: dict[str, dict[str, Any]]
     error: BaseException | None = None
+    #: Snapshot saves that failed (each logged, with a ``workflow.error`` event): when not 0,
+    #: the run was not durable, and a crash would have lost what those saves held.
+    lost_snapshots: int = 0
+
+
+class _Cancelled(Exception):
+    """The run's signal was aborted: it stops before the next step (or try)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def cancelled_error(signal: AbortSignal, run_id: str) -> BaseException:
+    return signal.reason if signal.reason is not None else RunCancelledError(run_id)
 
 
 class _StepFailed(Exception):
@@ -125,6 +179,7 @@ class Workflow:
         store: SnapshotStore | None = None,
         on_event: EventHandler | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
+        retry: Retry | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a workflow's name is non-empty text, not {name!r}")
@@ -138,29 +193,58 @@ class Workflow:
         self.store = store
         self.on_event = on_event
         self.max_steps = max_steps
+        #: The retry of every step that sets none (``retry=False`` on a step opts out).
+        self.retry = retry or ONCE
         self.signature = workflow_signature(name, version, self.steps)
         self._by_name = {step.name: step for step in self.steps}
         register("workflow", self)
 
+    def retry_of(self, step: Step) -> Retry:
+        """How ``step`` is retried: its own ``Retry``, once for ``False``, else the default."""
+        if isinstance(step.retry, Retry):
+            return step.retry
+        return ONCE if step.retry is False else self.retry
+
     # -- running ------------------------------------------------------------------------------
 
     def execute(
-        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+        self,
+        input: Any = None,
+        *,
+        run_id: str | None = None,
+        context: Any = None,
+        signal: AbortSignal | None = None,
     ) -> WorkflowResult:
+        """Run the workflow. Aborting ``signal`` cancels the run: it stops before its next
+        step (or its next try; a step may watch ``ctx.signal`` to stop part-way), saves a
+        ``cancelled`` snapshot and returns a ``cancelled`` result."""
         run_id = run_id or new_run_id(self.name)
         store = new_run_store(
             resolve_store(self.store), run_id, f'workflow "{self.name}"', WorkflowError
         )
-        run = _Run(self, run_id, input, context, now_iso())
+        run = _Run(self, run_id, input, context, now_iso(), signal)
         first = self.steps[0].name if self.steps else None
-        return run.go(first, SnapshotWriter(store, "workflow", self.on_event))
+        writer = SnapshotWriter(store, "workflow", self.on_event)
+        # Saved before anything runs, so a run killed in its first step can be resumed (and
+        # listed by a drain) with its input.
+        writer.save(run.snapshot(first, "running"))
+        return run.go(first, writer)
 
-    def resume(self, run_id: str, *, force: bool = False, context: Any = None) -> WorkflowResult:
+    def resume(
+        self,
+        run_id: str,
+        *,
+        force: bool = False,
+        context: Any = None,
+        signal: AbortSignal | None = None,
+    ) -> WorkflowResult:
         """Finish the run saved as ``run_id`` from its next step. A run saved by another
-        definition raises ``WorkflowDriftError`` before anything runs, unless ``force``."""
+        definition raises ``WorkflowDriftError``, and a cancelled run ``RunCancelledError``,
+        before anything runs, unless ``force``."""
         store, snapshot, version = load_run(
             resolve_store(self.store), run_id, f'workflow "{self.name}"', WorkflowError
         )
+        refuse_cancelled(snapshot, run_id, force)
         done = self._settled(snapshot)
         if snapshot.get("signature") != self.signature and not force:
             raise WorkflowDriftError(
@@ -170,7 +254,7 @@ class Workflow:
                 completed_steps=done,
                 pending_step=snapshot.get("next"),
             )
-        run = _Run(self, run_id, snapshot.get("input"), context, snapshot.get("startedAt"))
+        run = _Run(self, run_id, snapshot.get("input"), context, snapshot.get("startedAt"), signal)
         run.state, run.steps = dict(snapshot.get("state") or {}), dict(snapshot.get("steps") or {})
         if snapshot.get("status") == "completed":
             return run.result("completed", None)  # settled: nothing runs again
@@ -182,14 +266,28 @@ class Workflow:
         return self.resume(key, force=force).status
 
     async def aexecute(
-        self, input: Any = None, *, run_id: str | None = None, context: Any = None
+        self,
+        input: Any = None,
+        *,
+        run_id: str | None = None,
+        context: Any = None,
+        signal: AbortSignal | None = None,
     ) -> WorkflowResult:
-        return await asyncio.to_thread(self.execute, input, run_id=run_id, context=context)
+        return await asyncio.to_thread(
+            self.execute, input, run_id=run_id, context=context, signal=signal
+        )
 
     async def aresume(
-        self, run_id: str, *, force: bool = False, context: Any = None
+        self,
+        run_id: str,
+        *,
+        force: bool = False,
+        context: Any = None,
+        signal: AbortSignal | None = None,
     ) -> WorkflowResult:
-        return await asyncio.to_thread(self.resume, run_id, force=force, context=context)
+        return await asyncio.to_thread(
+            self.resume, run_id, force=force, context=context, signal=signal
+        )
 
     def _settled(self, snapshot: Mapping[str, Any]) -> list[str]:
         """The steps the run finished, in declaration order."""
@@ -228,9 +326,16 @@ class _Run:
     """One run of a workflow in progress: its state, its step records, its snapshots."""
 
     def __init__(
-        self, workflow: Workflow, run_id: str, input: Any, context: Any, started_at: Any
+        self,
+        workflow: Workflow,
+        run_id: str,
+        input: Any,
+        context: Any,
+        started_at: Any,
+        signal: AbortSignal | None = None,
     ) -> None:
         self.workflow = workflow
+        self.signal = signal
         self.run_id = run_id
         self.input = input
         self.context = context
@@ -250,7 +355,10 @@ class _Run:
                 )
                 return self.finish(writer, "failed", current, error)
             try:
+                self.check_cancelled()
                 self.settle(step)
+            except _Cancelled as cancelled:
+                return self.finish(writer, "cancelled", current, cancelled.error)
             except _StepFailed as failed:
                 emit(self.workflow.on_event, "workflow.step.failed", {"step": step.name})
                 try:
@@ -276,11 +384,17 @@ class _Run:
         if step.parallel is not None and not (step.skip is not None and step.skip(self.ctx())):
             self.steps[step.name] = self.run_parallel(step)
             return
-        record, state = run_step(step, self.ctx())
+        record, state = run_step(step, self.ctx(), self.workflow.retry_of(step))
         self.steps[step.name] = record
         if record["status"] == "failed":
-            raise _StepFailed(record, record.pop("exception"))
+            error = record.pop("exception")
+            self.check_cancelled()  # a step that stopped for the signal is no failure
+            raise _StepFailed(record, error)
         self.state = state
+
+    def check_cancelled(self) -> None:
+        if self.signal is not None and self.signal.aborted:
+            raise _Cancelled(cancelled_error(self.signal, self.run_id))
 
     def following(self, step: Step) -> str | None:
         """The step after ``step``: its ``next`` choice, else the next declared one."""
@@ -298,7 +412,8 @@ class _Run:
         before = copy.deepcopy(self.state)
         contexts = [self.ctx() for _ in children]
         with ThreadPoolExecutor(max_workers=max(1, len(children))) as pool:
-            outcomes = list(pool.map(run_step, children, contexts))
+            retries = [self.workflow.retry_of(child) for child in children]
+            outcomes = list(pool.map(run_step, children, contexts, retries))
         merged = copy.deepcopy(self.state)
         error: BaseException | None = None
         for child, (record, state) in zip(children, outcomes, strict=True):
@@ -309,8 +424,12 @@ class _Run:
             else:
                 merge_changes(merged, state, before)
         if error is not None:
-            # Nothing of a failed group is kept: resume runs the whole group again.
-            raise _StepFailed(step_record("failed", started, 1, error=describe(error)), error)
+            self.check_cancelled()  # the group's children stopped for the signal
+            # Nothing of a failed group's state is kept (resume runs the whole group again);
+            # its own record says it failed, beside its children's.
+            failed = step_record("failed", started, 1, error=describe(error))
+            self.steps[step.name] = failed
+            raise _StepFailed(failed, error)
         self.state = merged
         return step_record("completed", started, 1)
 
@@ -321,6 +440,7 @@ class _Run:
             state=copy.deepcopy(self.state),
             steps=self.steps,
             run_id=self.run_id,
+            signal=self.signal,
         )
 
     def snapshot(self, following: str | None, status: str) -> dict[str, Any]:
@@ -350,31 +470,38 @@ class _Run:
         error: BaseException | None,
     ) -> WorkflowResult:
         writer.save(self.snapshot(following, status))
-        return self.result(status, error)
+        result = self.result(status, error)
+        result.lost_snapshots = writer.lost
+        return result
 
     def result(self, status: str, error: BaseException | None) -> WorkflowResult:
         return WorkflowResult(self.run_id, status, self.state, self.steps, error)
 
 
-def run_step(step: Step, ctx: StepContext) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_step(
+    step: Step, ctx: StepContext, retry: Retry = ONCE
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run one (not parallel) step with its retries: its record and the state it left. A
     failed record carries the last error under ``"exception"`` for the caller to take."""
     started = now_iso()
     if step.skip is not None and step.skip(ctx):
         return step_record("skipped", started, 0), ctx.state
     original = ctx.state
-    for attempt in range(1, step.retry.attempts + 1):
+    for attempt in range(1, retry.attempts + 1):
         ctx.state, ctx.attempt = copy.deepcopy(original), attempt
         try:
             output = _call(step, ctx)
         except Exception as error:
-            retry_on = step.retry.retry_on
-            last = attempt == step.retry.attempts
+            retry_on = retry.retry_on
+            last = attempt == retry.attempts
             if last or (retry_on is not None and not retry_on(error, attempt)):
                 failed = step_record("failed", started, attempt, error=describe(error))
                 return {**failed, "exception": error}, original
-            if step.retry.backoff:
-                time.sleep(step.retry.backoff * 2 ** (attempt - 1))
+            if ctx.signal is None:
+                time.sleep(retry.wait(attempt))
+            elif ctx.signal.wait(retry.wait(attempt)):  # cancelled while it waited
+                failed = step_record("failed", started, attempt, error=describe(error))
+                return {**failed, "exception": error}, original
             continue
         if output is not None:
             ctx.state[step.name] = output

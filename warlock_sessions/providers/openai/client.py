@@ -55,11 +55,13 @@ class ChatClient:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.deadline = deadline
-        # Each written once, from False to True (a racing reader at worst asks the refused
-        # way once more and falls back again).
+        # What this server refused, learnt once and never unlearnt (a racing request at worst
+        # asks the refused way once more and adapts again).
         self._refused_rungs = 0
         self._tools_unstreamed = False
         self._completion_tokens = False
+        self._no_temperature = False
+        self._timeout = timeout
         all_headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
@@ -168,10 +170,13 @@ class ChatClient:
         return body
 
     def _post(self, body: dict[str, Any], now: datetime) -> dict[str, Any]:
-        response = send(lambda: self._http.post("/chat/completions", json=self._bounded(body)))
+        sent = self._adapted(body)
+        # Unstreamed, the whole reply is one read: it may take the call's deadline.
+        timeout = httpx.Timeout(self._timeout, read=self.deadline)
+        response = send(lambda: self._http.post("/chat/completions", json=sent, timeout=timeout))
         if response.status_code >= 400:
             error = response_error(response, now)
-            if self._renames_the_bound(error):
+            if self._adapts_to(error, sent):
                 return self._post(body, now)
             raise error
         try:
@@ -202,10 +207,13 @@ class ChatClient:
             try:
                 return self._read_stream(body, now, on_delta, envelope=envelope)
             except EmptyStream:
-                if tools:
-                    self._tools_unstreamed = True
+                pass
         reply = StreamedReply(on_delta, now, envelope=envelope)
         reply.read_completion(self._post(body, now))
+        if tools and reply.calls:
+            # Learnt only from tool calls that came unstreamed: one empty stream from a proxy
+            # must not stop streaming for good.
+            self._tools_unstreamed = True
         return reply
 
     def _read_stream(
@@ -256,13 +264,13 @@ class ChatClient:
             with self._http.stream(
                 "POST",
                 "/chat/completions",
-                json=self._bounded(streamed),
+                json=(sent := self._adapted(streamed)),
                 headers={"Accept": "text/event-stream"},
             ) as response:
                 if response.status_code >= 400:
                     response.read()
                     error = response_error(response, now)
-                    if not self._renames_the_bound(error):
+                    if not self._adapts_to(error, sent):
                         raise error
                 else:
                     reply.read(response.iter_lines())
@@ -272,21 +280,29 @@ class ChatClient:
             raise
         return self._stream_once(streamed, now, on_delta, envelope, deadline)
 
-    def _bounded(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``body`` with its output bound under the name this server takes."""
-        if not self._completion_tokens or "max_tokens" not in body:
-            return body
-        bound = {key: value for key, value in body.items() if key != "max_tokens"}
-        return {**bound, "max_completion_tokens": body["max_tokens"]}
+    def _adapted(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this server takes it: the output bound under the name it knows, and no
+        temperature where it refuses one (OpenAI's reasoning models)."""
+        adapted = dict(body)
+        if self._completion_tokens and "max_tokens" in adapted:
+            adapted["max_completion_tokens"] = adapted.pop("max_tokens")
+        if self._no_temperature:
+            adapted.pop("temperature", None)
+        return adapted
 
-    def _renames_the_bound(self, error: ProviderError) -> bool:
-        """Whether ``error`` is the server refusing ``max_tokens`` for ``max_completion_tokens``
-        (OpenAI's reasoning models), now that the name is switched for this and every later
-        request."""
-        if self._completion_tokens or "max_completion_tokens" not in str(error):
-            return False
-        self._completion_tokens = True
-        return True
+    def _adapts_to(self, error: ProviderError, sent: Mapping[str, Any]) -> bool:
+        """Whether ``error`` is the server refusing a parameter of ``sent`` that can be put
+        otherwise (``max_tokens`` for ``max_completion_tokens``; a temperature it does not
+        take), now learnt for this and every later request."""
+        text = str(error).lower()
+        if "max_completion_tokens" in text and "max_tokens" in sent:
+            self._completion_tokens = True
+            return True
+        refused = "unsupported" in text or "not supported" in text
+        if "temperature" in text and refused and "temperature" in sent:
+            self._no_temperature = True
+            return True
+        return False
 
     def _deadline(self) -> float:
         return time.monotonic() + self.deadline

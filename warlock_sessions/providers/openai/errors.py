@@ -95,6 +95,8 @@ def _error_object(body: Any) -> Mapping[str, Any]:
         return error
     if isinstance(error, str):
         return {"message": error}
+    if isinstance(body.get("message"), str):  # vLLM before 0.10: {"object": "error", ...}
+        return body
     detail = body.get("detail")
     if isinstance(detail, str):
         return {"message": detail}

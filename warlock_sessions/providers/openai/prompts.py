@@ -96,10 +96,10 @@ def read_understanding(
     reply: Mapping[str, Any], llm_calls: int, request: UnderstandRequest | None = None
 ) -> Understanding:
     """The understanding in a reply, keeping only values of the right type: scores within
-    0-100, and no field value that merely repeats what the prompt said of the field (the
-    engine then checks each value against its field's type and format). The message's
-    language is heard from its words, as the RuleModel hears it."""
-    echoes = _echoes(request) if request is not None else set()
+    0-100, no field value that merely repeats what the prompt said of that field, and no
+    name, e-mail or phone the customer did not write (the engine then checks each value
+    against its field's type and format). The message's language is heard from its words,
+    as the RuleModel hears it."""
     return Understanding(
         flows={
             k: min(100, max(0, v))
@@ -114,23 +114,50 @@ def read_understanding(
         fields={
             k: v
             for k, v in _mapping(reply.get("fields")).items()
-            if v is not None and not (isinstance(v, str) and _folded(v) in echoes)
+            if v is not None and (request is None or _stated(request, k, v))
         },
         llm_calls=llm_calls,
         language=language_of(request.text) if request is not None and request.text else None,
     )
 
 
-def _echoes(request: UnderstandRequest) -> set[str]:
-    """What the prompt said of each field, as a model echoing it would write it back."""
-    said: set[str] = set()
-    for name, definition in request.fields.items():
-        said.add(_folded(describe_field(definition, request.language)))
-        said.add(_folded(name))
-        for key in ("label", "description", "ask", "format", "type"):
-            for text in texts_of(definition.get(key) or ""):
-                said.add(_folded(str(text)))
-    return said - {""}
+def _stated(request: UnderstandRequest, name: str, value: Any) -> bool:
+    definition = request.fields.get(name) or {}
+    if isinstance(value, str) and _folded(value) in _echoes(name, definition, request.language):
+        return False
+    return said_by_the_customer(definition, value, request.text)
+
+
+def _echoes(name: str, definition: Mapping[str, Any], language: str | None) -> set[str]:
+    """What the prompt said of one field, as a model echoing it would write it back (not
+    its options: one of those is an answer)."""
+    said = {_folded(describe_field(definition, language)), _folded(name)}
+    for key in ("label", "description", "ask", "format", "type"):
+        for text in texts_of(definition.get(key) or ""):
+            said.add(_folded(str(text)))
+    options = {_folded(str(option)) for option in definition.get("enum") or ()}
+    return said - options - {""}
+
+
+#: The formats whose value must be in the customer's own words: a model makes these up
+#: (a colleague's phone, "The name of the customer who has booked your reservation").
+_GROUNDED = {
+    "email": lambda value, text: _folded(value) in _folded(text),
+    "phone": lambda value, text: _digits(value) in _digits(text),
+    "name": lambda value, text: all(word in _folded(text) for word in _folded(value).split()),
+}
+
+
+def said_by_the_customer(definition: Mapping[str, Any], value: Any, text: str | None) -> bool:
+    """Whether a value of a name, e-mail or phone field is in what the customer wrote."""
+    check = _GROUNDED.get(definition.get("format") or "")
+    if check is None or not isinstance(value, str):
+        return True
+    return bool(text) and bool(check(value, text or ""))
+
+
+def _digits(text: str) -> str:
+    return "".join(char for char in text if char.isdigit()) or "\0"
 
 
 def _folded(text: str) -> str:
@@ -251,7 +278,10 @@ def read_envelope(
     if not isinstance(message, str) or not message.strip():
         raise ProviderError("provider-unavailable", True, detail="the reply had no message")
     fields = {
-        name: envelope[name] for name in pending_of(request) if envelope.get(name) is not None
+        name: envelope[name]
+        for name in pending_of(request)
+        if envelope.get(name) is not None
+        and said_by_the_customer(request.fields.get(name) or {}, envelope[name], request.text)
     }
     return Spoken(
         message=message, fields=fields, data=data, tool_calls=tool_calls, llm_calls=llm_calls

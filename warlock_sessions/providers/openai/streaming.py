@@ -15,9 +15,10 @@ from .errors import classify, stream_error_status
 
 
 class EmptyStream(ProviderError):
-    """A stream answered 200 and then nothing at all: no event, no ``[DONE]``. llama.cpp's
-    servers do so for what they cannot stream (tools with ``tool_choice: "auto"``, a refusal
-    such as a prompt over the context); the same request unstreamed says what it is."""
+    """A stream answered 200 and then nothing at all: no event, no ``[DONE]``.
+    llama-cpp-python's server does so for what it cannot stream (tools with
+    ``tool_choice: "auto"``, a refusal such as a prompt over the context); the same request
+    unstreamed says what it is."""
 
     def __init__(self) -> None:
         super().__init__("provider-unavailable", True, detail="the stream was empty")
