@@ -141,3 +141,42 @@ def test_two_processes_resuming_one_run_cannot_both_write() -> None:
     saved = store.load("race-1")
     assert saved is not None and saved["status"] == "completed"
     assert saved["state"]["ship"] in ("first", "second")
+
+
+def test_a_supervisor_killed_in_its_first_iteration_resumes_with_its_input(
+    tmp_path: Path,
+) -> None:
+    """Nothing was saved before the first iteration ended: the run could not be resumed."""
+    from warlock_sessions.workflows import SUPERVISOR_END, Supervisor, SupervisorContext
+
+    marks = tmp_path / "marks"
+
+    def supervisor(crash: bool) -> Supervisor:
+        def work(ctx: SupervisorContext) -> str:
+            with open(marks, "a") as handle:
+                handle.write(f"work:{ctx.input}\n")
+            if crash:
+                os._exit(9)
+            return "done"
+
+        def route(ctx: SupervisorContext) -> str:
+            return SUPERVISOR_END if ctx.state.get("work") else "work"
+
+        return Supervisor(
+            "first-iteration",
+            route,
+            {"work": work},
+            store=FileSnapshotStore(tmp_path / "snapshots"),
+            registered=False,
+        )
+
+    connections.close_all()
+    child = multiprocessing.get_context("fork").Process(
+        target=lambda: supervisor(crash=True).execute("ticket-9", run_id="sup-1")
+    )
+    child.start()
+    child.join(30)
+    assert child.exitcode == 9
+    resumed = supervisor(crash=False).resume("sup-1")
+    assert resumed.status == "completed" and resumed.state == {"work": "done"}
+    assert marks.read_text().split() == ["work:ticket-9", "work:ticket-9"]

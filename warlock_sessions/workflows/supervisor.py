@@ -143,7 +143,10 @@ class Supervisor:
         run.signal = signal
         run.state = run.initial = dict(state or {})
         run.tags = dict(tags or {})
-        return run.go(0, SnapshotWriter(store, "supervisor", self.on_event))
+        writer = SnapshotWriter(store, "supervisor", self.on_event)
+        # Saved before the first iteration, so a run killed there resumes with its input.
+        writer.save(run.snapshot(-1, "running"))
+        return run.go(0, writer)
 
     def resume(
         self,
