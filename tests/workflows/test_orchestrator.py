@@ -159,3 +159,37 @@ def test_an_orchestrator_without_a_store_uses_the_configured_one_as_the_settings
     with override_settings(WARLOCK_SESSIONS={"CHECKPOINT_STORE": {"CLASS": memory}}):
         assert orchestrator.checkpoints() is not first
         assert orchestrator.turn("s", None).state == {"count": 1}  # a new, empty store
+
+
+def test_a_cancelled_turn_is_never_recorded_and_the_next_turn_starts_clean() -> None:
+    from warlock_sessions.locks import AbortSignal
+
+    signal = AbortSignal()
+
+    def count_then_cancel(ctx: SupervisorContext) -> int:
+        signal.abort()  # the user left while the turn ran
+        return count(ctx)
+
+    checkpoints = MemoryCheckpointStore()
+    snapshots = MemorySnapshotStore()
+
+    def counter(intent: Any) -> Orchestrator:
+        return Orchestrator(
+            "cancel-turn",
+            {"count": intent},
+            route=lambda ctx: "count" if ctx.state.get("count", 0) < 3 else SUPERVISOR_END,
+            iterate=True,
+            checkpoint_store=checkpoints,
+            snapshot_store=snapshots,
+        )
+
+    cancelled = counter(count_then_cancel).turn("u1", "hi", signal=signal)
+    assert (cancelled.status, cancelled.turn_index) == ("cancelled", 0)
+    assert checkpoints.load("cancel-turn", "u1") is None  # never recorded
+    plain = counter(count)
+    run_id = plain.run_id("u1", 0)
+    assert snapshots.load(run_id) is not None
+    assert plain.resume("u1") is None  # discarded, not resumed (nor refused for ever)
+    assert snapshots.load(run_id) is None
+    again = plain.turn("u1", "hi")
+    assert (again.status, again.turn_index, again.state) == ("completed", 0, {"count": 3})

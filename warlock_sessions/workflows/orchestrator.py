@@ -12,6 +12,7 @@ from typing import Any
 from ..checkpoints import CheckpointStore, default_checkpoint_store
 from ..conf import Expected, expect
 from ..errors import OrchestratorDriftError, SupervisorFailedError
+from ..locks import AbortSignal
 from ..snapshots import SnapshotStore
 from .registry import register
 from .runs import logger, now_iso, resolve_store
@@ -31,7 +32,7 @@ DEFAULT_KEEP_SNAPSHOTS = 100  # turns kept per session; "all" keeps every one
 class OrchestratorTurn:
     session_id: str
     turn_index: int
-    status: str  # "completed", "failed" or "max-iterations"
+    status: str  # "completed", "failed", "max-iterations" or "cancelled"
     state: dict[str, Any]
     route: str | list[str] | None
     error: BaseException | None = None
@@ -111,11 +112,18 @@ class Orchestrator:
         return f"{session_id}.{self.version or 'unversioned'}.{turn}"
 
     def turn(
-        self, session_id: str, input: Any, *, context: Any = None, force: bool = False
+        self,
+        session_id: str,
+        input: Any,
+        *,
+        context: Any = None,
+        force: bool = False,
+        signal: AbortSignal | None = None,
     ) -> OrchestratorTurn:
         """Run the session's next turn. A turn a crash left behind is settled first: finished
         if it was cut short, recorded if it ended but was not recorded, discarded if it
-        failed (a failed turn is never recorded; its input is the caller's to send again)."""
+        failed or was cancelled (such a turn is never recorded; its input is the caller's to
+        send again). Aborting ``signal`` cancels this turn between its iterations."""
         self.resume(session_id, force=force)
         latest = self._latest(session_id, force)
         turn = latest["turn_index"] + 1 if latest else 0
@@ -127,6 +135,7 @@ class Orchestrator:
             state=state,
             persist=self.iterate,  # one routing needs no snapshot to resume from
             tags={"orchestratorName": self.name, "sessionId": session_id, "turnIndex": turn},
+            signal=signal,
         )
         return self._settle(session_id, turn, result)
 
@@ -142,7 +151,7 @@ class Orchestrator:
         snapshot = store.load(run_id)
         if snapshot is None:
             return None
-        if snapshot.get("status") == "failed":
+        if snapshot.get("status") in ("failed", "cancelled"):
             store.delete(run_id)  # discarded: the next turn starts from the last recorded one
             return None
         result = self.supervisor.resume(run_id, force=force)  # a settled run re-runs nothing
@@ -181,7 +190,7 @@ class Orchestrator:
         if not self.iterate and status == "max-iterations":
             status = "completed"  # routed once, as it should
         outcome = OrchestratorTurn(session_id, turn, status, result.state, route, result.error)
-        if status == "failed":
+        if status in ("failed", "cancelled"):
             return outcome  # a turn is persisted only when it succeeded
         self.checkpoints().save(
             {
