@@ -180,3 +180,49 @@ def test_a_cancelled_supervisor_stops_before_its_next_iteration() -> None:
     with pytest.raises(RunCancelledError):
         supervisor.resume("sc")
     assert supervisor.resume("sc", force=True).state == {"count": 5}
+
+
+def test_a_snapshot_upstream_wrote_resumes_and_one_nobody_wrote_is_left_alone() -> None:
+    """Upstream's iterations name their intent in ``result``/``decision``, not ``intent``:
+    resume failed with KeyError and overwrote the snapshot as failed."""
+    store = MemorySnapshotStore()
+    supervisor = Supervisor("upstream", counting_router(3), {"count": count}, store=store)
+    upstream_iteration = {
+        "iteration": 0,
+        "result": {"count": {"intent": "count", "input": "", "output": 1, "usage": {}}},
+        "decision": {"source": "route", "next": "count", "durationMs": 1},
+        "state": {"count": 1},
+        "artifacts": {},
+        "startedAt": "2026-09-20T10:00:00.000Z",
+        "endedAt": "2026-09-20T10:00:00.010Z",
+        "duration": 10,
+        "usage": {},
+    }
+    store.save(
+        {
+            "runId": "up-1",
+            "supervisorName": "upstream",
+            "signature": supervisor.signature,
+            "input": "go",
+            "iteration": 0,
+            "snapshots": [upstream_iteration],
+            "status": "running",
+            "startedAt": "2026-09-20T10:00:00.000Z",
+            "savedAt": "2026-09-20T10:00:00.010Z",
+        }
+    )
+    resumed = supervisor.resume("up-1")
+    assert (resumed.status, resumed.state) == ("completed", {"count": 3})
+    assert [entry["intent"] for entry in resumed.iterations] == ["count", "count", "count"]
+
+    unreadable = {
+        "runId": "bad-1",
+        "supervisorName": "upstream",
+        "signature": supervisor.signature,
+        "snapshots": [{"iteration": 0, "whatever": True}],
+        "status": "running",
+    }
+    store.save(unreadable)
+    with pytest.raises(SupervisorFailedError, match="cannot be read"):
+        supervisor.resume("bad-1")
+    assert store.load("bad-1") == unreadable  # not overwritten as failed

@@ -169,7 +169,7 @@ class Supervisor:
             self, run_id, snapshot.get("input"), context, snapshot.get("startedAt")
         )
         run.tags = {key: snapshot[key] for key in TAGS if key in snapshot}
-        run.iterations = list(snapshot.get("snapshots") or [])
+        run.iterations = read_iterations(snapshot, run_id)
         run.initial = dict(snapshot.get("initialState") or {})
         run.state = dict(run.iterations[-1]["state"]) if run.iterations else dict(run.initial)
         run.signal = signal
@@ -199,6 +199,35 @@ def _unit(handler: Handler) -> dict[str, Any]:
     if isinstance(handler, RunnableAgent):
         return {"t": "agent", "n": handler.name}
     return {"t": "callback"}
+
+
+def read_iterations(snapshot: Mapping[str, Any], run_id: str) -> list[dict[str, Any]]:
+    """The saved iterations, ours or upstream's (whose entries name their intents in
+    ``result`` and ``decision`` rather than ``intent``), each given its ``intent``. A snapshot
+    that is neither is refused before anything runs, so it is never overwritten as failed."""
+    entries: Any = snapshot.get("snapshots") or []
+    read: list[dict[str, Any]] = []
+    for entry in entries if isinstance(entries, list) else [None]:
+        readable = isinstance(entry, Mapping) and isinstance(entry.get("state"), Mapping)
+        intent = _intent_of(entry) if readable else None
+        if intent is None:
+            raise SupervisorFailedError(
+                f'the snapshot of run "{run_id}" cannot be read: an iteration is not one this '
+                "supervisor or upstream's writes (it is left as it was)"
+            )
+        read.append({**dict(entry or {}), "intent": intent})
+    return read
+
+
+def _intent_of(entry: Any) -> str | None:
+    if isinstance(entry.get("intent"), str):
+        return str(entry["intent"])
+    result = entry.get("result")
+    if isinstance(result, Mapping) and result:
+        return ",".join(str(key) for key in result)  # upstream may fan out to several
+    decision = entry.get("decision")
+    chosen = decision.get("next") if isinstance(decision, Mapping) else None
+    return chosen if isinstance(chosen, str) else None
 
 
 class _SupervisorRun:
