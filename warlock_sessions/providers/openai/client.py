@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ...engine.ports import ProviderError
-from .errors import response_error, send
+from .errors import StreamBroke, response_error, send
 from .prompts import parse_json_object, repair_messages, with_json_instruction
 from .streaming import EmptyStream, StreamedReply, check_finish
 
@@ -197,7 +197,7 @@ class ChatClient:
         envelope: bool,
     ) -> StreamedReply:
         """A completion offering ``tools``, streamed unless this server has answered a stream
-        with tools with nothing at all (llama.cpp's servers: ``tool_choice: "auto"`` is not
+        with tools with nothing at all (llama-cpp-python's: ``tool_choice: "auto"`` is not
         streamed there), or a stream with nothing at all came back (a refusal it could not
         stream, such as a prompt over its context): then it is asked once more unstreamed,
         which answers what it has to say, and later calls with tools go unstreamed."""
@@ -227,25 +227,10 @@ class ChatClient:
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
         deadline = self._deadline()
         try:
-            try:
-                return self._stream_once(streamed, now, on_delta, envelope, deadline)
-            except (httpx.RemoteProtocolError, httpx.ReadError) as error:
-                if getattr(error, "events_read", 0):
-                    raise
-                # A pooled connection the server closed as it was reused: once more.
-                return self._stream_once(streamed, now, on_delta, envelope, deadline)
-        except httpx.TimeoutException:
-            raise ProviderError(
-                "provider-unavailable", True, detail="timed out while streaming"
-            ) from None
-        except httpx.ConnectError as error:
-            raise ProviderError(
-                "provider-unavailable", True, detail=f"could not connect: {error}"
-            ) from None
-        except httpx.HTTPError as error:
-            raise ProviderError(
-                "provider-unavailable", True, detail=f"stream broke: {error}"
-            ) from None
+            return send(
+                lambda: self._stream_once(streamed, now, on_delta, envelope, deadline),
+                streaming=True,
+            )
         except ValueError:
             raise ProviderError(
                 "provider-invalid", False, detail="a stream event was not JSON"
@@ -275,8 +260,9 @@ class ChatClient:
                 else:
                     reply.read(response.iter_lines())
                     return reply
-        except httpx.TransportError as error:
-            error.events_read = reply.events  # type: ignore[attr-defined]
+        except (httpx.RemoteProtocolError, httpx.ReadError) as error:
+            if reply.events:  # not a stale connection: what arrived was already shown
+                raise StreamBroke(error) from error
             raise
         return self._stream_once(streamed, now, on_delta, envelope, deadline)
 

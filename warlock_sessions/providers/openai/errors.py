@@ -7,12 +7,13 @@ import email.utils
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from ...engine.ports import ProviderError
 
+T = TypeVar("T")
 QUOTA_CODES = frozenset({"insufficient_quota", "quota_exceeded", "billing_hard_limit_reached"})
 CONTEXT_WORDS = (
     "context_length",
@@ -153,25 +154,31 @@ def response_error(response: httpx.Response, now: datetime) -> ProviderError:
     return classify(response.status_code, body, response.headers, now)
 
 
-def send(call: Callable[[], httpx.Response]) -> httpx.Response:
+class StreamBroke(Exception):
+    """A stream's connection failed after some of its events arrived: not a stale pooled
+    connection, and not to be sent again (what arrived was already shown)."""
+
+
+def send(call: Callable[[], T], *, streaming: bool = False) -> T:
     """``call()``, with a broken or timed-out connection as a retryable provider error. A
     pooled connection the server closed as it was reused (no answer at all, or a reset) is
     tried once more on a new one: servers close a connection after a stream they could not
-    finish (llama-cpp-python after an empty one), and the client may not have noticed yet."""
+    finish (llama-cpp-python after an empty one), and the client may not have noticed yet.
+    A stream that breaks after its first event is not tried again (``StreamBroke``)."""
     try:
         try:
             return call()
         except (httpx.RemoteProtocolError, httpx.ReadError):
             return call()
+    except StreamBroke as broke:
+        raise ProviderError("provider-unavailable", True, detail=f"stream broke: {broke}") from None
     except httpx.TimeoutException as error:
-        raise ProviderError(
-            "provider-unavailable", True, detail=f"timed out ({type(error).__name__})"
-        ) from None
+        how = "while streaming" if streaming else f"({type(error).__name__})"
+        raise ProviderError("provider-unavailable", True, detail=f"timed out {how}") from None
     except httpx.ConnectError as error:
         raise ProviderError(
             "provider-unavailable", True, detail=f"could not connect: {error}"
         ) from None
     except httpx.HTTPError as error:
-        raise ProviderError(
-            "provider-unavailable", True, detail=f"{type(error).__name__}: {error}"
-        ) from None
+        what = "stream broke" if streaming else type(error).__name__
+        raise ProviderError("provider-unavailable", True, detail=f"{what}: {error}") from None
