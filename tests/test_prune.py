@@ -202,3 +202,9 @@ def test_a_prune_remembering_few_sessions_still_keeps_each_ones_last_entries(
     for session_id in ("live", "recent"):
         kept = SessionEvent.objects.filter(session_id=session_id).values_list("seq", flat=True)
         assert len(kept) == 100 and max(kept) in (250, 120)
+
+
+def test_a_cancelled_run_s_snapshot_is_a_finished_one() -> None:
+    snapshot("run-cancelled", days=40, payload={"runId": "run-cancelled", "status": "cancelled"})
+    assert prune(Retention(), pause=-1)["snapshots"] == 1
+    assert not Snapshot.objects.filter(key="run-cancelled").exists()

@@ -174,3 +174,33 @@ def test_keys_ending_like_a_format_and_keys_too_long_for_the_store(
         long_key = "é" * 100  # 100 characters, 600 encoded bytes: no file name holds it
         answer = staff.get(f"/api/snapshots/{long_key}/")
     assert (answer.status_code, answer.json()["code"]) == (400, "invalid-input")
+
+
+def test_the_admin_lists_and_resumes_cancelled_runs_as_such(
+    client: Client, django_snapshots: Any
+) -> None:
+    """Cancellation added a status the admin's status filter did not offer."""
+    from warlock_sessions.locks import AbortSignal
+    from warlock_sessions.workflows import Step, Workflow
+
+    signal = AbortSignal()
+
+    def stop(ctx: StepContext) -> str:
+        signal.abort()
+        return "a"
+
+    workflow = Workflow("cancellable", [Step("a", run=stop), Step("b", run=lambda ctx: "b")])
+    assert workflow.execute(run_id="cancel-1", signal=signal).status == "cancelled"
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    page = client.get("/admin/warlock_sessions/snapshot/?status=cancelled")
+    assert page.status_code == 200 and b"cancel-1" in page.content
+    offered = client.get("/admin/warlock_sessions/snapshot/").content
+    assert b"?status=cancelled" in offered  # a choice of the status filter
+    resumed = client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "resume_runs", "_selected_action": ["cancel-1"]},
+        follow=True,
+    )
+    said = [str(message) for message in resumed.context["messages"]]
+    assert any("was cancelled" in line for line in said), said  # refused without force
+    assert django_snapshots.load("cancel-1")["status"] == "cancelled"

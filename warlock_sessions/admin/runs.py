@@ -23,7 +23,7 @@ class SnapshotStatusFilter(admin.SimpleListFilter):
     parameter_name = "status"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        statuses = ("running", "completed", "failed", "max-iterations")
+        statuses = ("running", "completed", "failed", "max-iterations", "cancelled")
         return [(status, status) for status in statuses]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:

@@ -59,7 +59,7 @@ class Retention:
 
 
 #: The statuses a run's snapshot ends with.
-FINISHED_RUNS = ["completed", "failed", "max-iterations"]
+FINISHED_RUNS = ["completed", "failed", "max-iterations", "cancelled"]
 #: The type of a conversation kept as a record in a snapshot store.
 CONVERSATION_RECORD = "conversation-session"
 
