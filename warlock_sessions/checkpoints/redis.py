@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..backends.redis import RedisConnected, fails_closed, redis_module
-from ..snapshots.base import InvalidSnapshotError
+from ..errors import InvalidSnapshotError
 from .base import CheckpointStore, DuplicateCheckpointError
 
 # Append a row unless its turn is stored: {"rows": [...]} read, checked and written in one

@@ -19,7 +19,6 @@ import json
 from abc import abstractmethod
 from typing import Any
 
-from ..backends.keyed import MAX_KEY_LENGTH as MAX_KEY_LENGTH
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
 from ..engine.session import json_problem
