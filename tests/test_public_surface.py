@@ -48,7 +48,8 @@ PUBLIC = {
         "END", "SUPERVISOR_END", "Intent", "Orchestrator", "OrchestratorTurn", "Retry",
         "RunnableAgent", "Step", "StepContext",
         "Supervisor", "SupervisorContext", "SupervisorResult", "Workflow", "WorkflowResult",
-        "agent_signature", "fnv1a32", "supervisor_signature", "workflow_signature",
+        "agent_signature", "cancel_saved", "fnv1a32", "supervisor_signature",
+        "workflow_signature",
     },
     "warlock_sessions.conversations": {
         "AgentResult", "AgentStream", "Compaction", "ConversationAgent", "ConversationSession",
@@ -110,7 +111,7 @@ FAMILY = {
     ],
     "RunFailedError": [
         "WorkflowError", "SupervisorFailedError", "AgentExecutionError", "AgentCancelledError",
-        "RunCancelledError",
+        "RunCancelledError", "RunNotRunningError",
         "DriftError", "WorkflowDriftError", "SupervisorDriftError", "AgentDriftError",
         "OrchestratorDriftError",
     ],

@@ -319,6 +319,17 @@ class RunCancelledError(RunFailedError):
         super().__init__(f'run "{run_id}" was cancelled' + (f": {detail}" if detail else ""))
 
 
+class RunNotRunningError(RunFailedError):
+    """Only a running run can be cancelled: this one has settled (``status`` says how), or
+    there is no snapshot of it (``status`` is ``None``)."""
+
+    def __init__(self, run_id: str, status: str | None) -> None:
+        self.run_id = run_id
+        self.status = status
+        what = "has no snapshot" if status is None else f"is {status}, not running"
+        super().__init__(f'run "{run_id}" {what}: only a running run can be cancelled')
+
+
 class ToolArgumentsError(InvalidDataError, ValueError):
     """The model called a tool with arguments its JSON schema refuses (the agent tells the
     model, which may try again)."""

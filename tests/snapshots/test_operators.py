@@ -204,3 +204,119 @@ def test_the_admin_lists_and_resumes_cancelled_runs_as_such(
     said = [str(message) for message in resumed.context["messages"]]
     assert any("was cancelled" in line for line in said), said  # refused without force
     assert django_snapshots.load("cancel-1")["status"] == "cancelled"
+
+
+def test_a_running_run_is_cancelled_over_the_api_and_stops_at_its_next_step(
+    django_snapshots: Any,
+) -> None:
+    """Nothing could cancel a run another process was running."""
+    import threading
+
+    from django.db import connection
+
+    packing, cancelled = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def pack(ctx: StepContext) -> str:
+        ran.append("pack")
+        packing.set()
+        cancelled.wait(10)
+        return "packed"
+
+    workflow = Workflow(
+        "api-cancel", [Step("pack", run=pack), Step("ship", run=lambda ctx: ran.append("ship"))]
+    )
+    results: list[Any] = []
+
+    def run() -> None:
+        try:
+            results.append(workflow.execute(run_id="run-1"))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert packing.wait(10)
+    changer = api_as("changer", perms=("change_snapshot",))
+    answer = changer.patch(
+        "/api/snapshots/run-1/", {"status": "cancelled", "reason": "duplicate order"}, format="json"
+    )
+    cancelled.set()
+    worker.join(10)
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["snapshot"]["status"] == "cancelled"
+    assert (results[0].status, ran) == ("cancelled", ["pack"])
+    saved = django_snapshots.load("run-1")
+    assert (saved["status"], saved["cancelReason"], saved["state"]) == (
+        "cancelled",
+        "duplicate order",
+        {"pack": "packed"},
+    )
+
+    again = changer.patch("/api/snapshots/run-1/", {"status": "cancelled"}, format="json")
+    assert (again.status_code, again.json()["code"], again.json()["status"]) == (
+        409,
+        "run-not-running",
+        "cancelled",
+    )
+
+
+def test_cancel_requests_are_checked_and_need_the_change_permission(
+    django_snapshots: Any, tmp_path: Any
+) -> None:
+    seed(django_snapshots)
+    reader = api_as("reader", perms=("view_snapshot",))
+    assert reader.patch("/api/snapshots/order_1/", {"status": "cancelled"}).status_code == 403
+    assert (
+        api_as("mallory").patch("/api/snapshots/nope/", {"status": "cancelled"}).status_code == 403
+    )
+    staff = api_as("root", staff=True)
+    for body in (
+        {"status": "completed"},
+        {"state": {}},
+        {"status": "cancelled", "reason": 5},
+        {"status": "cancelled", "reason": "x" * 501},
+        {"status": "cancelled", "reason": "nul\x00"},
+        {"status": "cancelled", "runId": "other"},
+    ):
+        answer = staff.patch("/api/snapshots/order_1/", body, format="json")
+        assert (answer.status_code, answer.json()["code"]) == (400, "invalid-input"), body
+    assert django_snapshots.load("order_1")["status"] == "running"
+    missing = staff.patch("/api/snapshots/nope/", {"status": "cancelled"}, format="json")
+    assert (missing.status_code, missing.json()["code"]) == (404, "not-found")
+    slashes = staff.patch(
+        "/api/snapshots/other/with/slashes/", {"status": "cancelled"}, format="json"
+    )
+    assert slashes.status_code == 200 and slashes.json()["snapshot"]["cancelReason"].endswith(
+        "root"
+    )
+
+    with override_settings(
+        WARLOCK_SESSIONS={
+            "SNAPSHOT_STORE": "warlock_sessions.snapshots.FileSnapshotStore",
+            "SNAPSHOT_STORE_OPTIONS": {"directory": str(tmp_path)},
+        }
+    ):
+        default_snapshot_store().save({"runId": "f1", "status": "running"})  # type: ignore[union-attr]
+        refused = staff.patch("/api/snapshots/f1/", {"status": "cancelled"}, format="json")
+        assert (refused.status_code, refused.json()["code"]) == (409, "cancel-unsupported")
+        assert default_snapshot_store().load("f1")["status"] == "running"  # type: ignore[union-attr]
+
+
+def test_the_admin_cancels_running_runs_and_leaves_settled_ones(
+    client: Client, django_snapshots: Any
+) -> None:
+    seed(django_snapshots)
+    Workflow("settled", [Step("a", run=lambda ctx: 1)]).execute(run_id="done-1")
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    answer = client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "cancel_runs", "_selected_action": ["order_1", "done-1"]},
+        follow=True,
+    )
+    said = [str(message) for message in answer.context["messages"]]
+    assert "order_1: cancelled" in said, said
+    assert any(line.startswith("done-1: ") and "is completed" in line for line in said), said
+    assert django_snapshots.load("order_1")["cancelReason"] == "cancelled in the admin by root"
+    assert django_snapshots.load("done-1")["status"] == "completed"
+    assert django_snapshots.load("order_2")["status"] == "running"

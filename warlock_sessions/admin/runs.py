@@ -14,7 +14,9 @@ from django.utils.translation import gettext_lazy as _
 
 from ..errors import WarlockError
 from ..models import Checkpoint, Snapshot
+from ..snapshots.db import DjangoSnapshotStore
 from ..workflows.registry import definition_of, drift_of
+from ..workflows.runs import cancel_saved
 from .base import ReadOnlyAdmin, pretty_json
 
 
@@ -52,14 +54,15 @@ class SnapshotDriftFilter(admin.SimpleListFilter):
 @admin.register(Snapshot)
 class SnapshotAdmin(ReadOnlyAdmin):
     """The run snapshots of ``DjangoSnapshotStore``: read them, see which a changed definition
-    would refuse, resume them (forcing past drift only after a confirmation), delete them."""
+    would refuse, resume them (forcing past drift only after a confirmation), cancel running
+    ones, delete them."""
 
     list_display = ["key", "run_name", "run_status", "definition", "version", "saved_at"]
     list_filter = (SnapshotStatusFilter, SnapshotDriftFilter, "saved_at")
     search_fields = ["^key"]  # by prefix
     fields = ("key", "version", "saved_at", "pretty_payload")
     readonly_fields = fields
-    actions = ["resume_runs", "force_resume_runs"]
+    actions = ["resume_runs", "force_resume_runs", "cancel_runs"]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return admin.ModelAdmin.has_delete_permission(self, request, obj)
@@ -110,9 +113,23 @@ class SnapshotAdmin(ReadOnlyAdmin):
         self._resume(request, queryset, force=True)
         return None
 
+    @admin.action(description=_("Cancel the selected running runs"), permissions=["change"])
+    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        """Each running run is saved as cancelled; the process running it (if any) stops at
+        its next save. A settled run is left as it was."""
+        store = DjangoSnapshotStore(queryset.db)
+        reason = f"cancelled in the admin by {request.user}"
+        for key in queryset.order_by("key").values_list("key", flat=True):
+            try:
+                cancel_saved(store, key, reason)
+            except WarlockError as error:
+                self.message_user(request, f"{key}: {error}", messages.WARNING)
+                continue
+            self.message_user(request, f"{key}: cancelled", messages.SUCCESS)
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Resuming is the one change the admin makes; the snapshot itself stays read-only
-        # (its form shows no editable field).
+        # Resuming and cancelling are the changes the admin makes; the snapshot itself stays
+        # read-only (its form shows no editable field).
         return admin.ModelAdmin.has_change_permission(self, request, obj)
 
     def _resume(self, request: HttpRequest, queryset: QuerySet[Any], *, force: bool) -> None:

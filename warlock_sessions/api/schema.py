@@ -198,6 +198,19 @@ SNAPSHOT_LIST = extend_schema(
 SNAPSHOT_RETRIEVE = extend_schema(
     responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404)}
 )
+
+
+class CancelRunSerializer(Shape):
+    status = serializers.ChoiceField(choices=["cancelled"])
+    reason = serializers.CharField(required=False, max_length=500)
+
+
+SNAPSHOT_CANCEL = extend_schema(
+    request=CancelRunSerializer,
+    responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404, 409)},
+    description="Cancel a running run (409 run-not-running when it has settled, "
+    "cancel-unsupported on a store that keeps no versions).",
+)
 SNAPSHOT_DESTROY = extend_schema(responses={204: None, **errors(400, 403, 404)})
 
 

@@ -11,20 +11,24 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..backends.keyed import check_key
-from ..errors import InvalidSnapshotError
+from ..errors import ConditionalSaveUnsupportedError, InvalidSnapshotError, RunNotRunningError
 from ..host.wire import clean_text_param
 from ..snapshots import SnapshotStore, default_snapshot_store
+from ..workflows.runs import cancel_saved
 from . import schema
 from .base import WarlockViewSet
 from .errors import ApiError
 from .sessions import SessionPagination
 
 #: What each action needs besides staff.
-NEEDED = {"list": "view", "retrieve": "view", "destroy": "delete"}
+NEEDED = {"list": "view", "retrieve": "view", "partial_update": "change", "destroy": "delete"}
+#: The longest reason a cancel may give.
+MAX_REASON = 500
 
 
 class SnapshotPermission(BasePermission):
-    """Staff, or the ``view_snapshot``/``delete_snapshot`` model permissions. Everyone else
+    """Staff, or the ``view_snapshot``/``change_snapshot``/``delete_snapshot`` model
+    permissions. Everyone else
     gets 403 whatever the key, so the answer says nothing about which runs exist."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
@@ -81,6 +85,25 @@ class SnapshotViewSet(WarlockViewSet):
             raise ApiError(404, "not-found", f"There is no snapshot {key!r}.")
         return Response({"key": key, "snapshot": snapshot})
 
+    @schema.SNAPSHOT_CANCEL
+    def partial_update(self, request: Request, key: str) -> Response:
+        """``{"status": "cancelled", "reason"?}`` cancels a running run: the process running
+        it stops at its next save. The only change a snapshot takes over the API."""
+        key = self.key(key)
+        reason = cancel_reason(request.data)
+        store = self.store()
+        try:
+            snapshot = cancel_saved(
+                store, key, reason or f"cancelled over the API by {request.user}"
+            )
+        except RunNotRunningError as error:
+            if error.status is None:
+                raise ApiError(404, "not-found", f"There is no snapshot {key!r}.") from None
+            raise ApiError(409, "run-not-running", f"{error}.", status=error.status) from None
+        except ConditionalSaveUnsupportedError as error:
+            raise ApiError(409, "cancel-unsupported", f"{error}.") from None
+        return Response({"key": key, "snapshot": snapshot})
+
     @schema.SNAPSHOT_DESTROY
     def destroy(self, request: Request, key: str) -> Response:
         key = self.key(key)
@@ -89,3 +112,27 @@ class SnapshotViewSet(WarlockViewSet):
             raise ApiError(404, "not-found", f"There is no snapshot {key!r}.")
         store.delete(key)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def cancel_reason(body: object) -> str:
+    """The reason of a cancel request, after checking it is one: ``{"status": "cancelled"}``
+    with an optional ``reason`` (text)."""
+    if not isinstance(body, dict) or body.get("status") != "cancelled":
+        raise ApiError(
+            400,
+            "invalid-input",
+            'The one change a snapshot takes is {"status": "cancelled"}.',
+            field="status",
+        )
+    unknown = sorted(set(body) - {"status", "reason"})
+    if unknown:
+        raise ApiError(400, "invalid-input", f"Unknown field {unknown[0]!r}.", field=unknown[0])
+    reason = body.get("reason", "")
+    if not isinstance(reason, str) or len(reason) > MAX_REASON:
+        raise ApiError(
+            400,
+            "invalid-input",
+            f"reason is text of at most {MAX_REASON} characters.",
+            field="reason",
+        )
+    return clean_text_param("reason", reason)

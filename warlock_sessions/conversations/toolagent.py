@@ -9,6 +9,7 @@ agent saves its snapshot before the first trip and after every trip (tool result
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -26,12 +27,14 @@ from ..locks import AbortSignal
 from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, attachments_of, content_text
 from ..snapshots import SnapshotStore
 from ..workflows.runs import (
+    CancelledElsewhere,
     SnapshotWriter,
     load_run,
     logger,
     new_run_id,
     new_run_store,
     now_iso,
+    refuse_cancelled,
     resolve_store,
 )
 from ..workflows.signature import agent_signature
@@ -186,6 +189,7 @@ class ToolAgent:
         store, snapshot, version = load_run(
             self.durable, run_id, f'agent "{self.name}"', AgentExecutionError
         )
+        refuse_cancelled(snapshot, run_id, force)
         if snapshot.get("agentName") != self.name:
             raise AgentExecutionError(
                 f'run "{run_id}" belongs to agent {snapshot.get("agentName")!r}, not {self.name!r}'
@@ -241,12 +245,16 @@ class ToolAgent:
         try:
             while run.snapshot["status"] == "running":
                 self._trip(run, emit, signal)
+        except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
+            return run.stopped(cancelled.error)
         except Exception as error:
-            run.snapshot.update(status="failed", error=str(error) or type(error).__name__)
-            run.save()
-            return AgentResult(
-                messages=run.history(), error=error, run_id=run.id, usage=run.snapshot["usage"]
-            )
+            # A run its signal stopped is cancelled (resumed only when forced), not failed.
+            status = "cancelled" if signal is not None and signal.aborted else "failed"
+            run.snapshot.update(status=status, error=str(error) or type(error).__name__)
+            # Cancelled meanwhile is saved so too; the run's own error says more.
+            with contextlib.suppress(CancelledElsewhere):
+                run.save()
+            return run.stopped(error)
         return run.result()
 
     def _trip(self, run: _Run, emit: Emit | None, signal: AbortSignal | None) -> None:
@@ -358,6 +366,12 @@ class _Run:
         usage = self.snapshot["usage"]
         for key, count in reply.usage.items():
             usage[key] = usage.get(key, 0) + count
+
+    def stopped(self, error: BaseException) -> AgentResult:
+        """The result of a run that failed or was cancelled."""
+        return AgentResult(
+            messages=self.history(), error=error, run_id=self.id, usage=self.snapshot["usage"]
+        )
 
     def history(self) -> list[Message]:
         """The messages without the system prompt."""

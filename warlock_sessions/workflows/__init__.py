@@ -4,6 +4,7 @@ resumes after a crash, and refusing to resume a changed definition (docs/workflo
 
 from .orchestrator import Orchestrator, OrchestratorTurn
 from .protocol import RunnableAgent
+from .runs import cancel_saved
 from .signature import agent_signature, fnv1a32, supervisor_signature, workflow_signature
 from .supervisor import (
     SUPERVISOR_END,
@@ -30,6 +31,7 @@ __all__ = [
     "Workflow",
     "WorkflowResult",
     "agent_signature",
+    "cancel_saved",
     "fnv1a32",
     "supervisor_signature",
     "workflow_signature",

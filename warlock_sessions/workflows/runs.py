@@ -12,7 +12,12 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from ..errors import RunCancelledError, SnapshotConflictError
+from ..errors import (
+    ConditionalSaveUnsupportedError,
+    RunCancelledError,
+    RunNotRunningError,
+    SnapshotConflictError,
+)
 from ..snapshots import SnapshotStore, default_snapshot_store
 
 logger = logging.getLogger("warlock_sessions.workflows")
@@ -83,11 +88,56 @@ def new_run_store(
     return store
 
 
+#: How often ``cancel_saved`` reloads a run that saved between its load and its save.
+CANCEL_TRIES = 10
+
+
+def cancel_saved(store: SnapshotStore, run_id: str, reason: str = "") -> dict[str, Any]:
+    """Mark the saved run ``run_id`` cancelled, from any process (the admin, the API): the
+    process running it finds out at its next save, which loses the version race, and stops
+    there (``CancelledElsewhere``). The cancelled snapshot, or ``RunNotRunningError``.
+
+    Only a store that keeps versions can do this: on another, the running process's next
+    save would silently undo the cancel."""
+    if not store.versioned:
+        raise ConditionalSaveUnsupportedError(
+            f"{type(store).__name__} keeps no versions, so a running run cannot be cancelled "
+            "from another process (its next save would undo it): use the Django or memory "
+            "snapshot store, or cancel through the run's signal"
+        )
+    for _ in range(CANCEL_TRIES):
+        loaded = store.load_versioned(run_id)
+        if loaded is None:
+            raise RunNotRunningError(run_id, None)
+        snapshot, version = loaded
+        if snapshot.get("status") != "running":
+            raise RunNotRunningError(run_id, str(snapshot.get("status")))
+        snapshot.update(status="cancelled", cancelReason=reason, savedAt=now_iso())
+        try:
+            store.save(snapshot, expected_version=version)
+        except SnapshotConflictError:
+            continue  # the run saved a step meanwhile: cancel what it is now
+        return snapshot
+    raise SnapshotConflictError(run_id, version, None)
+
+
+class CancelledElsewhere(Exception):
+    """The run's snapshot was cancelled by another process (``cancel_saved``): the writer has
+    saved the run's progress as cancelled; the run returns a ``cancelled`` result with
+    ``error``."""
+
+    def __init__(self, error: RunCancelledError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class SnapshotWriter:
     """Saves one run's snapshots. On a versioned store every save is conditional on the
     version this run last saw, so a second process resuming the same run loses with
-    ``SnapshotConflictError`` (which stops the run). Any other failure to save is not fatal:
-    the run goes on, and a ``<kind>.error`` event and a log line say what was lost."""
+    ``SnapshotConflictError`` (which stops the run), and a run cancelled meanwhile by
+    ``cancel_saved`` saves its progress as cancelled and raises ``CancelledElsewhere``. Any
+    other failure to save is not fatal: the run goes on, and a ``<kind>.error`` event and a
+    log line say what was lost."""
 
     def __init__(
         self,
@@ -109,16 +159,30 @@ class SnapshotWriter:
         snapshot["savedAt"] = now_iso()
         try:
             if self.store.versioned:
-                self.store.save(snapshot, expected_version=self.version)
-                self.version += 1
+                self._save_versioned(self.store, snapshot)
             else:
                 self.store.save(snapshot)
-        except (SnapshotConflictError, ImproperlyConfigured):
+        except (SnapshotConflictError, ImproperlyConfigured, CancelledElsewhere):
             raise  # another writer owns the run, or snapshots cannot be kept at all
         except Exception as error:  # a lost snapshot must not fail the run
             self.lost += 1
             logger.warning("could not save the snapshot of %s", snapshot["runId"], exc_info=True)
             emit(self.on_event, f"{self.kind}.error", {"runId": snapshot["runId"], "error": error})
+
+    def _save_versioned(self, store: SnapshotStore, snapshot: dict[str, Any]) -> None:
+        try:
+            store.save(snapshot, expected_version=self.version)
+        except SnapshotConflictError:
+            stored = store.load_versioned(snapshot["runId"])
+            if stored is None or stored[0].get("status") != "cancelled":
+                raise
+            # Cancelled while this step ran: keep what the run did, as cancelled.
+            reason = str(stored[0].get("cancelReason") or "")
+            snapshot.update(status="cancelled", cancelReason=reason)
+            store.save(snapshot, expected_version=stored[1])
+            self.version = stored[1] + 1
+            raise CancelledElsewhere(RunCancelledError(snapshot["runId"], reason)) from None
+        self.version += 1
 
 
 def emit(on_event: EventHandler | None, name: str, payload: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
 from .runs import (
+    CancelledElsewhere,
     EventHandler,
     SnapshotWriter,
     load_run,
@@ -246,6 +247,14 @@ class _SupervisorRun:
         self.signal: AbortSignal | None = None
 
     def go(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
+        try:
+            return self.iterations_from(iteration, writer)
+        except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
+            result = self.result("cancelled", cancelled.error)
+            result.lost_snapshots = writer.lost
+            return result
+
+    def iterations_from(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
         supervisor = self.supervisor
         while iteration < supervisor.max_iterations:
             if self.signal is not None and self.signal.aborted:

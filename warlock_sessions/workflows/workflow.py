@@ -19,6 +19,7 @@ from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
 from .runs import (
+    CancelledElsewhere,
     EventHandler,
     SnapshotWriter,
     emit,
@@ -344,6 +345,14 @@ class _Run:
         self.steps: dict[str, dict[str, Any]] = {}
 
     def go(self, current: str | None, writer: SnapshotWriter) -> WorkflowResult:
+        try:
+            return self.steps_from(current, writer)
+        except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
+            result = self.result("cancelled", cancelled.error)
+            result.lost_snapshots = writer.lost
+            return result
+
+    def steps_from(self, current: str | None, writer: SnapshotWriter) -> WorkflowResult:
         entered = 0
         while current is not None:
             entered += 1
