@@ -111,6 +111,44 @@ def test_a_turn_cut_short_is_finished_by_the_drain(tmp_path: Any) -> None:
     assert survivor.drain() == []
 
 
+def test_a_session_whose_first_turn_was_cut_short_is_found_by_the_drain(tmp_path: Any) -> None:
+    """The drain listed only sessions with checkpoints: a first turn killed mid-way waited
+    for the session's next turn."""
+    checkpoints = MemoryCheckpointStore()
+    snapshots = FileSnapshotStore(tmp_path / "snapshots")
+    marker = str(tmp_path / "crashed")
+    iterating(checkpoints, snapshots, None).turn("regular", "first")  # recorded: not reloaded
+    child = multiprocessing.get_context("fork").Process(
+        target=lambda: iterating(checkpoints, snapshots, marker).turn("newcomer", "hello")
+    )
+    child.start()
+    child.join(30)
+    assert child.exitcode == 9 and checkpoints.list("booking") == ["regular"]
+    other = Orchestrator(
+        "other",
+        {"count": count},
+        route=lambda ctx: "count",
+        iterate=True,
+        checkpoint_store=checkpoints,
+        snapshot_store=snapshots,
+    )
+    other.supervisor.execute(
+        None,
+        run_id="elsewhere.unversioned.0",
+        tags={"orchestratorName": "other", "sessionId": "elsewhere"},
+    )
+
+    survivor = iterating(checkpoints, snapshots, marker)
+    [finished] = survivor.drain()
+    assert (finished.session_id, finished.turn_index, finished.state) == (
+        "newcomer",
+        0,
+        {"count": 3},
+    )
+    assert checkpoints.list("booking") == ["newcomer", "regular"]
+    assert survivor.drain() == []
+
+
 BOOT_CHECKPOINTS = MemoryCheckpointStore()
 BOOT_SNAPSHOTS = MemorySnapshotStore()
 BOOT = Orchestrator(

@@ -164,10 +164,12 @@ class Orchestrator:
 
     def drain(self) -> list[OrchestratorTurn]:
         """Settle every session's turn left behind (at boot: a crashed process's turns finish
-        here). A session that cannot be settled (drift, a failing intent) is logged and
-        skipped; the others go on."""
+        here): the sessions with checkpoints, and those whose first turn was cut short before
+        any was recorded (found by its snapshot, saved when the turn started). A session that
+        cannot be settled (drift, a failing intent) is logged and skipped; the others go on."""
+        recorded = self.checkpoints().list(self.name)
         finished = []
-        for session_id in self.checkpoints().list(self.name):
+        for session_id in [*recorded, *self._first_turns_left(set(recorded))]:
             try:
                 done = self.resume(session_id)
             except Exception:
@@ -176,6 +178,24 @@ class Orchestrator:
             if done is not None:
                 finished.append(done)
         return finished
+
+    def _first_turns_left(self, recorded: set[str]) -> list[str]:
+        """The sessions of this orchestrator with a first turn's snapshot and no checkpoint:
+        their first turn was cut short (or failed, which settling discards)."""
+        store = resolve_store(self.snapshot_store)
+        if not self.iterate or store is None:
+            return []
+        suffix = self.run_id("", 0)  # ".<version>.0"
+        sessions = []
+        for key in store.list():
+            session_id = key.removesuffix(suffix)
+            if session_id == key or session_id in recorded:
+                continue
+            snapshot = store.load(key)
+            tags = (snapshot or {}).get("orchestratorName"), (snapshot or {}).get("sessionId")
+            if tags == (self.name, session_id):
+                sessions.append(session_id)
+        return sessions
 
     def _latest(self, session_id: str, force: bool) -> dict[str, Any] | None:
         latest = self.checkpoints().load(self.name, session_id)
