@@ -5,6 +5,7 @@ cut short by a crash finish in another process (docs/workflows.md#orchestrators)
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,13 +17,15 @@ from ..locks import AbortSignal
 from ..snapshots import SnapshotStore
 from .registry import register
 from .runs import logger, now_iso, resolve_store
-from .signature import signature_of
+from .signature import orchestrator_signature
 from .supervisor import (
+    DEFAULT_MAX_ITERATIONS,
     Handler,
     Intent,
     Supervisor,
     SupervisorContext,
     SupervisorResult,
+    earlier_intents,
 )
 
 DEFAULT_KEEP_SNAPSHOTS = 100  # turns kept per session; "all" keeps every one
@@ -53,7 +56,7 @@ class Orchestrator:
         *,
         route: Callable[[SupervisorContext], str | None],
         iterate: bool = False,
-        max_iterations: int = 10,
+        max_iterations: int | None = None,
         version: str | None = None,
         checkpoint_store: CheckpointStore | None = None,
         snapshot_store: SnapshotStore | None = None,
@@ -79,21 +82,30 @@ class Orchestrator:
             store=snapshot_store,
             registered=False,
         )
-        fingerprint = {
-            "n": name,
-            "a": [
-                {"k": key, "d": intent.description, "u": _unit(intent)}
-                for key, intent in sorted(self.supervisor.intents.items())
-            ],
-            "r": None,
-            "rc": 1,
-            "e": 0,
-            "i": None,
-            "m": max_iterations,
-            "it": int(iterate),
-            "hw": {"router": "callback", "agents": None},
-        }
-        self.signature = signature_of(fingerprint)
+        sign = functools.partial(
+            orchestrator_signature,
+            name,
+            router=None,
+            route_callback=True,
+            evaluate=False,
+            initial=None,
+            iterate=iterate,
+        )
+        fingerprints = {key: i.fingerprint() for key, i in self.supervisor.intents.items()}
+        self.signature = sign(fingerprints, max_iterations=max_iterations)
+        #: Today's signature, and what 0.2 computed for this definition (an omitted limit
+        #: hashed as 10, no description as "", a history window it does not have as a
+        #: callback): sessions saved then go on as current.
+        self.accepted_signatures = frozenset(
+            {
+                self.signature,
+                sign(
+                    earlier_intents(self.supervisor.intents),
+                    max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS,
+                    history_window={"router": "callback", "agents": None},
+                ),
+            }
+        )
         register("orchestrator", self)
 
     def checkpoints(self) -> CheckpointStore:
@@ -199,7 +211,7 @@ class Orchestrator:
 
     def _latest(self, session_id: str, force: bool) -> dict[str, Any] | None:
         latest = self.checkpoints().load(self.name, session_id)
-        if latest is not None and latest["signature"] != self.signature and not force:
+        if latest is not None and latest["signature"] not in self.accepted_signatures and not force:
             raise OrchestratorDriftError(session_id, latest["signature"], self.signature)
         return latest
 
@@ -229,16 +241,6 @@ class Orchestrator:
             if keep_before > 0:
                 self.checkpoints().prune(self.name, session_id, keep_before)
         return outcome
-
-
-def _unit(intent: Intent) -> dict[str, Any]:
-    handler = intent.handler
-    name = getattr(handler, "name", None)
-    if hasattr(handler, "signature") and hasattr(handler, "steps"):
-        return {"t": "workflow", "n": name, "s": handler.signature}
-    if name is not None and hasattr(handler, "execute"):
-        return {"t": "agent", "n": name}
-    return {"t": "callback"}
 
 
 def drain_configured() -> list[OrchestratorTurn]:

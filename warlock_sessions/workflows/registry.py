@@ -43,5 +43,5 @@ def drift_of(snapshot: object) -> str:
         return "unknown"
     saved = snapshot.get("signature")
     # An orchestrator's turns are its inner supervisor's runs, signed by it.
-    current = getattr(definition, "supervisor", definition).signature
-    return "current" if saved == current else "drifted"
+    signer = getattr(definition, "supervisor", definition)
+    return "current" if saved in signer.accepted_signatures else "drifted"

@@ -62,7 +62,22 @@ def workflow_signature(name: str, version: str | None, steps: Iterable[Any]) -> 
     return signature_of({"n": name, "v": version, "s": [step_fingerprint(s) for s in steps]})
 
 
-def supervisor_signature(
+def intents_fingerprint(intents: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``[{"k", "d"?, "u"}]`` sorted by key. ``intents`` maps each key to ``{"d": description,
+    "u": unit fingerprint}`` (a unit is ``{"t": "agent", "n"}``, ``{"t": "workflow", "n",
+    "s"}`` or ``{"t": "callback"}``); an intent with no ``"d"`` leaves it out, as JSON drops
+    upstream's ``undefined`` description of a callback given none."""
+    return [
+        {
+            "k": key,
+            **({"d": intents[key]["d"]} if "d" in intents[key] else {}),
+            "u": intents[key]["u"],
+        }
+        for key in sorted(intents)
+    ]
+
+
+def routing_fingerprint(
     name: str,
     intents: Mapping[str, Mapping[str, Any]],
     *,
@@ -71,25 +86,46 @@ def supervisor_signature(
     evaluate: bool,
     initial: str | None,
     max_iterations: int | None,
+) -> dict[str, Any]:
+    """What supervisors and orchestrators both hash, in upstream's key order.
+    ``max_iterations`` is the one given, ``None`` when omitted (upstream hashes ``null`` then,
+    whatever the default it runs with)."""
+    return {
+        "n": name,
+        "a": intents_fingerprint(intents),
+        "r": router,
+        "rc": int(route_callback),
+        "e": int(evaluate),
+        "i": initial,
+        "m": max_iterations,
+    }
+
+
+def supervisor_signature(
+    name: str,
+    intents: Mapping[str, Mapping[str, Any]],
+    *,
     classifier: Any = None,
+    **routing: Any,
 ) -> str:
-    """``intents`` maps each key to ``{"d": description, "u": unit fingerprint}``, where a unit
-    is ``{"t": "agent", "n"}``, ``{"t": "workflow", "n", "s"}`` or ``{"t": "callback"}``."""
-    return signature_of(
-        {
-            "n": name,
-            "a": [
-                {"k": key, "d": intents[key]["d"], "u": intents[key]["u"]}
-                for key in sorted(intents)
-            ],
-            "r": router,
-            "rc": int(route_callback),
-            "e": int(evaluate),
-            "i": initial,
-            "m": max_iterations,
-            "c": classifier,
-        }
-    )
+    """The routing fingerprint (``routing_fingerprint``'s keywords) and the classifier."""
+    return signature_of({**routing_fingerprint(name, intents, **routing), "c": classifier})
+
+
+def orchestrator_signature(
+    name: str,
+    intents: Mapping[str, Mapping[str, Any]],
+    *,
+    iterate: bool,
+    history_window: Mapping[str, str | None] | None = None,
+    **routing: Any,
+) -> str:
+    """The routing fingerprint, ``iterate`` and the shape of the history window
+    (``{"router", "agents"}``, each ``"number"``, ``"callback"`` or ``None``; both ``None``
+    when there is none)."""
+    window = dict(history_window or {"router": None, "agents": None})
+    fingerprint = routing_fingerprint(name, intents, **routing)
+    return signature_of({**fingerprint, "it": int(iterate), "hw": window})
 
 
 def agent_signature(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ from .signature import supervisor_signature
 from .workflow import Workflow
 
 SUPERVISOR_END = "END"
+#: Iterations a supervisor runs at most when given no ``max_iterations``.
+DEFAULT_MAX_ITERATIONS = 10
 #: Snapshot keys naming what a run belongs to, kept on resume.
 TAGS = ("orchestratorName", "sessionId", "turnIndex")
 
@@ -53,10 +56,43 @@ Handler = Callable[[SupervisorContext], Any] | RunnableAgent | Workflow
 class Intent:
     """What the supervisor can do: ``handler`` is a callback ``(ctx) -> result``, an agent
     (``execute(input, history=...)``) or a workflow. A non-``None`` result is stored as
-    ``state[key]`` (a workflow's: its final state)."""
+    ``state[key]`` (a workflow's: its final state). An agent or workflow given no
+    ``description`` is described by its own ``description``, if it has one."""
 
     handler: Handler
-    description: str = ""
+    description: str | None = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        """``{"d"?, "u"}`` as upstream resolves it: a callback's description as given (left
+        out when none is), an agent's or workflow's the first non-blank of its own and the
+        unit's, else ``""``."""
+        unit = unit_fingerprint(self.handler)
+        if unit["t"] == "callback":
+            return {"u": unit} if self.description is None else {"d": self.description, "u": unit}
+        described = [self.description, getattr(self.handler, "description", None)]
+        chosen = next((d for d in described if isinstance(d, str) and d.strip()), "")
+        return {"d": chosen, "u": unit}
+
+    def described(self) -> str:
+        """What a router agent is told the intent does."""
+        return str(self.fingerprint().get("d") or "")
+
+
+def unit_fingerprint(handler: Handler) -> dict[str, Any]:
+    if isinstance(handler, Workflow):
+        return {"t": "workflow", "n": handler.name, "s": handler.signature}
+    if isinstance(handler, RunnableAgent):
+        return {"t": "agent", "n": handler.name}
+    return {"t": "callback"}
+
+
+def earlier_intents(intents: Mapping[str, Intent]) -> dict[str, dict[str, Any]]:
+    """The intents as signatures before 0.3.0 hashed them (every description as given, ``""``
+    when none was): runs saved then resume as current."""
+    return {
+        key: {"d": intent.description or "", "u": unit_fingerprint(intent.handler)}
+        for key, intent in intents.items()
+    }
 
 
 @dataclass
@@ -82,7 +118,7 @@ class Supervisor:
         router: Callable[[SupervisorContext], str | None] | RunnableAgent,
         intents: Mapping[str, Intent | Handler],
         *,
-        max_iterations: int = 10,
+        max_iterations: int | None = None,
         initial: str | None = None,
         store: SnapshotStore | None = None,
         on_event: EventHandler | None = None,
@@ -94,7 +130,7 @@ class Supervisor:
         if version is not None and (not isinstance(version, str) or not version):
             raise ValueError(f"a supervisor's version is non-empty text, not {version!r}")
         self.version = version
-        if type(max_iterations) is not int or max_iterations < 1:
+        if max_iterations is not None and (type(max_iterations) is not int or max_iterations < 1):
             raise ValueError(f"max_iterations is a whole number >= 1, not {max_iterations!r}")
         self.intents = {
             key: intent if isinstance(intent, Intent) else Intent(intent)
@@ -104,19 +140,28 @@ class Supervisor:
             raise ValueError(f"the initial intent {initial!r} is not one of the intents")
         self.name = name
         self.router = router
-        self.max_iterations = max_iterations
+        self.max_iterations = max_iterations or DEFAULT_MAX_ITERATIONS
         self.initial = initial
         self.store = store
         self.on_event = on_event
         routed_by_agent = isinstance(router, RunnableAgent)
-        self.signature = supervisor_signature(
+        sign = functools.partial(
+            supervisor_signature,
             name,
-            {key: {"d": i.description, "u": _unit(i.handler)} for key, i in self.intents.items()},
             router=router.name if routed_by_agent else None,  # type: ignore[union-attr]
             route_callback=not routed_by_agent,
             evaluate=False,
             initial=initial,
-            max_iterations=max_iterations,
+        )
+        fingerprints = {key: intent.fingerprint() for key, intent in self.intents.items()}
+        self.signature = sign(fingerprints, max_iterations=max_iterations)
+        #: The signatures a saved run may carry and still be this definition's: today's, and
+        #: what 0.2 computed for it (an omitted limit hashed as 10, no description as "").
+        self.accepted_signatures = frozenset(
+            {
+                self.signature,
+                sign(earlier_intents(self.intents), max_iterations=self.max_iterations),
+            }
         )
         if registered:  # an orchestrator's turns resume through the orchestrator
             register("supervisor", self)
@@ -164,7 +209,7 @@ class Supervisor:
             resolve_store(self.store), run_id, f'supervisor "{self.name}"', SupervisorFailedError
         )
         cancelled = refuse_cancelled(snapshot, run_id, force)
-        if snapshot.get("signature") != self.signature and not force:
+        if snapshot.get("signature") not in self.accepted_signatures and not force:
             raise SupervisorDriftError(run_id, str(snapshot.get("signature")), self.signature)
         run = _SupervisorRun(
             self, run_id, snapshot.get("input"), context, snapshot.get("startedAt")
@@ -192,14 +237,6 @@ class Supervisor:
         self, run_id: str, *, force: bool = False, context: Any = None
     ) -> SupervisorResult:
         return await asyncio.to_thread(self.resume, run_id, force=force, context=context)
-
-
-def _unit(handler: Handler) -> dict[str, Any]:
-    if isinstance(handler, Workflow):
-        return {"t": "workflow", "n": handler.name, "s": handler.signature}
-    if isinstance(handler, RunnableAgent):
-        return {"t": "agent", "n": handler.name}
-    return {"t": "callback"}
 
 
 def read_iterations(snapshot: Mapping[str, Any], run_id: str) -> list[dict[str, Any]]:
@@ -311,7 +348,7 @@ class _SupervisorRun:
         return ctx.state
 
     def described(self) -> dict[str, str]:
-        return {key: intent.description for key, intent in self.supervisor.intents.items()}
+        return {key: intent.described() for key, intent in self.supervisor.intents.items()}
 
     def ctx(self, iteration: int) -> SupervisorContext:
         return SupervisorContext(

@@ -197,6 +197,7 @@ class Workflow:
         #: The retry of every step that sets none (``retry=False`` on a step opts out).
         self.retry = retry or ONCE
         self.signature = workflow_signature(name, version, self.steps)
+        self.accepted_signatures = frozenset({self.signature})
         self._by_name = {step.name: step for step in self.steps}
         register("workflow", self)
 
@@ -247,7 +248,7 @@ class Workflow:
         )
         refuse_cancelled(snapshot, run_id, force)
         done = self._settled(snapshot)
-        if snapshot.get("signature") != self.signature and not force:
+        if snapshot.get("signature") not in self.accepted_signatures and not force:
             raise WorkflowDriftError(
                 run_id,
                 str(snapshot.get("signature")),
