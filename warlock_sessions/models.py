@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -433,6 +434,26 @@ class Conversation(Owned):
         return self.id
 
 
+class JSONTextField(models.TextField):  # type: ignore[type-arg]
+    """A JSON value kept as its text: read back exactly as written, on every database.
+    PostgreSQL's ``jsonb`` would not: it turns ``1e100`` and ``1e16`` into integers and
+    ``-0.0`` into ``0.0``. Nothing queries into a message, so nothing needs ``jsonb``."""
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def to_python(self, value: Any) -> Any:
+        return value  # already the JSON value (TextField's would make it text)
+
+    def get_prep_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+    def value_to_string(self, obj: Any) -> str:
+        return str(self.get_prep_value(self.value_from_object(obj)))
+
+
 class ConversationMessage(models.Model):
     """One message of a conversation, at its position: written once, never edited (a
     truncate deletes the tail; signed provider blocks stay exactly as stored)."""
@@ -441,7 +462,7 @@ class ConversationMessage(models.Model):
         Conversation, on_delete=models.CASCADE, related_name="messages", db_constraint=True
     )
     position = models.PositiveIntegerField(_("position"))
-    message = models.JSONField(_("message"))
+    message = JSONTextField(_("message"))
 
     class Meta:
         db_table = "warlock_conversation_messages"

@@ -61,6 +61,28 @@ def test_tool_turns_are_stored_as_returned(make_store: SnapshotFactory) -> None:
     assert [m["role"] for m in chat.history()] == ["user", "assistant", "tool", "assistant"]
 
 
+#: Numbers jsonb would change: 1e100 and 1e16 come back as integers, -0.0 as 0.0.
+AWKWARD_NUMBERS = [1e100, 1e16, -0.0, 0.1, 1e-7, 2**63 - 1, -(2**63)]
+#: The snapshot stores that keep a conversation's record in PostgreSQL's jsonb.
+JSONB_RECORDS = {"postgres", "django-postgres"}
+
+
+def test_turns_read_back_exactly_as_the_agent_returned_them(
+    make_store: SnapshotFactory, request: pytest.FixtureRequest
+) -> None:
+    """The row store on PostgreSQL kept messages in jsonb, which changes numbers."""
+    import json
+
+    chat = session("numbers", make_store(), FakeAgent())
+    chat.send(AWKWARD_NUMBERS)
+    stored = session("numbers", make_store(), FakeAgent()).history()[0]["content"]
+    backend = request.node.callspec.params["make_store"]
+    if backend in JSONB_RECORDS:  # documented: jsonb normalises them
+        assert stored == [10**100, 10**16, 0.0, 0.1, 1e-7, 2**63 - 1, -(2**63)]
+    else:
+        assert json.dumps(stored) == json.dumps(AWKWARD_NUMBERS), backend
+
+
 @pytest.mark.parametrize("how", ["error", "raise"])
 def test_a_failed_run_changes_nothing(make_store: SnapshotFactory, how: str) -> None:
     store = make_store()
