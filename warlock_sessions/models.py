@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connections, models
@@ -438,6 +438,10 @@ class JSONTextField(models.TextField):  # type: ignore[type-arg]
     """A JSON value kept as its text: read back exactly as written, on every database.
     PostgreSQL's ``jsonb`` would not: it turns ``1e100`` and ``1e16`` into integers and
     ``-0.0`` into ``0.0``. Nothing queries into a message, so nothing needs ``jsonb``."""
+
+    if TYPE_CHECKING:  # any JSON value in and out, not text (what django-stubs reads)
+        _pyi_private_set_type: Any
+        _pyi_private_get_type: Any
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         return None if value is None else json.loads(value)
