@@ -1,11 +1,17 @@
-"""Conversation benchmark on PostgreSQL, two figures:
+"""Conversation benchmark on PostgreSQL, three figures:
 
 1. Saving one ``send`` (the pending mark, then the turn's two messages and the header) with
    DjangoConversationStore, at a 5,000-message history against the same at 10 messages, and
    against the upstream design (the whole history rewritten as one JSON record, in
    DjangoSnapshotStore) at 5,000 messages. Targets (issue 14): rows at 5,000 <= 1.3x rows at
    10 (flat); the one-record design >= 10x slower than rows at 5,000.
-2. Streaming: the first ``delta`` frame on ws/conversations/ (in-process, through the
+2. A whole ``send`` (load, pending mark, the agent, the turn's save) on the row store, at a
+   5,000-message history against the same at 10, for a conversation this process has seen
+   (it wrote the last turn), with an agent whose model answers at once (so the figure is
+   the library's own cost; a real model's grows with what it is sent). Target (issue 26):
+   <= 1.3x. Reported beside it: the cold first send at 5,000 (nothing seen yet), and the
+   offline model's figure (its token count reads every message).
+3. Streaming: the first ``delta`` frame on ws/conversations/ (in-process, through the
    consumer, the lock, the pending-mark write and the agent) against the offline model's own
    first-token time. Target: <= 1.5x.
 """
@@ -87,6 +93,72 @@ def save_benchmark(iterations: int) -> None:
         f"one record / rows, at 5000 messages: {faster:.1f}x slower (target >= 10x) "
         f"{'OK' if faster >= 10 else 'MISSED'}"
     )
+
+
+class InstantModel:
+    """A chat model that answers at once, whatever it is sent."""
+
+    provider, model = "bench", "instant"
+
+    def chat(self, messages: Any, tools: Any, on_delta: Any) -> Any:
+        from warlock_sessions.providers.chat import ChatReply
+
+        return ChatReply(text="ok", usage={"input_tokens": 1, "output_tokens": 1})
+
+    def summarize(self, messages: Any) -> str:
+        return ""
+
+
+def timed_send(chat: Any, keep: int, *, cold: bool = False) -> float:
+    """One whole ``send`` (timed), then the conversation is cut back to ``keep`` messages (not
+    timed); ``cold``: this process forgets what it saw of the conversation first."""
+    from warlock_sessions.conversations.seen import seen_histories
+
+    if cold:
+        seen_histories.clear()
+    started = time.perf_counter()
+    result = chat.send("hi")
+    elapsed = time.perf_counter() - started
+    assert result.error is None, result.error
+    chat.truncate(keep)
+    return elapsed
+
+
+def send_benchmark(iterations: int) -> None:
+    from warlock_sessions.conversations import DjangoConversationStore, ToolAgent, session
+    from warlock_sessions.models import Conversation, ConversationMessage
+    from warlock_sessions.providers import OfflineChatModel
+
+    empty_tables(ConversationMessage, Conversation)
+    store = DjangoConversationStore()
+    for name, count in (("short", 10), ("long", 5000)):
+        seed(store, name, count)
+    instant, offline = ToolAgent(InstantModel()), ToolAgent(OfflineChatModel())
+    contenders = {
+        "send, 10 messages": (session("short", store, instant), 10, False),
+        "send, 5000 messages": (session("long", store, instant), 5000, False),
+        "cold first send, 5000": (session("long", store, instant), 5000, True),
+        "offline model, 10": (session("short", store, offline), 10, False),
+        "offline model, 5000": (session("long", store, offline), 5000, False),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for chat, keep, cold in contenders.values():  # warm up
+        for _ in range(3):
+            timed_send(chat, keep, cold=cold)
+    rounds = 10
+    for _ in range(rounds):  # interleaved, so each sees the same machine noise
+        for name, (chat, keep, cold) in contenders.items():
+            per_round = max(1, iterations // rounds // (10 if cold else 1))
+            samples[name].extend(timed_send(chat, keep, cold=cold) for _ in range(per_round))
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    for name, value in medians.items():
+        print(f"{name:<27} {value * 1e3:8.3f} ms  ({len(samples[name])} sends)")
+    flat = medians["send, 5000 messages"] / medians["send, 10 messages"]
+    print(verdict("send at 5000 / send at 10, seen", flat, 1.3))
+    cold = medians["cold first send, 5000"] / medians["send, 10 messages"]
+    print(f"cold first send at 5000 / send at 10: {cold:.2f}x (reported, no target)")
+    model = medians["offline model, 5000"] / medians["offline model, 10"]
+    print(f"with the offline model, 5000 / 10: {model:.2f}x (reported, no target)")
 
 
 def streaming_benchmark(turns: int, delay: float) -> None:
@@ -173,6 +245,7 @@ def main() -> None:
     args = parser.parse_args()
     configure_django(bench_database_url())
     save_benchmark(args.iterations)
+    send_benchmark(args.iterations)
     # A fast local model, the demo's pace, and a hosted model's first token: the socket's
     # own cost is a fixed number of milliseconds, so the ratio depends on the pace.
     for delay in (0.01, 0.04, 0.2):

@@ -94,6 +94,9 @@ DEFAULTS: dict[str, Any] = {
     # visitor) may have; more are refused with 403 quota-exceeded. None: no limit.
     "MAX_SESSIONS_PER_OWNER": 1000,
     "MAX_CONVERSATIONS_PER_OWNER": 1000,
+    # Messages of the row store's conversations each process keeps as it last saw them, so
+    # a send reads only what changed; 0: none (every send reads the whole history).
+    "CONVERSATION_CACHE_MESSAGES": 20_000,
 }
 
 
@@ -406,6 +409,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "LOCK_TIMEOUT": _number(0, whole=False),
     "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),
     "MAX_CONVERSATIONS_PER_OWNER": _optional(_number(1, whole=True)),
+    "CONVERSATION_CACHE_MESSAGES": _number(0, whole=True),
 }
 
 

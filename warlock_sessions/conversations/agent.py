@@ -47,7 +47,9 @@ class AgentStream(Protocol):
 
 
 class ConversationAgent(Protocol):
-    """``execute``, ``stream`` and (for a durable agent) ``resume`` a run."""
+    """``execute``, ``stream`` and (for a durable agent) ``resume`` a run. ``history`` is
+    the agent's list, but its messages are shared (the row store keeps them as this process
+    last saw the conversation): add messages, and copy one before changing it."""
 
     name: str
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,7 @@ from ..conf import warlock_settings
 from ..errors import SessionConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
+from .seen import seen_histories
 from .stores import RECORD_TYPE
 
 
@@ -27,7 +29,9 @@ class DjangoConversationStore:
     """A turn inserts only its new messages and updates the header under the version it read
     (``SessionConflictError`` if another writer moved it), in one transaction: its cost does
     not grow with the history. ``truncate`` deletes the tail; a history the agent rewrote
-    (compaction) is stored anew."""
+    (compaction) is stored anew. ``load`` reads the header, and only the message rows this
+    process has not seen (``seen.py``); the messages it returns are shared with that cache:
+    read them, copy one to change it."""
 
     def __init__(self, using: str | None = None, owner: Mapping[str, Any] | None = None) -> None:
         """``owner``: the ``user`` or ``anonymous_key`` the conversations this store creates
@@ -62,20 +66,16 @@ class DjangoConversationStore:
     def load(self, id: str) -> dict[str, Any] | None:
         header = self.header(id)
         if header is None:
+            seen_histories.forget((self.using, id))
             return None
-        messages = list(
-            ConversationMessage.objects.using(self.using)
-            .filter(conversation_id=id)
-            .order_by("position")
-            .values_list("message", flat=True)
-        )
+        created = _iso(header.created_at)
         record: dict[str, Any] = {
             "runId": f"session:{id}",
             "type": RECORD_TYPE,
             "id": id,
-            "messages": messages,
+            "messages": self._history(id, (header.version, created)),
             "turns": header.turns,
-            "createdAt": _iso(header.created_at),
+            "createdAt": created,
             "updatedAt": _iso(header.updated_at),
             "version": header.version,
         }
@@ -85,13 +85,54 @@ class DjangoConversationStore:
             record["pending"] = header.pending
         return record
 
+    def _history(self, id: str, stamp: tuple[int, str]) -> list[dict[str, Any]]:
+        """The messages at ``stamp``: as this process last saw them if nothing moved since,
+        else those plus the rows added since, else every row."""
+        key = (self.using, id)
+        seen = seen_histories.get(key)
+        if seen is not None and seen.stamp == stamp:
+            return list(seen.messages)
+        if seen is not None and seen.stamp[1] == stamp[1] and seen.last_row is not None:
+            start = len(seen.messages) - 1  # the last row seen: still there, unchanged?
+            rows = list(
+                self._messages(id)
+                .filter(position__gte=start)
+                .order_by("position")
+                .values_list("id", "position", "message")
+            )
+            if rows and rows[0][:2] == (seen.last_row, start):
+                messages = [*seen.messages, *(message for _, _, message in rows[1:])]
+                seen_histories.put(key, stamp, messages, rows[-1][0])
+                return messages
+        rows = list(self._messages(id).order_by("position").values_list("id", "message"))
+        messages = [message for _, message in rows]
+        seen_histories.put(key, stamp, messages, rows[-1][0] if rows else None)
+        return messages
+
+    def _saw(self, record: dict[str, Any], last_row: int | None) -> None:
+        """What this process wrote is what it saw: cached once the transaction commits (a
+        rolled-back write leaves nothing behind)."""
+        key = (self.using, record["id"])
+        stamp = (record["version"], record["createdAt"])
+        messages = list(record["messages"])
+        transaction.on_commit(
+            lambda: seen_histories.put(key, stamp, messages, last_row), using=self.using
+        )
+
+    def _last_row_kept(self, record: dict[str, Any]) -> int | None:
+        """The last row id seen for the record before its header moved (its rows did not)."""
+        seen = seen_histories.get((self.using, record["id"]))
+        before = (record["version"] - 1, record["createdAt"])
+        return seen.last_row if seen is not None and seen.stamp == before else None
+
     def create(self, record: dict[str, Any]) -> None:
         try:
             with transaction.atomic(using=self.using):
                 self._insert(record)
-                self._add(record["id"], record["messages"], 0)
+                last_row = self._add(record["id"], record["messages"], 0)
         except IntegrityError:
             raise SessionExistsError(record["id"]) from None
+        self._saw(record, last_row)
 
     def _insert(self, record: dict[str, Any]) -> None:
         now = timezone.now()
@@ -112,11 +153,14 @@ class DjangoConversationStore:
             limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER
             check_quota(Conversation, self.owner, limit, "conversations", self.using)
 
-    def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> None:
-        ConversationMessage.objects.using(self.using).bulk_create(
+    def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> int | None:
+        """Insert the rows: the id of the last one, where the database says (``None`` if it
+        does not, or there are none)."""
+        rows = ConversationMessage.objects.using(self.using).bulk_create(
             ConversationMessage(conversation_id=id, position=start + index, message=message)
             for index, message in enumerate(messages)
         )
+        return rows[-1].pk if rows else None
 
     def _update(self, record: dict[str, Any], **fields: Any) -> None:
         """The header's new ``fields``, if it is still at the version the record read."""
@@ -135,8 +179,10 @@ class DjangoConversationStore:
                     self._insert(record)
             except IntegrityError:  # another writer made it first, since it was read
                 raise SessionConflictError(record["id"], 0, self._version(record["id"])) from None
+            self._saw(record, None)
             return
         self._update(record, pending=pending)
+        self._saw(record, self._last_row_kept(record))
         if pending is None:
             record.pop("pending", None)
         else:
@@ -152,17 +198,24 @@ class DjangoConversationStore:
             self._update(record, pending=None, turns=F("turns") + 1)
             if added is None:  # the agent rewrote the history (compaction)
                 self._messages(record["id"]).delete()
-                self._add(record["id"], messages, 0)
+                last_row = self._add(record["id"], messages, 0)
             else:
-                self._add(record["id"], added, len(record["messages"]))
-        record.update(messages=list(messages), turns=record["turns"] + 1)
+                last_row = self._add(record["id"], added, len(record["messages"]))
+                if not added:
+                    last_row = self._last_row_kept(record)
+        # The store's own copies (``added`` is one), never the agent's objects: what it
+        # caches must not change when a caller changes a result.
+        kept = copy.deepcopy(messages) if added is None else [*record["messages"], *added]
+        record.update(messages=kept, turns=record["turns"] + 1)
         record.pop("pending", None)
+        self._saw(record, last_row)
 
     def truncate(self, record: dict[str, Any], n: int) -> None:
         with transaction.atomic(using=self.using):
             self._update(record)
             self._messages(record["id"]).filter(position__gte=n).delete()
         record["messages"] = record["messages"][:n]
+        self._saw(record, None)  # the next change reads the rows again
 
     def fork(self, record: dict[str, Any], target: dict[str, Any], n: int) -> None:
         """The prefix is copied by the database (``INSERT … SELECT``), never through Python,
@@ -199,4 +252,5 @@ class DjangoConversationStore:
 
     def delete(self, id: str) -> bool:
         deleted, _ = Conversation.objects.using(self.using).filter(id=id).delete()
+        seen_histories.forget((self.using, id))
         return deleted > 0

@@ -100,7 +100,7 @@ class ConversationSession:
 
     def load(self) -> dict[str, Any] | None:
         """A copy of the record, or ``None``. Takes no lock."""
-        return self.records.load(self.id)
+        return copy.deepcopy(self.records.load(self.id))
 
     def history(self) -> list[dict[str, Any]]:
         """A copy of the messages the agent sees next turn (``[]`` before the first)."""
@@ -145,7 +145,7 @@ class ConversationSession:
         return {"session_id": self.id, **options}
 
     def _begin(self, input: Any) -> tuple[dict[str, Any], str]:
-        record = self.load() or new_record(self.id)
+        record = self.records.load(self.id) or new_record(self.id)
         run_id = new_run_id("agent")
         pending = {"runId": run_id, "input": input, "startedAt": now_iso()}
         check_lease()
@@ -154,7 +154,7 @@ class ConversationSession:
 
     def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
         record, run_id = self._begin(input)
-        history = copy.deepcopy(record["messages"])
+        history = list(record["messages"])  # its messages are shared: the agent copies
         self.records.idle()  # the model may take seconds
         try:
             result = self.agent.execute(input, history=history, run_id=run_id, **options)
@@ -165,7 +165,7 @@ class ConversationSession:
 
     def _stream(self, input: Any, options: dict[str, Any], out: EventStream) -> AgentResult:
         record, run_id = self._begin(input)
-        history = copy.deepcopy(record["messages"])
+        history = list(record["messages"])  # its messages are shared: the agent copies
         self.records.idle()
         try:
             events = self.agent.stream(input, history=history, run_id=run_id, **options)
@@ -181,7 +181,7 @@ class ConversationSession:
         return self._settle(record, result, history)
 
     def _resume(self, options: dict[str, Any]) -> AgentResult | None:
-        record = self.load()
+        record = self.records.load(self.id)
         if record is None or "pending" not in record:
             return None
         pending = record["pending"]
@@ -283,7 +283,7 @@ class ConversationSession:
     # -- records ------------------------------------------------------------------------------
 
     def _existing(self) -> dict[str, Any]:
-        record = self.load()
+        record = self.records.load(self.id)
         if record is None:
             raise SessionNotFoundError(self.id)
         return record

@@ -226,7 +226,9 @@ class ToolAgent:
             "agentName": self.name,
             "signature": self.signature,
             "input": input,
-            "messages": [*self._system(), *copy.deepcopy(history or []), user],
+            # The history's messages are the caller's (a session's are shared with its
+            # store's cache): the run only adds messages and never changes one.
+            "messages": [*self._system(), *(history or []), user],
             "trips": 0,
             "toolCalls": [],
             "usage": {},
@@ -265,7 +267,7 @@ class ToolAgent:
             )
         self._compact(run, emit)
         reply = self.model.chat(
-            copy.deepcopy(run.messages),
+            list(run.messages),
             [found.schema for found in self.tools.values()],
             _on_delta(emit, signal),
         )
@@ -375,7 +377,7 @@ class _Run:
 
     def history(self) -> list[Message]:
         """The messages without the system prompt."""
-        return copy.deepcopy(self.messages[prompt_length(self.messages) :])
+        return self.messages[prompt_length(self.messages) :]
 
     def result(self) -> AgentResult:
         messages = self.history()
