@@ -150,3 +150,35 @@ def test_the_cache_holds_at_most_its_setting(backend: str) -> None:
         assert len(message_reads(store, lambda: second.send("d"))) == 1  # 6: never held
     with override_settings(WARLOCK_SESSIONS={"CONVERSATION_CACHE_MESSAGES": 0}):
         assert len(message_reads(store, lambda: first.send("c"))) == 1
+
+
+def test_rows_read_inside_a_transaction_that_rolls_back_are_never_cached(backend: str) -> None:
+    """A load inside an outer transaction cached its own uncommitted rows; after the rollback
+    another process reached the same version, and this one sent its agent a history that
+    was never stored."""
+    store = conversation_rows(backend)
+    agent = FakeAgent()
+    chat = session("rollback", store, agent)
+    chat.send("a")
+    with pytest.raises(RuntimeError), transaction.atomic(using=store.using):
+        chat.send("x")
+        chat.send("y")  # loads inside the transaction: its own rows
+        raise RuntimeError("the caller's transaction fails")
+    in_child(backend, lambda other: session("rollback", other, FakeAgent()).send("theirs"))
+    chat.send("next")
+    said = [m["content"] for m in agent.calls[-1]["history"] if m["role"] == "user"]
+    assert said == ["a", "theirs"]
+
+
+def test_the_cache_holds_what_the_database_gives_back(backend: str) -> None:
+    from warlock_sessions.conversations.stores import new_record
+
+    store = conversation_rows(backend)
+    record = new_record("given")
+    record["messages"] = [{"role": "user", "content": "mine", "ids": (1, 2)}]
+    store.create(record)
+    record["messages"][0]["content"] = "changed by the caller afterwards"
+    loaded = store.load("given")
+    assert loaded is not None and loaded["messages"] == [
+        {"role": "user", "content": "mine", "ids": [1, 2]}
+    ]

@@ -237,7 +237,7 @@ def test_a_running_run_is_cancelled_over_the_api_and_stops_at_its_next_step(
     worker = threading.Thread(target=run)
     worker.start()
     assert packing.wait(10)
-    changer = api_as("changer", perms=("change_snapshot",))
+    changer = api_as("changer", perms=("view_snapshot", "change_snapshot"))
     answer = changer.patch(
         "/api/snapshots/run-1/", {"status": "cancelled", "reason": "duplicate order"}, format="json"
     )
@@ -267,6 +267,8 @@ def test_cancel_requests_are_checked_and_need_the_change_permission(
     seed(django_snapshots)
     reader = api_as("reader", perms=("view_snapshot",))
     assert reader.patch("/api/snapshots/order_1/", {"status": "cancelled"}).status_code == 403
+    blind = api_as("blind", perms=("change_snapshot",))  # would read the snapshot it answers
+    assert blind.patch("/api/snapshots/order_1/", {"status": "cancelled"}).status_code == 403
     assert (
         api_as("mallory").patch("/api/snapshots/nope/", {"status": "cancelled"}).status_code == 403
     )

@@ -130,3 +130,50 @@ def test_only_a_running_run_on_a_versioned_store_can_be_cancelled(tmp_path: Any)
     with pytest.raises(ConditionalSaveUnsupportedError, match="keeps no versions"):
         cancel_saved(files, "f1")
     assert files.load("f1")["status"] == "running"  # type: ignore[index]
+
+
+def test_a_forced_resume_owns_the_run_its_cancelled_runner_then_stops() -> None:
+    """The cancelled runner overwrote the snapshot of the forced resume that took over (as
+    cancelled), and the resume then stopped as cancelled too."""
+    import threading
+
+    from warlock_sessions.errors import SnapshotConflictError
+
+    store = MemorySnapshotStore()
+    resumer_in_step, runner_done = threading.Event(), threading.Event()
+    calls: list[str] = []
+    outcome: list[Any] = []
+
+    def pack(ctx: StepContext) -> str:
+        calls.append("pack")
+        if len(calls) == 1:  # the first runner: an operator cancels, then force-resumes
+            cancel_saved(store, ctx.run_id, "stuck")
+            resumer = threading.Thread(target=lambda: outcome.append(flow.resume("r1", force=True)))
+            resumer.start()
+            assert resumer_in_step.wait(10)
+            ctx_resumer.append(resumer)
+        else:  # the forced resume, in its step while the first runner saves
+            resumer_in_step.set()
+            assert runner_done.wait(10)
+        return "packed"
+
+    ctx_resumer: list[threading.Thread] = []
+    flow = Workflow("stale", [Step("pack", run=pack), Step("ship", run=lambda c: 1)], store=store)
+    with pytest.raises(SnapshotConflictError):
+        flow.execute(run_id="r1")  # the stale runner: the resume owns the run now
+    runner_done.set()
+    ctx_resumer[0].join(10)
+    assert outcome[0].status == "completed"
+    assert store.load("r1")["status"] == "completed"  # type: ignore[index]
+
+
+def test_what_the_api_answers_for_a_cancelled_agent_run_and_a_run_without_status() -> None:
+    """Resuming a conversation whose agent run an operator cancelled answered a 500."""
+    from warlock_sessions.conversations.wire import failure
+
+    reported = failure(RunCancelledError("agent_1", "resume(force=True) runs it on"))
+    assert reported is not None and (reported.status, reported.code) == (409, "run-cancelled")
+    store = MemorySnapshotStore()
+    store.save({"runId": "session:chat", "messages": []})
+    with pytest.raises(RunNotRunningError, match="is without a status, not running"):
+        cancel_saved(store, "session:chat")

@@ -95,14 +95,20 @@ def resume_in_child(barrier: Any, results: Any, name: str) -> None:
     from warlock_sessions.errors import SnapshotConflictError
     from warlock_sessions.snapshots import DjangoSnapshotStore
 
-    def ship(ctx: StepContext) -> str:
-        barrier.wait(30)  # both processes have loaded the run before either saves
-        return name
+    class Loaded(DjangoSnapshotStore):
+        waited = False
+
+        def load_versioned(self, run_id: str) -> Any:
+            loaded = super().load_versioned(run_id)
+            if not self.waited:  # both processes have loaded the run before either saves
+                self.waited = True
+                barrier.wait(30)
+            return loaded
 
     flow = Workflow(
         "race",
-        [Step("pack", run=lambda ctx: "packed"), Step("ship", run=ship)],
-        store=DjangoSnapshotStore(using="postgres"),
+        [Step("pack", run=lambda ctx: "packed"), Step("ship", run=lambda ctx: name)],
+        store=Loaded(using="postgres"),
     )
     try:
         results.put((name, flow.resume("race-1").status))
@@ -136,7 +142,8 @@ def test_two_processes_resuming_one_run_cannot_both_write() -> None:
         child.join(60)
     outcomes = sorted(results.get(timeout=5)[1] for _ in children)
     # The failed run was saved four times (at its start, after pack, at the failure, its
-    # end): both resumers loaded version 4, and the one that saved second found it moved on.
+    # end): both resumers loaded version 4, and a resume claims the run (saves it under the
+    # version it loaded) before it runs anything, so the second to claim runs nothing.
     assert outcomes == ["completed", "conflict at version 4"]
     saved = store.load("race-1")
     assert saved is not None and saved["status"] == "completed"

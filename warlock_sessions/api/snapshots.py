@@ -11,7 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..backends.keyed import check_key
-from ..errors import ConditionalSaveUnsupportedError, InvalidSnapshotError, RunNotRunningError
+from ..errors import (
+    ConditionalSaveUnsupportedError,
+    InvalidSnapshotError,
+    RunNotRunningError,
+    SnapshotConflictError,
+)
 from ..host.wire import clean_text_param
 from ..snapshots import SnapshotStore, default_snapshot_store
 from ..workflows.runs import cancel_saved
@@ -21,23 +26,31 @@ from .errors import ApiError
 from .sessions import SessionPagination
 
 #: What each action needs besides staff.
-NEEDED = {"list": "view", "retrieve": "view", "partial_update": "change", "destroy": "delete"}
+NEEDED = {
+    "list": ("view",),
+    "retrieve": ("view",),
+    "partial_update": ("view", "change"),  # the answer holds the snapshot
+    "destroy": ("delete",),
+}
 #: The longest reason a cancel may give.
 MAX_REASON = 500
 
 
 class SnapshotPermission(BasePermission):
-    """Staff, or the ``view_snapshot``/``change_snapshot``/``delete_snapshot`` model
-    permissions. Everyone else
+    """Staff, or the model permissions ``NEEDED`` names (``view_snapshot`` to read,
+    ``view_snapshot`` and ``change_snapshot`` to cancel, ``delete_snapshot``). Everyone else
     gets 403 whatever the key, so the answer says nothing about which runs exist."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
         user = request.user
-        needed = NEEDED.get(getattr(view, "action", "") or "", "delete")
+        needed = NEEDED.get(getattr(view, "action", "") or "", ("delete",))
         return bool(
             user
             and user.is_authenticated
-            and (user.is_staff or user.has_perm(f"warlock_sessions.{needed}_snapshot"))
+            and (
+                user.is_staff
+                or all(user.has_perm(f"warlock_sessions.{need}_snapshot") for need in needed)
+            )
         )
 
 
@@ -102,6 +115,10 @@ class SnapshotViewSet(WarlockViewSet):
             raise ApiError(409, "run-not-running", f"{error}.", status=error.status) from None
         except ConditionalSaveUnsupportedError as error:
             raise ApiError(409, "cancel-unsupported", f"{error}.") from None
+        except SnapshotConflictError:  # the run saved between every try: it is very busy
+            raise ApiError(
+                409, "snapshot-conflict", f"The run {key!r} kept saving; cancel it again."
+            ) from None
         return Response({"key": key, "snapshot": snapshot})
 
     @schema.SNAPSHOT_DESTROY

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,13 @@ from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
 from .seen import seen_histories
 from .stores import RECORD_TYPE
+
+
+def as_stored(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """New objects equal to what reading ``messages`` back gives (tuples as lists, keys as
+    text): a JSON round trip, as the message column makes."""
+    field = ConversationMessage._meta.get_field("message")
+    return [json.loads(field.get_prep_value(message)) for message in messages]
 
 
 def _iso(moment: datetime) -> str:
@@ -102,22 +109,33 @@ class DjangoConversationStore:
             )
             if rows and rows[0][:2] == (seen.last_row, start):
                 messages = [*seen.messages, *(message for _, _, message in rows[1:])]
-                seen_histories.put(key, stamp, messages, rows[-1][0])
+                self._remember(key, stamp, messages, rows[-1][0])
                 return messages
         rows = list(self._messages(id).order_by("position").values_list("id", "message"))
         messages = [message for _, message in rows]
-        seen_histories.put(key, stamp, messages, rows[-1][0] if rows else None)
+        self._remember(key, stamp, messages, rows[-1][0] if rows else None)
         return messages
 
-    def _saw(self, record: dict[str, Any], last_row: int | None) -> None:
-        """What this process wrote is what it saw: cached once the transaction commits (a
-        rolled-back write leaves nothing behind)."""
-        key = (self.using, record["id"])
-        stamp = (record["version"], record["createdAt"])
-        messages = list(record["messages"])
+    def _remember(
+        self,
+        key: tuple[str, str],
+        stamp: tuple[int, str],
+        messages: list[dict[str, Any]],
+        last_row: int | None,
+    ) -> None:
+        """Cache what was read or written once it is committed: inside a transaction it may
+        be this transaction's own rows, which a rollback would unmake (and SQLite would then
+        give their ids to other rows)."""
+        kept = list(messages)
         transaction.on_commit(
-            lambda: seen_histories.put(key, stamp, messages, last_row), using=self.using
+            lambda: seen_histories.put(key, stamp, kept, last_row), using=self.using
         )
+
+    def _saw(self, record: dict[str, Any], last_row: int | None) -> None:
+        """What this process wrote is what it saw (``record["messages"]`` must be the
+        store's own objects, as stored)."""
+        stamp = (record["version"], record["createdAt"])
+        self._remember((self.using, record["id"]), stamp, record["messages"], last_row)
 
     def _last_row_kept(self, record: dict[str, Any]) -> int | None:
         """The last row id seen for the record before its header moved (its rows did not)."""
@@ -132,7 +150,7 @@ class DjangoConversationStore:
                 last_row = self._add(record["id"], record["messages"], 0)
         except IntegrityError:
             raise SessionExistsError(record["id"]) from None
-        self._saw(record, last_row)
+        self._saw({**record, "messages": as_stored(record["messages"])}, last_row)
 
     def _insert(self, record: dict[str, Any]) -> None:
         now = timezone.now()
@@ -203,9 +221,9 @@ class DjangoConversationStore:
                 last_row = self._add(record["id"], added, len(record["messages"]))
                 if not added:
                     last_row = self._last_row_kept(record)
-        # The store's own copies (``added`` is one), never the agent's objects: what it
+        # The store's own copies, as they read back, never the agent's objects: what it
         # caches must not change when a caller changes a result.
-        kept = copy.deepcopy(messages) if added is None else [*record["messages"], *added]
+        kept = as_stored(messages) if added is None else [*record["messages"], *as_stored(added)]
         record.update(messages=kept, turns=record["turns"] + 1)
         record.pop("pending", None)
         self._saw(record, last_row)

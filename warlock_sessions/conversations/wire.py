@@ -18,6 +18,7 @@ from ..errors import (
     LeaseLostError,
     QuotaExceededError,
     ResumeInProgressError,
+    RunCancelledError,
     SessionConflictError,
     SessionExistsError,
     SessionLockTimeout,
@@ -156,6 +157,7 @@ _FAILURES: list[tuple[type[BaseException], int, str]] = [
     (SessionConflictError, 409, "conversation-conflict"),
     (AgentDriftError, 409, "agent-drift"),
     (AgentExecutionError, 409, "not-resumable"),
+    (RunCancelledError, 409, "run-cancelled"),
     (AgentNotConfiguredError, 503, "no-conversation-agent"),
 ]
 

@@ -111,7 +111,7 @@ def cancel_saved(store: SnapshotStore, run_id: str, reason: str = "") -> dict[st
             raise RunNotRunningError(run_id, None)
         snapshot, version = loaded
         if snapshot.get("status") != "running":
-            raise RunNotRunningError(run_id, str(snapshot.get("status")))
+            raise RunNotRunningError(run_id, str(snapshot.get("status") or "without a status"))
         snapshot.update(status="cancelled", cancelReason=reason, savedAt=now_iso())
         try:
             store.save(snapshot, expected_version=version)
@@ -172,9 +172,16 @@ class SnapshotWriter:
     def _save_versioned(self, store: SnapshotStore, snapshot: dict[str, Any]) -> None:
         try:
             store.save(snapshot, expected_version=self.version)
-        except SnapshotConflictError:
-            stored = store.load_versioned(snapshot["runId"])
+        except SnapshotConflictError as conflict:
+            try:
+                stored = store.load_versioned(snapshot["runId"])
+            except Exception:  # not knowing who owns the run now, it is not this one
+                raise conflict from None
+            # Only a cancel written right over this run's last save stops it here: anything
+            # else (a forced resume elsewhere, cancelled or not) owns the run now.
             if stored is None or stored[0].get("status") != "cancelled":
+                raise
+            if stored[1] != self.version + 1:
                 raise
             # Cancelled while this step ran: keep what the run did, as cancelled.
             reason = str(stored[0].get("cancelReason") or "")

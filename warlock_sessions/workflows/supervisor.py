@@ -222,7 +222,7 @@ class Supervisor:
         if snapshot.get("status") != "running" and not cancelled:
             return run.result(str(snapshot.get("status")), None)
         writer = SnapshotWriter(store, "supervisor", self.on_event, version)
-        return run.go(int(snapshot.get("iteration", -1)) + 1, writer)
+        return run.go(int(snapshot.get("iteration", -1)) + 1, writer, claim=True)
 
     def resume_saved(self, key: str, snapshot: Mapping[str, Any], *, force: bool) -> str:
         """What the admin's resume action does with one of this supervisor's runs."""
@@ -283,8 +283,13 @@ class _SupervisorRun:
         self.iterations: list[dict[str, Any]] = []
         self.signal: AbortSignal | None = None
 
-    def go(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
+    def go(
+        self, iteration: int, writer: SnapshotWriter, *, claim: bool = False
+    ) -> SupervisorResult:
+        r"""Run from ``iteration``; a resume first ``claim``\ s the run, as a workflow's does."""
         try:
+            if claim:
+                writer.save(self.snapshot(iteration - 1, "running"))
             return self.iterations_from(iteration, writer)
         except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
             result = self.result("cancelled", cancelled.error)

@@ -261,7 +261,7 @@ class Workflow:
         if snapshot.get("status") == "completed":
             return run.result("completed", None)  # settled: nothing runs again
         writer = SnapshotWriter(store, "workflow", self.on_event, version)
-        return run.go(self._resume_at(snapshot, done), writer)
+        return run.go(self._resume_at(snapshot, done), writer, claim=True)
 
     def resume_saved(self, key: str, snapshot: Mapping[str, Any], *, force: bool) -> str:
         """What the admin's resume action does with one of this workflow's runs."""
@@ -345,8 +345,15 @@ class _Run:
         self.state: dict[str, Any] = {}
         self.steps: dict[str, dict[str, Any]] = {}
 
-    def go(self, current: str | None, writer: SnapshotWriter) -> WorkflowResult:
+    def go(
+        self, current: str | None, writer: SnapshotWriter, *, claim: bool = False
+    ) -> WorkflowResult:
+        r"""Run from ``current``. A resume first ``claim``\ s the run (saves it ``running``
+        under the version it loaded), so of two processes resuming it, or a resume racing the
+        process it was cancelled in, the loser runs nothing."""
         try:
+            if claim:
+                writer.save(self.snapshot(current, "running"))
             return self.steps_from(current, writer)
         except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
             result = self.result("cancelled", cancelled.error)
