@@ -24,8 +24,13 @@ PUBLIC = {
         "default_store",
     },
     "warlock_sessions.providers": {
-        "ChatModel", "ChatReply", "OfflineChatModel", "OpenAICompatibleModel", "RuleModel",
-        "ToolSchema",
+        "ChatModel", "ChatReply", "Embedder", "OfflineChatModel", "OfflineEmbedder",
+        "OpenAICompatibleEmbedder", "OpenAICompatibleModel", "RuleModel", "ToolSchema",
+    },
+    "warlock_sessions.cache": {
+        "CacheCall", "CacheStats", "CacheStore", "DjangoCacheStore", "FileCacheStore",
+        "MemoryCacheStore", "RedisCacheStore", "SemanticCache", "default_cache_store",
+        "semantic_cache",
     },
     "warlock_sessions.host": {
         "Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
@@ -107,7 +112,8 @@ FAMILY = {
     ],
     "ConfigurationError": [
         "FlowConfigurationError", "AgentNotConfiguredError", "NoModelError",
-        "UnnamedAgentError", "ConditionalSaveUnsupportedError",
+        "UnnamedAgentError", "ConditionalSaveUnsupportedError", "CacheNotConfiguredError",
+        "CacheUnsupportedError",
     ],
     "RunFailedError": [
         "WorkflowError", "SupervisorFailedError", "AgentExecutionError", "AgentCancelledError",

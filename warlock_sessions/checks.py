@@ -18,7 +18,7 @@ from django.db import router
 
 # The packages that say what their settings must name (conf.expect): imported here, so every
 # setting's whole rule is checked at start-up, whatever has been imported by then.
-from . import checkpoints, locks, permissions, snapshots, stores  # noqa: F401
+from . import cache, checkpoints, locks, permissions, snapshots, stores  # noqa: F401
 from .conf import DEFAULTS, SETTING_NAME, VALIDATORS, Component, SettingError, configured_settings
 from .workflows import orchestrator  # noqa: F401
 

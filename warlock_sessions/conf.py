@@ -30,7 +30,7 @@ SETTING_NAME = "WARLOCK_SESSIONS"
 T = TypeVar("T")
 
 DEFAULTS: dict[str, Any] = {
-    # Every component (STORE, SNAPSHOT_STORE, CHECKPOINT_STORE, CONVERSATION_LOCK) is
+    # Every component (STORE, SNAPSHOT_STORE, CHECKPOINT_STORE, CACHE_STORE, CONVERSATION_LOCK) is
     # {"CLASS": import string, "OPTIONS": {keyword arguments it is built with}}, or just the
     # import string; <NAME>_OPTIONS is the older place of the same options.
     # The session Store.
@@ -74,6 +74,9 @@ DEFAULTS: dict[str, Any] = {
     # Where orchestrators keep their per-session checkpoints (a CheckpointStore), the same way.
     "CHECKPOINT_STORE": None,
     "CHECKPOINT_STORE_OPTIONS": {},
+    # Where the semantic cache keeps answers (a CacheStore), used by caches given no store.
+    "CACHE_STORE": None,
+    "CACHE_STORE_OPTIONS": {},
     # Import strings of Orchestrator instances: warlock_worker resumes their sessions' turns a
     # crash cut short when it starts.
     "ORCHESTRATORS": [],
@@ -384,6 +387,8 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "SNAPSHOT_STORE_OPTIONS": _options_dict,
     "CHECKPOINT_STORE": _component("warlock_sessions.E020", optional=True),
     "CHECKPOINT_STORE_OPTIONS": _options_dict,
+    "CACHE_STORE": _component("warlock_sessions.E025", optional=True),
+    "CACHE_STORE_OPTIONS": _options_dict,
     "ORCHESTRATORS": _orchestrators,
     "CONVERSATION_AGENT": _conversation_agent,
     "CONVERSATION_LOCK": _component("warlock_sessions.E024", optional=True),

@@ -330,6 +330,20 @@ class RunNotRunningError(RunFailedError):
         super().__init__(f'run "{run_id}" {what}: only a running run can be cancelled')
 
 
+class CacheError(WarlockError):
+    """The semantic cache cannot work as it is set up."""
+
+
+class CacheNotConfiguredError(CacheError, ConfigurationError):
+    """A semantic cache was built with no store: pass ``store=`` or set
+    ``WARLOCK_SESSIONS["CACHE_STORE"]``."""
+
+
+class CacheUnsupportedError(CacheError, ConfigurationError):
+    """The cache store cannot do what the cache asks of it: a similarity ``threshold`` on a
+    store without similarity search."""
+
+
 class ToolArgumentsError(InvalidDataError, ValueError):
     """The model called a tool with arguments its JSON schema refuses (the agent tells the
     model, which may try again)."""

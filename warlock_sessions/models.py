@@ -481,3 +481,60 @@ class ConversationMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id}#{self.position}"
+
+
+#: The longest scope and namespace a cache entry may have.
+MAX_CACHE_SCOPE_LENGTH = 300
+MAX_CACHE_NAMESPACE_LENGTH = 200
+
+
+class CacheEntry(models.Model):
+    """One cached answer of the semantic cache (``cache.DjangoCacheStore``): read only in its
+    namespace and scope, never after ``expires_at``. ``vector`` is the question's embedding
+    as little-endian float32 (no database extension needed)."""
+
+    namespace = models.CharField(_("namespace"), max_length=MAX_CACHE_NAMESPACE_LENGTH)
+    scope = models.CharField(_("scope"), max_length=MAX_CACHE_SCOPE_LENGTH)
+    key = models.CharField(_("key"), max_length=64)
+    question = models.TextField(_("question"))
+    reply = JSONTextField(_("reply"))
+    vector = models.BinaryField(_("vector"), null=True, blank=True)
+    stored_at = models.DateTimeField(_("stored"))
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, db_index=True)
+
+    class Meta:
+        db_table = "warlock_cache_entries"
+        verbose_name = _("cached answer")
+        verbose_name_plural = _("cached answers")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "scope", "key"], name="warlock_cache_entry_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["scope", "namespace", "id"], name="warlock_cache_scope")]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.key[:12]}"
+
+
+class CacheScope(models.Model):
+    """How often answers were removed from one namespace and scope (``DjangoCacheStore``): a
+    process that keeps the scope's vectors reads this and the newest row id to know whether
+    rows were only added since (read those alone) or some removed (read all again)."""
+
+    namespace = models.CharField(_("namespace"), max_length=MAX_CACHE_NAMESPACE_LENGTH)
+    scope = models.CharField(_("scope"), max_length=MAX_CACHE_SCOPE_LENGTH)
+    removals = models.PositiveBigIntegerField(_("removals"), default=0)
+
+    class Meta:
+        db_table = "warlock_cache_scopes"
+        verbose_name = _("cache scope")
+        verbose_name_plural = _("cache scopes")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "scope"], name="warlock_cache_scope_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace} {self.scope}"

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from warlock_sessions.cache import DjangoCacheStore, semantic_cache
 from warlock_sessions.conversations import ToolAgent, tool
-from warlock_sessions.providers import OfflineChatModel
+from warlock_sessions.providers import OfflineChatModel, OfflineEmbedder
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -55,4 +56,10 @@ assistant = ToolAgent(
     tools=[calculate, time],
     compaction={"after_tokens": 4000, "keep": 6},
     name="demo-assistant",
+    # Ask the same thing twice in a chat ("Where can I park near the museum?"): the second
+    # answer comes from the cache at once, marked so on the page. Scoped to the chat, with
+    # the threshold `manage.py warlock_cache_eval` finds for the offline embedder.
+    cache=semantic_cache(
+        store=DjangoCacheStore(), embedder=OfflineEmbedder(), threshold=0.55, ttl=600
+    ),
 )

@@ -404,6 +404,31 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             browser.close()
         print(f"\nscreenshots: {shots}")
 
+    def test_a_question_asked_again_is_answered_from_the_cache_and_marked(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-browser-"))
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.goto(self.live_server_url + "/assistant/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            bot = page.locator(".messages li.bot")
+            say(page, "Where can I park near the museum?")
+            expect(bot).to_have_count(1, timeout=15000)
+            expect(page.locator(".messages li.streaming")).to_have_count(0, timeout=15000)
+            say(page, "where can I park near the museum")
+            expect(bot).to_have_count(2, timeout=15000)
+            expect(bot.last).to_have_class(re.compile(r"\bcached\b"), timeout=15000)
+            expect(bot.first).not_to_have_class(re.compile(r"\bcached\b"))
+            say(page, "Where can I park near the station?")  # another place: the model
+            expect(bot).to_have_count(3, timeout=15000)
+            expect(page.locator(".messages li.streaming")).to_have_count(0, timeout=15000)
+            expect(bot.last).not_to_have_class(re.compile(r"\bcached\b"))
+            page.screenshot(path=str(shots / "assistant-cached-phone.png"), full_page=True)
+            browser.close()
+        print(f"\nscreenshot: {shots}")
+
     def test_the_booking_dialogue_through_every_situation_at_both_sizes(self) -> None:
         """Hesitation then yes, a second booking with a changed mind, a day in the past,
         start over, a name given up, a way out; dates read in the browser's language."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,6 +12,12 @@ from ..errors import ServiceUnavailableError
 from .outages import REDIS_ERRORS
 
 Method = TypeVar("Method", bound=Callable[..., Any])
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` matched literally in a Redis ``MATCH`` pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
 
 
 def fails_closed(method: Method) -> Method:

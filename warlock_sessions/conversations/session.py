@@ -266,8 +266,16 @@ class ConversationSession:
         self.lock.with_lock(self.key, cut)
 
     def clear(self) -> bool:
-        """Delete the conversation: whether there was one (none is fine)."""
-        return self.lock.with_lock(self.key, lambda: self.records.delete(self.id))
+        """Delete the conversation, and what the agent's semantic cache keeps for it:
+        whether there was one (none is fine)."""
+        deleted = self.lock.with_lock(self.key, lambda: self.records.delete(self.id))
+        cache = getattr(self.agent, "cache", None)
+        if cache is not None:
+            try:
+                cache.forget_conversation(self.id)
+            except Exception:  # the conversation is gone; its cached answers expire anyway
+                logger.warning("could not forget the cached answers of %s", self.key, exc_info=True)
+        return deleted
 
     def _cut(self, messages: list[dict[str, Any]], n: int) -> int:
         if type(n) is not int or not 0 <= n <= len(messages):

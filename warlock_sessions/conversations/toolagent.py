@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..cache import CacheCall, SemanticCache
 from ..engine.session import plain_json, storable, storable_text
 from ..errors import (
     AgentCancelledError,
@@ -102,6 +103,7 @@ class ToolAgent:
         max_trips: int = 8,
         version: str | None = None,
         max_attachment_bytes: int = 10 * 1024 * 1024,
+        cache: SemanticCache | None = None,
     ) -> None:
         if not name:
             raise ValueError("an agent needs a name")
@@ -122,6 +124,8 @@ class ToolAgent:
         self.durable = self._durable_store(durable)
         self.max_trips = max_trips
         self.max_attachment_bytes = max_attachment_bytes
+        #: Answers of the first call of a run, reused where it is safe (docs/cache.md).
+        self.cache = cache
         self.signature = agent_signature(
             name, model.provider, model.model, self.tools, max_trips=max_trips, version=version
         )
@@ -204,7 +208,7 @@ class ToolAgent:
         snapshot.pop("error", None)
         # the prompt of today applies, as on every run
         run.messages[: prompt_length(run.messages)] = self._system()
-        return self._run(run, None, signal)
+        return self._run(run, None, signal, claim=True)
 
     # -- a run --------------------------------------------------------------------------------
 
@@ -243,8 +247,14 @@ class ToolAgent:
         run.save()
         return run
 
-    def _run(self, run: _Run, emit: Emit | None, signal: AbortSignal | None) -> AgentResult:
+    def _run(
+        self, run: _Run, emit: Emit | None, signal: AbortSignal | None, *, claim: bool = False
+    ) -> AgentResult:
+        r"""The trips until the final reply; a resume first ``claim``\ s the run (saves it
+        under the version it loaded), so a second resumer runs nothing."""
         try:
+            if claim:
+                run.save()
             while run.snapshot["status"] == "running":
                 self._trip(run, emit, signal)
         except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
@@ -266,11 +276,21 @@ class ToolAgent:
                 f'agent "{self.name}" made {self.max_trips} trips without a final reply'
             )
         self._compact(run, emit)
-        reply = self.model.chat(
-            list(run.messages),
-            [found.schema for found in self.tools.values()],
-            _on_delta(emit, signal),
-        )
+        messages, schemas = list(run.messages), [found.schema for found in self.tools.values()]
+        if self.cache is None:
+            reply = self.model.chat(messages, schemas, _on_delta(emit, signal))
+        else:
+            call = CacheCall(
+                self.model,
+                messages,
+                schemas,
+                conversation=run.snapshot.get("sessionId"),
+                first=run.snapshot["trips"] == 0,
+                context=run.snapshot,
+            )
+            reply = self.cache.chat(call, _on_delta(emit, signal))
+            if reply.cached and emit is not None:
+                emit({"type": "cached", "step": reply.cached})
         run.add_trip(reply)
         calls = run.messages[-1].get("toolCalls") or []
         if not calls:

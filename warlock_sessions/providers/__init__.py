@@ -5,21 +5,27 @@ of a ``ToolAgent`` (``ChatModel``).
 * :class:`OfflineChatModel` — the offline, deterministic chat model (tools, streaming).
 * :class:`OpenAICompatibleModel` — any server speaking the OpenAI chat-completions wire format
   (OpenAI, vLLM, Ollama, llama.cpp, LM Studio), with SSE streaming; both ports.
+* :class:`OfflineEmbedder` and :class:`OpenAICompatibleEmbedder` — the semantic cache's
+  embedders (``/embeddings``).
 """
 
 from typing import TYPE_CHECKING, Any
 
 from .chat import ChatModel, ChatReply, ToolSchema
+from .embedders import Embedder, OfflineEmbedder
 from .offline import OfflineChatModel
 from .rule import RuleModel
 
 if TYPE_CHECKING:
-    from .openai import OpenAICompatibleModel
+    from .openai import OpenAICompatibleEmbedder, OpenAICompatibleModel
 
 __all__ = [
     "ChatModel",
     "ChatReply",
+    "Embedder",
     "OfflineChatModel",
+    "OfflineEmbedder",
+    "OpenAICompatibleEmbedder",
     "OpenAICompatibleModel",
     "RuleModel",
     "ToolSchema",
@@ -28,8 +34,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # Imported on first use: it needs httpx (the ``openai`` extra), RuleModel needs nothing.
-    if name == "OpenAICompatibleModel":
-        from .openai import OpenAICompatibleModel
+    if name in ("OpenAICompatibleModel", "OpenAICompatibleEmbedder"):
+        from . import openai
 
-        return OpenAICompatibleModel
+        return getattr(openai, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,12 +19,16 @@ OnDelta = Callable[[str], None]
 class ChatReply:
     """One reply: its ``text``, the ``tool_calls`` it asks for (``{id, name, input}``, where
     ``input`` is what the model sent: a dict, or the text it could not parse), provider
-    ``blocks`` to keep verbatim, and token ``usage``."""
+    ``blocks`` to keep verbatim, token ``usage``, and how the reply ended (``finish_reason``:
+    ``stop`` for a whole answer, ``tool_calls``, or what the provider said). ``cached`` says
+    which step of a semantic cache answered (``exact``, ``similar``), ``""`` for the model."""
 
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     blocks: list[Any] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    cached: str = ""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,11 @@ class OfflineChatModel:
         if last.get("role") == "user":
             calls = self._tool_calls(messages, content_text(last.get("content")), tools)
             if calls:
-                return ChatReply(tool_calls=calls, usage={**usage, "output_tokens": 1})
+                return ChatReply(
+                    tool_calls=calls,
+                    usage={**usage, "output_tokens": 1},
+                    finish_reason="tool_calls",
+                )
         text = self._answer(messages)
         for piece in _WORDS.findall(text):
             if self.delay:

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ..backends.redis import RedisConnected, fails_closed
+from ..backends.redis import RedisConnected, fails_closed, glob_escape
 from .base import SnapshotStore
-
-_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
-
-
-def glob_escape(text: str) -> str:
-    """``text`` matched literally in a Redis ``MATCH`` pattern."""
-    return _GLOB_SPECIAL.sub(r"\\\1", text)
 
 
 class RedisSnapshotStore(RedisConnected, SnapshotStore):

@@ -11,6 +11,8 @@ from django.utils import timezone
 from ..engine.session import encode_session
 from ..models import (
     AppliedInput,
+    CacheEntry,
+    CacheScope,
     Checkpoint,
     Conversation,
     ConversationMessage,
@@ -167,3 +169,30 @@ class SessionLockRowFactory(factory.django.DjangoModelFactory):
     key = factory.Sequence(lambda n: f"lock-{n}")
     token = factory.Sequence(lambda n: f"{n:032x}")
     expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(minutes=1))
+
+
+class CacheEntryFactory(factory.django.DjangoModelFactory):
+    """A cached answer of a conversation, for an hour, with no vector (exact repeats)."""
+
+    class Meta:
+        model = CacheEntry
+
+    namespace = "default:v1:exact"
+    scope = factory.Sequence(lambda n: f"conversation:talk-{n}")
+    key = factory.Sequence(lambda n: f"{n:064x}")
+    question = "What are your opening hours?"
+    reply = factory.LazyAttribute(lambda o: {"text": "From nine to five."})
+    vector = None
+    stored_at = factory.LazyFunction(timezone.now)
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(hours=1))
+
+
+class CacheScopeFactory(factory.django.DjangoModelFactory):
+    """How often answers were removed from a scope."""
+
+    class Meta:
+        model = CacheScope
+
+    namespace = "default:v1:exact"
+    scope = factory.Sequence(lambda n: f"conversation:talk-{n}")
+    removals = 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...cache import default_cache_store
 from ...engine.durations import is_duration, parse_duration
 from ...host.notify import tell_followers
 from ...host.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
@@ -23,10 +24,25 @@ def _age(text: str) -> timedelta | None:
     return timedelta(milliseconds=parse_duration(text))
 
 
+def prune_cache() -> dict[str, int]:
+    """The semantic cache's expired answers, and (in the database) those of conversations
+    that are gone, from ``WARLOCK_SESSIONS["CACHE_STORE"]``."""
+    store = default_cache_store()
+    if store is None:
+        return {}
+    from ...cache.db import DjangoCacheStore
+
+    removed = store.prune()
+    if isinstance(store, DjangoCacheStore):
+        removed += store.forget_gone_conversations()
+    return {"cached answers": removed}
+
+
 class Command(BaseCommand):
     help = (
         "Delete ended sessions, old log entries (keeping each session's last ones), delivered "
-        "outbox rows, fired wakes, idle conversations and finished runs' snapshots, in short "
+        "outbox rows, fired wakes, idle conversations, finished runs' snapshots and expired "
+        "cached answers, in short "
         "batches. Ages are like 90d, 12h; 'never' keeps "
         "that kind for ever."
     )
@@ -82,6 +98,8 @@ class Command(BaseCommand):
             pause=options["pause"],
             forgotten=tell_followers,
         )
+        if not options["dry_run"]:
+            counts.update(prune_cache())
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
             self.stdout.write(f"{what}: {verb} {count}")

@@ -4,6 +4,7 @@ text as it arrives; pure), ``client`` (HTTP, structured output modes, the schema
 ``model`` (the engine's ports and the chat port, whose wire format is ``chat``)."""
 
 from ..endpoints import check_base_url
+from .embedder import OpenAICompatibleEmbedder
 from .errors import classify, reset_delay_ms
 from .model import OpenAICompatibleModel
 from .prompts import parse_json_object
@@ -11,6 +12,7 @@ from .streaming import MessageDeltas
 
 __all__ = [
     "MessageDeltas",
+    "OpenAICompatibleEmbedder",
     "OpenAICompatibleModel",
     "check_base_url",
     "classify",

@@ -80,7 +80,9 @@ def wire_tools(tools: list[ToolSchema]) -> list[dict[str, Any]]:
     ]
 
 
-def chat_reply(text: str, calls: list[dict[str, Any]], usage: dict[str, Any]) -> ChatReply:
+def chat_reply(
+    text: str, calls: list[dict[str, Any]], usage: dict[str, Any], finish_reason: str | None = None
+) -> ChatReply:
     """The reply of a stream: tool calls with their arguments parsed (left as text when they
     are not JSON, for the agent to refuse)."""
     requested = []
@@ -101,4 +103,5 @@ def chat_reply(text: str, calls: list[dict[str, Any]], usage: dict[str, Any]) ->
         )
         if isinstance(usage.get(theirs), int)
     }
-    return ChatReply(text=text, tool_calls=requested, usage=counted)
+    finished = finish_reason or ("tool_calls" if requested else "stop")
+    return ChatReply(text=text, tool_calls=requested, usage=counted, finish_reason=finished)

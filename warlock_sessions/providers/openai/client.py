@@ -22,6 +22,22 @@ STRUCTURED_OUTPUTS = ("json_schema", "json_object", "prompt")
 T = TypeVar("T")
 
 
+def http_client(
+    base_url: str,
+    api_key: str | None,
+    timeout: float,
+    headers: Mapping[str, str] | None,
+    transport: httpx.BaseTransport | None,
+) -> httpx.Client:
+    """One connection pool to an OpenAI-compatible server, with its key and headers."""
+    all_headers = {"Accept": "application/json", **(headers or {})}
+    if api_key:
+        all_headers["Authorization"] = f"Bearer {api_key}"
+    return httpx.Client(
+        base_url=base_url, timeout=timeout, headers=all_headers, transport=transport
+    )
+
+
 class ChatClient:
     """One connection pool to an OpenAI-compatible server, safe to share between threads.
 
@@ -62,12 +78,7 @@ class ChatClient:
         self._completion_tokens = False
         self._no_temperature = False
         self._timeout = timeout
-        all_headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(
-            base_url=base_url, timeout=timeout, headers=all_headers, transport=transport
-        )
+        self._http = http_client(base_url, api_key, timeout, headers, transport)
 
     def close(self) -> None:
         self._http.close()

@@ -120,7 +120,7 @@ class OpenAICompatibleModel:
             wire_messages(messages), wire_tools(tools), datetime.now(UTC), on_delta
         )
         text, calls = reply.result()
-        return chat_reply(text, calls, reply.usage)
+        return chat_reply(text, calls, reply.usage, reply.finish_reason)
 
     def summarize(self, messages: list[Message]) -> str:
         """A short summary of ``messages``, for a ``ToolAgent``'s compaction."""

@@ -68,6 +68,8 @@ class StreamedReply:
         self.content: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finished = False
+        #: How the server said the reply ended (``stop``, ``tool_calls``…), if it said.
+        self.finish_reason: str | None = None
         #: Server-sent events read so far.
         self.events = 0
 
@@ -122,6 +124,7 @@ class StreamedReply:
         check_finish(choice.get("finish_reason"))
         if choice.get("finish_reason"):
             self.finished = True
+            self.finish_reason = str(choice["finish_reason"])
 
     def _tool_call_piece(self, call: Mapping[str, Any]) -> None:
         """One delta of a tool call, as the protocol means it: the call is its ``index``; its

@@ -132,6 +132,12 @@
       if (!streaming) streaming = bubble("", "bot streaming");
       streaming.textContent += frame.text;
       list.scrollTop = list.scrollHeight;
+    } else if (frame.type === "cached") {
+      // The answer came from the semantic cache, not the model: say so on it.
+      if (streaming) {
+        streaming.classList.add("cached");
+        streaming.title = `answered from the cache (${frame.step} match)`;
+      }
     } else if (frame.type === "tool-call") {
       streaming = null;
       running[frame.id] = { call: frame, line: bubble(`${toolLine(frame, { output: "…" })}`, "tool") };

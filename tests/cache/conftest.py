@@ -1,0 +1,63 @@
+"""Every cache store the conformance suite runs on: memory (plain and bounded), file, Redis,
+and the Django database on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.services import REDIS_URL
+from tests.snapshots.conftest import needs_postgres, needs_redis, postgres_db
+
+CacheFactory = Callable[[], Any]
+
+CACHE_BACKENDS = [
+    pytest.param("memory", id="memory"),
+    pytest.param("lru", id="lru"),
+    pytest.param("file", id="file"),
+    pytest.param("redis", id="redis", marks=[needs_redis]),
+    pytest.param(
+        "django-sqlite", id="django-sqlite", marks=[pytest.mark.django_db(transaction=True)]
+    ),
+    pytest.param("django-postgres", id="django-postgres", marks=[needs_postgres, postgres_db]),
+]
+
+
+def cache_factory(backend: str, tmp_path: Path) -> Iterator[CacheFactory]:
+    from warlock_sessions.cache import FileCacheStore, MemoryCacheStore
+
+    if backend in ("memory", "lru"):
+        shared = MemoryCacheStore(max_entries=1000 if backend == "lru" else None)
+        yield lambda: shared
+    elif backend == "file":
+        yield lambda: FileCacheStore(tmp_path / "cache")
+    elif backend == "redis":
+        import redis
+
+        from warlock_sessions.cache import RedisCacheStore
+
+        prefix = f"warlock-test:{uuid.uuid4().hex}:cache:"
+        client = redis.Redis.from_url(REDIS_URL)
+        try:
+            yield lambda: RedisCacheStore(client, prefix=prefix)
+        finally:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+    else:
+        from warlock_sessions.cache import DjangoCacheStore
+        from warlock_sessions.cache.db import scope_vectors
+
+        scope_vectors.clear()
+        alias = "postgres" if backend == "django-postgres" else "default"
+        yield lambda: DjangoCacheStore(using=alias)
+        scope_vectors.clear()
+
+
+@pytest.fixture(params=CACHE_BACKENDS)
+def make_cache(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CacheFactory]:
+    yield from cache_factory(request.param, tmp_path)

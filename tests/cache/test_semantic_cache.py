@@ -1,0 +1,236 @@
+"""The semantic cache on the chat port: exact repeats, similarity only where it is safe,
+scope failing closed, refusals, freshness. Each test names the peer failure it guards
+against (docs/cache.md#what-it-refuses)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from warlock_sessions.cache import CacheCall, MemoryCacheStore, SemanticCache
+from warlock_sessions.cache.base import CacheStore
+from warlock_sessions.conversations import ToolAgent, session, tool
+from warlock_sessions.errors import CacheNotConfiguredError, CacheUnsupportedError
+from warlock_sessions.providers import OfflineEmbedder
+from warlock_sessions.providers.chat import ChatReply
+
+
+@dataclass
+class CountingModel:
+    """Answers "answer N" to its Nth call (or what ``replies`` says), counting the calls."""
+
+    provider: str = "test"
+    model: str = "m1"
+    temperature: float = 0.0
+    calls: int = 0
+    replies: list[ChatReply] = field(default_factory=list)
+
+    def chat(self, messages: Any, tools: Any, on_delta: Any) -> ChatReply:
+        self.calls += 1
+        if self.replies:
+            return self.replies.pop(0)
+        return ChatReply(text=f"answer {self.calls}")
+
+    def summarize(self, messages: Any) -> str:
+        return ""
+
+
+def ask(text: str, context: str | None = None) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    if context is not None:
+        messages += [
+            {"role": "user", "content": "earlier"},
+            {"role": "assistant", "content": context},
+        ]
+    return [*messages, {"role": "user", "content": text}]
+
+
+def call(model: Any, text: str, conversation: str | None = "c1", **more: Any) -> CacheCall:
+    return CacheCall(model, ask(text, more.pop("context", None)), [], conversation, **more)
+
+
+def similar_cache(**options: Any) -> SemanticCache:
+    return SemanticCache(
+        store=MemoryCacheStore(), embedder=OfflineEmbedder(), threshold=0.8, **options
+    )
+
+
+def test_an_exact_repeat_is_served_and_nothing_else_is() -> None:
+    model, cache = CountingModel(), SemanticCache(store=MemoryCacheStore())
+    first = cache.chat(call(model, "What are your opening hours?"))
+    again = cache.chat(call(model, "What  are your opening hours?"))  # whitespace normalised
+    assert (first.text, again.text, again.cached, model.calls) == (
+        "answer 1",
+        "answer 1",
+        "exact",
+        1,
+    )
+    assert cache.chat(call(model, "What are your closing hours?")).text == "answer 2"
+    other_model = CountingModel(model="m2")
+    assert cache.chat(call(other_model, "What are your opening hours?")).cached == ""
+    warmer = CountingModel(temperature=0.9)
+    assert cache.chat(call(warmer, "What are your opening hours?")).cached == ""
+    assert cache.stats.hits["exact"] == 1
+
+
+def test_the_default_scope_is_the_conversation_and_none_means_no_caching() -> None:
+    """Peers: one user served another's byte-identical answer."""
+    model, cache = CountingModel(), SemanticCache(store=MemoryCacheStore())
+    cache.chat(call(model, "What is my account balance?", "alice"))
+    assert cache.chat(call(model, "What is my account balance?", "bob")).text == "answer 2"
+    assert cache.chat(call(model, "What is my account balance?", None)).text == "answer 3"
+    assert cache.chat(call(model, "What is my account balance?", None)).text == "answer 4"
+    assert cache.stats.refusals["no-scope"] == 2
+
+
+def test_shared_is_asked_for_and_a_resolver_that_returns_nothing_fails_closed() -> None:
+    model = CountingModel()
+    shared = SemanticCache(store=MemoryCacheStore(), scope="shared")
+    shared.chat(call(model, "Where is the museum?", "alice"))
+    assert shared.chat(call(model, "Where is the museum?", "bob")).cached == "exact"
+
+    tenants = {"alice": "acme", "bob": "acme", "carol": "globex"}
+    by_tenant = SemanticCache(
+        store=MemoryCacheStore(), scope=lambda c: tenants.get(c.conversation or "")
+    )
+    by_tenant.chat(call(model, "Where is the museum?", "alice"))
+    assert by_tenant.chat(call(model, "Where is the museum?", "bob")).cached == "exact"
+    assert by_tenant.chat(call(model, "Where is the museum?", "carol")).cached == ""
+    assert by_tenant.chat(call(model, "Where is the museum?", "mallory")).cached == ""
+    assert by_tenant.chat(call(model, "Where is the museum?", "mallory")).cached == ""
+    assert by_tenant.stats.refusals["no-scope"] == 2
+
+
+def test_only_whole_first_answers_are_stored() -> None:
+    """Peers: a tool-call response or a cut-off answer served from the cache."""
+    tool_call = ChatReply(
+        tool_calls=[{"id": "t1", "name": "x", "input": {}}], finish_reason="tool_calls"
+    )
+    cut = ChatReply(text="The museum opens at", finish_reason="length")
+    flagged = ChatReply(text="something the guard refuses")
+    model = CountingModel(replies=[tool_call, cut, flagged])
+    cache = SemanticCache(store=MemoryCacheStore(), guard=lambda reply: "refuses" in reply.text)
+    for _ in range(3):
+        cache.chat(call(model, "When does the museum open?"))
+    assert cache.chat(call(model, "When does the museum open?")).text == "answer 4"
+    assert cache.chat(call(model, "When does the museum open?", first=False)).text == "answer 5"
+    assert cache.chat(call(model, "When does the museum open?")).cached == "exact"
+    refused = cache.stats.refusals
+    assert (refused["tool-calls"], refused["unfinished"], refused["guard"]) == (1, 1, 1)
+    assert refused["later-call"] == 1
+
+
+def test_similar_questions_are_served_and_near_misses_are_not() -> None:
+    """Peers: "enable"/"disable" and "2 people"/"6 people" scored above real paraphrases."""
+    model, cache = CountingModel(), similar_cache()
+    cache.chat(call(model, "How do I enable two factor authentication on my account?"))
+    paraphrase = cache.chat(call(model, "how do I enable two-factor authentication on my account"))
+    assert paraphrase.cached == "similar" and paraphrase.text == "answer 1"
+    opposite = cache.chat(call(model, "How do I disable two factor authentication on my account?"))
+    assert opposite.cached == ""
+    cache.chat(call(model, "Book a table for 2 people tonight at the restaurant"))
+    assert (
+        cache.chat(call(model, "Book a table for 6 people tonight at the restaurant")).cached == ""
+    )
+    negated = cache.chat(
+        call(model, "How do I not enable two factor authentication on my account?")
+    )
+    assert negated.cached == ""
+    refused = cache.stats.refusals
+    assert refused["mismatch-opposite"] >= 1 and refused["mismatch-numbers"] >= 1
+    assert refused["mismatch-negation"] >= 1
+
+
+def test_short_or_context_free_questions_are_never_served_by_similarity() -> None:
+    """Peers: "yes" at turn 7 served turn 3's answer, only the last user message embedded."""
+    model, cache = CountingModel(), similar_cache()
+    cache.chat(call(model, "yes", context="Shall I book the 7pm table for you?"))
+    assert cache.chat(call(model, "yes", context="Shall I cancel your whole order?")).cached == ""
+    cache.chat(call(model, "And the price of it?", context="The blue model is in stock."))
+    answer = cache.chat(call(model, "And the price of it?", context="The red model is sold out."))
+    assert answer.cached == ""
+    assert cache.stats.refusals["short-question"] >= 2
+
+
+def test_entries_expire_from_when_they_were_stored_whatever_hits_them() -> None:
+    """Peers: popular answers never expired because every hit refreshed their TTL."""
+    model, cache = CountingModel(), SemanticCache(store=MemoryCacheStore(), ttl=0.6)
+    cache.chat(call(model, "What are your opening hours?"))
+    for _ in range(3):
+        time.sleep(0.15)
+        assert cache.chat(call(model, "What are your opening hours?")).cached == "exact"
+    time.sleep(0.3)
+    assert cache.chat(call(model, "What are your opening hours?")).text == "answer 2"
+
+
+def test_a_new_version_leaves_every_older_entry_behind() -> None:
+    model, store = CountingModel(), MemoryCacheStore()
+    SemanticCache(store=store).chat(call(model, "What are your opening hours?"))
+    newer = SemanticCache(store=store, version=2)
+    assert newer.chat(call(model, "What are your opening hours?")).cached == ""
+
+
+def test_what_cannot_work_is_refused_when_built() -> None:
+    with pytest.raises(CacheNotConfiguredError):
+        SemanticCache()
+
+    class ExactOnly(MemoryCacheStore):
+        similarity = False
+
+    with pytest.raises(CacheUnsupportedError):
+        SemanticCache(store=ExactOnly(), embedder=OfflineEmbedder(), threshold=0.9)
+    SemanticCache(store=ExactOnly())  # exact repeats need no similarity
+    with pytest.raises(ValueError, match="needs an embedder"):
+        SemanticCache(store=MemoryCacheStore(), threshold=0.9)
+    with pytest.raises(ValueError, match="threshold"):
+        SemanticCache(store=MemoryCacheStore(), embedder=OfflineEmbedder(), threshold=1.5)
+    with pytest.raises(ValueError, match="scope"):
+        SemanticCache(store=MemoryCacheStore(), scope="everyone")
+
+
+class DownStore(MemoryCacheStore):
+    def _get(self, *args: Any) -> Any:
+        raise ConnectionError("down")
+
+    def _put(self, entry: Any) -> None:
+        raise ConnectionError("down")
+
+
+def test_a_store_that_is_down_costs_hits_never_answers() -> None:
+    model, cache = CountingModel(), SemanticCache(store=DownStore())
+    assert cache.chat(call(model, "What are your opening hours?")).text == "answer 1"
+    assert cache.chat(call(model, "What are your opening hours?")).text == "answer 2"
+    assert cache.stats.refusals["store-failed"] == 4
+
+
+@tool
+def lookup(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def test_a_tool_agent_uses_it_through_a_conversation_and_forgets_it_when_deleted() -> None:
+    from warlock_sessions.snapshots import MemorySnapshotStore
+
+    store = MemoryCacheStore()
+    model = CountingModel()
+    agent = ToolAgent(model, "Be brief.", cache=SemanticCache(store=store, scope="shared"))
+    first = session("c1", MemorySnapshotStore(), agent)
+    first.send("What are your opening hours?")
+    events = list(
+        session("c2", MemorySnapshotStore(), agent).stream("What are your opening hours?")
+    )
+    assert model.calls == 1 and {"type": "cached", "step": "exact"} in events
+    private = ToolAgent(model, "Be brief.", cache=SemanticCache(store=store))
+    chat = session("c3", MemorySnapshotStore(), private)
+    chat.send("What are your opening hours?")
+    assert store.get(private.cache.namespace, "conversation:c3", _only_key(store)) is not None  # type: ignore[union-attr]
+    chat.clear()
+    assert not any(slot[1] == "conversation:c3" for slot in store._entries)
+
+
+def _only_key(store: CacheStore) -> str:
+    return next(slot[2] for slot in store._entries if slot[1] == "conversation:c3")  # type: ignore[attr-defined]

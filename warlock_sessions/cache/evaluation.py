@@ -1,0 +1,120 @@
+"""Tuning the similarity threshold on labelled pairs (``manage.py warlock_cache_eval``).
+
+A pair is two questions and whether one's answer answers the other (``same``). Each is
+scored as the cache would score it: both embedded in their context, their cosine, and the
+cache's refusals applied (a short question, or numbers, negations or opposites that differ,
+is never a hit whatever its score). At a threshold, a *hit* is a pair scored at or above it
+and not refused; precision is the share of hits that are right, recall the share of right
+pairs that hit, and the false-hit rate the share of wrong pairs that hit, with its 95 %
+Wilson interval (what the labelled set can say about traffic like it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..providers.embedders import Embedder
+from .questions import MIN_CONTENT_WORDS, content_words, mismatch
+
+#: The labelled set that ships with the package: paraphrases, near misses (numbers,
+#: negations, opposites, other objects) and unrelated pairs, in English and Portuguese.
+SHIPPED_PAIRS = Path(__file__).with_name("pairs.jsonl")
+
+
+@dataclass(frozen=True)
+class ScoredPair:
+    same: bool
+    score: float
+    refused: str | None  # why the cache would never serve it, whatever the threshold
+
+
+@dataclass(frozen=True)
+class Point:
+    threshold: float
+    precision: float
+    recall: float
+    false_hits: int
+    negatives: int
+
+    @property
+    def false_hit_rate(self) -> float:
+        return self.false_hits / self.negatives if self.negatives else 0.0
+
+
+def read_pairs(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The pairs of a JSON-lines file: ``{"question", "candidate", "same"}``, with an
+    optional ``context`` (the last assistant turn before the question, and before the
+    candidate too unless ``candidate_context`` says otherwise)."""
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            pair = json.loads(line)
+        except ValueError as error:
+            raise ValueError(f"line {number}: not JSON ({error})") from None
+        if (
+            not isinstance(pair, dict)
+            or not isinstance(pair.get("question"), str)
+            or not isinstance(pair.get("candidate"), str)
+            or not isinstance(pair.get("same"), bool)
+        ):
+            raise ValueError(f'line {number}: a pair is {{"question", "candidate", "same"}}')
+        yield pair
+
+
+def score_pairs(pairs: Iterable[dict[str, Any]], embedder: Embedder) -> list[ScoredPair]:
+    scored = []
+    for pair in pairs:
+        context = str(pair.get("context") or "")
+        other_context = str(pair.get("candidate_context", context) or "")
+        question, candidate = pair["question"], pair["candidate"]
+        first = embedder.embed(f"{context}\n{question}".strip())
+        second = embedder.embed(f"{other_context}\n{candidate}".strip())
+        score = sum(a * b for a, b in zip(first, second, strict=True))
+        refused = None
+        if len(content_words(question)) < MIN_CONTENT_WORDS:
+            refused = "short-question"
+        else:
+            why = mismatch(question, candidate)
+            refused = None if why is None else f"mismatch-{why}"
+        scored.append(ScoredPair(pair["same"], score, refused))
+    return scored
+
+
+def curve(scored: list[ScoredPair], thresholds: Iterable[float]) -> list[Point]:
+    positives = sum(pair.same for pair in scored)
+    negatives = len(scored) - positives
+    points = []
+    for threshold in thresholds:
+        hits = [pair for pair in scored if pair.refused is None and pair.score >= threshold]
+        right = sum(pair.same for pair in hits)
+        precision = right / len(hits) if hits else 1.0
+        recall = right / positives if positives else 0.0
+        points.append(Point(threshold, precision, recall, len(hits) - right, negatives))
+    return points
+
+
+def best_threshold(points: list[Point], precision: float) -> Point | None:
+    """The point of highest recall whose precision is at least ``precision`` (the highest
+    threshold among equals: the widest margin for questions the set did not have), or
+    ``None``."""
+    kept = [point for point in points if point.precision >= precision and point.recall > 0]
+    if not kept:
+        return None
+    return max(kept, key=lambda point: (point.recall, point.threshold))
+
+
+def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a rate observed as ``successes`` in ``trials``."""
+    if not trials:
+        return (0.0, 1.0)
+    rate = successes / trials
+    centre = rate + z * z / (2 * trials)
+    spread = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials))
+    scale = 1 + z * z / trials
+    return (max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale))

@@ -1,0 +1,327 @@
+"""SemanticCache: answers to chat-model calls reused only where they are safe
+(docs/cache.md).
+
+A call is looked up in two steps. The **exact** step is keyed on everything that shapes the
+answer: the provider, the model and its settings, the tool schemas, and the whole message
+list (system prompt included), normalised. The **similarity** step (opt-in: a ``threshold``
+and an ``embedder``) embeds the question *in its context* (the last assistant turn, then the
+user's text) and takes the nearest entry of the same scope above the threshold, unless the
+question has fewer than three content words, or the two differ in their numbers, negations
+or by a word and its opposite.
+
+Scope fails closed: the default is the conversation (a call with none is not cached);
+``"shared"`` pools every caller and must be asked for; a resolver returning nothing means no
+caching for that call. Only a turn's first call is cached, and only a whole answer: no tool
+calls, a normal stop, nothing the ``guard`` flagged. Entries live ``ttl`` seconds from when
+they were stored, whatever hits them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CacheNotConfiguredError, CacheUnsupportedError
+from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema, content_text
+from ..providers.embedders import Embedder
+from .base import CacheStore, Entry, now
+from .questions import MIN_CONTENT_WORDS, content_words, mismatch
+
+logger = logging.getLogger("warlock_sessions.cache")
+
+#: Settings of a model that shape its answers, where it has them.
+MODEL_SETTINGS = ("temperature", "top_p", "max_tokens", "structured_output", "seed")
+#: How much of the last assistant turn goes into the question's context.
+CONTEXT_CHARACTERS = 300
+#: Nearest entries the similarity step considers.
+CANDIDATES = 3
+
+
+@dataclass(frozen=True)
+class CacheCall:
+    """One call to a chat model as the cache sees it: ``conversation`` is the id of the
+    conversation (or session) it belongs to, ``first`` whether it is the first call of its
+    turn, ``context`` whatever a scope resolver reads (the run's options)."""
+
+    model: ChatModel
+    messages: list[Message]
+    tools: list[ToolSchema]
+    conversation: str | None = None
+    first: bool = True
+    context: Any = None
+
+
+@dataclass
+class Lookup:
+    """What the lookup decided: a ``hit`` to answer with, or what to store after the call."""
+
+    hit: ChatReply | None = None
+    namespace: str = ""
+    scope: str | None = None
+    key: str = ""
+    question: str = ""
+    vector: list[float] | None = None
+    storable: bool = False
+
+
+@dataclass
+class CacheStats:
+    """Counters, for operators: ``hits`` by step, ``misses``, ``refusals`` by reason, and
+    the best similarity a miss found (how near the threshold traffic runs)."""
+
+    hits: Counter[str] = field(default_factory=Counter)
+    misses: int = 0
+    refusals: Counter[str] = field(default_factory=Counter)
+    nearest_on_miss: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def hit(self, step: str) -> None:
+        with self._lock:
+            self.hits[step] += 1
+
+    def miss(self, nearest: float | None) -> None:
+        with self._lock:
+            self.misses += 1
+            self.nearest_on_miss = nearest
+
+    def refuse(self, reason: str) -> None:
+        with self._lock:
+            self.refusals[reason] += 1
+
+
+class SemanticCache:
+    def __init__(
+        self,
+        *,
+        store: CacheStore | None = None,
+        embedder: Embedder | None = None,
+        threshold: float | None = None,
+        ttl: float | None = 3600.0,
+        scope: str | Callable[[CacheCall], str | None] = "conversation",
+        namespace: str = "default",
+        version: int = 1,
+        guard: Callable[[ChatReply], bool] | None = None,
+    ) -> None:
+        if store is None:
+            from . import default_cache_store
+
+            store = default_cache_store()
+        if store is None:
+            raise CacheNotConfiguredError(
+                'a semantic cache needs a store: pass store= or set WARLOCK_SESSIONS["CACHE_STORE"]'
+            )
+        if threshold is not None:
+            if not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+                raise ValueError(
+                    f"threshold is a similarity above 0 and at most 1, not {threshold!r}"
+                )
+            if embedder is None:
+                raise ValueError("a similarity threshold needs an embedder")
+            if not store.similarity:
+                raise CacheUnsupportedError(
+                    f"{type(store).__name__} has no similarity search: drop threshold= for "
+                    "exact repeats only, or use a store that has one"
+                )
+        if ttl is not None and (not isinstance(ttl, int | float) or ttl <= 0):
+            raise ValueError(f"ttl is a number of seconds above 0, or None, not {ttl!r}")
+        if scope not in ("conversation", "shared") and not callable(scope):
+            raise ValueError(f"scope is 'conversation', 'shared' or a function, not {scope!r}")
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError(f"namespace is non-empty text, not {namespace!r}")
+        if type(version) is not int:
+            raise ValueError(f"version is a whole number, not {version!r}")
+        self.store = store
+        self.embedder = embedder
+        self.threshold = threshold
+        self.ttl = ttl
+        self.scope = scope
+        self.guard = guard
+        # Vectors of two embedders are not comparable, and a new version leaves every older
+        # entry behind: both are part of where entries live.
+        self.namespace = f"{namespace}:v{version}:{embedder.name if embedder else 'exact'}"
+        self.stats = CacheStats()
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def chat(self, call: CacheCall, on_delta: OnDelta | None = None) -> ChatReply:
+        """The cached answer to ``call``, or the model's (stored when it may be)."""
+        found = self.lookup(call)
+        if found.hit is not None:
+            if on_delta is not None and found.hit.text:
+                on_delta(found.hit.text)
+            return found.hit
+        reply = call.model.chat(call.messages, call.tools, on_delta)
+        self.remember(found, reply)
+        return reply
+
+    def lookup(self, call: CacheCall) -> Lookup:
+        if not call.first:
+            return self._refused("later-call")
+        scope = self.scope_of(call)
+        if scope is None:
+            return self._refused("no-scope")
+        question = _last_text(call.messages, "user")
+        if not question.strip():
+            return self._refused("no-question")
+        found = Lookup(
+            namespace=self.namespace,
+            scope=scope,
+            key=exact_key(call),
+            question=question,
+            storable=True,
+        )
+        entry = self._read(lambda: self.store.get(self.namespace, scope, found.key))
+        if entry is not None:
+            return self._hit(found, entry, "exact")
+        nearest = None
+        if self.threshold is not None:
+            nearest = self._similar(call, found)
+            if found.hit is not None:
+                return found
+        self.stats.miss(nearest)
+        return found
+
+    def remember(self, found: Lookup, reply: ChatReply) -> None:
+        """Store ``reply`` as the answer ``found`` missed, unless it must not be."""
+        if not found.storable or found.scope is None:
+            return
+        reason = _not_storable(reply)
+        if reason is None and self.guard is not None and self.guard(reply):
+            reason = "guard"
+        if reason is not None:
+            self.stats.refuse(reason)
+            return
+        stored = now()
+        entry: Entry = {
+            "namespace": found.namespace,
+            "scope": found.scope,
+            "key": found.key,
+            "question": found.question,
+            "reply": {"text": reply.text},
+            "vector": found.vector,
+            "storedAt": stored,
+            "expiresAt": None if self.ttl is None else stored + self.ttl,
+        }
+        try:
+            self.store.put(entry)
+        except Exception:  # a cache that cannot write costs hits, never the answer
+            self.stats.refuse("store-failed")
+            logger.warning("could not store a cached answer", exc_info=True)
+
+    def scope_of(self, call: CacheCall) -> str | None:
+        """Where the call's entries live; ``None``: the call is not cached (fails closed)."""
+        if self.scope == "shared":
+            return "shared"
+        if self.scope == "conversation":
+            return f"conversation:{call.conversation}" if call.conversation else None
+        assert callable(self.scope)
+        chosen = self.scope(call)
+        return f"scope:{chosen}" if isinstance(chosen, str) and chosen else None
+
+    def forget_conversation(self, conversation_id: str) -> int:
+        """Remove what was cached for a conversation (it was deleted)."""
+        return self.store.forget_scope(f"conversation:{conversation_id}")
+
+    # -- the steps -----------------------------------------------------------------------------
+
+    def _similar(self, call: CacheCall, found: Lookup) -> float | None:
+        """Looks the question up by similarity, setting ``found.hit`` on a hit; the best
+        score seen."""
+        if len(content_words(found.question)) < MIN_CONTENT_WORDS:
+            self.stats.refuse("short-question")
+            return None
+        assert self.embedder is not None and found.scope is not None
+        context = _last_text(call.messages, "assistant")[-CONTEXT_CHARACTERS:]
+        try:
+            found.vector = self.embedder.embed(f"{context}\n{found.question}".strip())
+        except Exception:  # no embedding: exact repeats only
+            self.stats.refuse("embedder-failed")
+            logger.warning("could not embed a question for the cache", exc_info=True)
+            return None
+        scope, vector = found.scope, found.vector
+        ranked = (
+            self._read(lambda: self.store.similar(self.namespace, scope, vector, CANDIDATES)) or []
+        )
+        assert self.threshold is not None
+        for score, entry in ranked:
+            if score < self.threshold:
+                break
+            why = mismatch(found.question, str(entry.get("question", "")))
+            if why is not None:
+                self.stats.refuse(f"mismatch-{why}")
+                continue
+            self._hit(found, entry, "similar")
+            return float(score)
+        return float(ranked[0][0]) if ranked else None
+
+    def _read(self, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except Exception:  # an unreachable cache is a miss
+            self.stats.refuse("store-failed")
+            logger.warning("could not read the cache", exc_info=True)
+            return None
+
+    def _hit(self, found: Lookup, entry: Entry, step: str) -> Lookup:
+        self.stats.hit(step)
+        logger.info("cache hit (%s) in %s", step, found.scope)
+        text = str((entry.get("reply") or {}).get("text", ""))
+        found.hit = ChatReply(text=text, usage={}, cached=step)
+        found.storable = False
+        return found
+
+    def _refused(self, reason: str) -> Lookup:
+        self.stats.refuse(reason)
+        return Lookup()
+
+
+def semantic_cache(**options: Any) -> SemanticCache:
+    """``SemanticCache(**options)``, as upstream's ``semanticCache({...})`` reads."""
+    return SemanticCache(**options)
+
+
+def exact_key(call: CacheCall) -> str:
+    """The fingerprint of everything that shapes the answer, as 64 hex digits."""
+    model = call.model
+    shape = {
+        "provider": getattr(model, "provider", None),
+        "model": getattr(model, "model", None),
+        "settings": {name: getattr(model, name) for name in MODEL_SETTINGS if hasattr(model, name)},
+        "tools": [[tool.name, tool.description, tool.parameters] for tool in call.tools],
+        "messages": [_normalised(message) for message in call.messages],
+    }
+    text = json.dumps(shape, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _normalised(message: Message) -> Any:
+    """A message with its text in NFC and its runs of whitespace as one space (the parts of
+    a content that is not text, attachments included, kept as they are)."""
+    content = message.get("content")
+    text = " ".join(unicodedata.normalize("NFC", content_text(content)).split())
+    rest = {key: value for key, value in message.items() if key != "content"}
+    return {**rest, "content": text, "parts": None if isinstance(content, str) else content}
+
+
+def _last_text(messages: list[Message], role: str) -> str:
+    for message in reversed(messages):
+        if message.get("role") == role:
+            return content_text(message.get("content"))
+    return ""
+
+
+def _not_storable(reply: ChatReply) -> str | None:
+    if reply.tool_calls:
+        return "tool-calls"
+    if reply.finish_reason != "stop":
+        return "unfinished"
+    if not reply.text.strip():
+        return "empty"
+    return None
