@@ -306,3 +306,20 @@ def test_a_session_its_store_dropped_leaves_nothing_to_whoever_claims_the_id_nex
     )
     seqs = [e["seq"] for e in stranger.get("/api/sessions/srv-9/events/").json()["events"]]
     assert seqs[0] == 1 and SessionEvent.objects.filter(session_id="srv-9").count() == len(seqs)
+
+
+def test_an_unknown_api_path_answers_json_and_a_bad_token_is_401() -> None:
+    """An unknown path answered Django's HTML 404, and a bad token 403."""
+    client = Client()
+    for path in ("/api/nope/", "/api/sessions/x/nope/extra/", "/api/v2"):
+        answer = client.get(path)
+        assert answer.status_code == 404 and answer["Content-Type"] == "application/json", path
+        assert answer.json()["code"] == "not-found"
+    import base64
+
+    wrong = base64.b64encode(b"mallory:wrong").decode()
+    bad = client.get("/api/snapshots/", HTTP_AUTHORIZATION=f"Basic {wrong}")
+    assert bad.status_code == 401 and bad["WWW-Authenticate"].startswith("Basic"), bad.content
+    assert bad.json()["code"] == "authentication-failed"
+    none = client.get("/api/snapshots/")
+    assert (none.status_code, none.json()["code"]) == (401, "not-authenticated")

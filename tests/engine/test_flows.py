@@ -187,3 +187,83 @@ def test_a_complete_flow_in_json_form_is_accepted() -> None:
         "do",
         "wait_event",
     ]
+
+
+@pytest.mark.parametrize(
+    ("flows", "fields", "path", "hint"),
+    [
+        ([ok_flow(stepz=[])], {}, "flows[0].stepz", "did you mean 'steps'?"),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "thn": "end"}])],
+            {},
+            "flows[0].steps[0].thn",
+            "did you mean 'then'?",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "collect": ["size"], "maxAsk": 2}])],
+            {"size": {"type": "string"}},
+            "flows[0].steps[0].maxAsk",
+            "did you mean 'maxAsks'?",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "media": None, "onFail": "end"}])],
+            {},
+            "flows[0].steps[0].onFail",
+            "known keys",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "wait": {"event": "paid", "upto": "1d"}}])],
+            {},
+            "flows[0].steps[0].wait.upto",
+            "did you mean 'upTo'?",
+        ),
+        (
+            [
+                ok_flow(
+                    steps=[
+                        {
+                            "id": "a",
+                            "wait": "1h",
+                            "branches": [{"if": {"known": []}, "then": "end", "when": "x"}],
+                        }
+                    ]
+                )
+            ],
+            {},
+            "flows[0].steps[0].branches[0].when",
+            "unknown key",
+        ),
+        (
+            [
+                ok_flow(
+                    steps=[
+                        {"id": "a", "collect": ["size"], "branches": [{"when": "x", "thne": "end"}]}
+                    ]
+                )
+            ],
+            {"size": {"type": "string"}},
+            "flows[0].steps[0].branches[0].thne",
+            "did you mean 'then'?",
+        ),
+        (
+            [ok_flow(steps=[{"id": "a", "say": "x", "then": {"step": "a", "clearr": []}}])],
+            {},
+            "flows[0].steps[0].then.clearr",
+            "did you mean 'clear'?",
+        ),
+        (
+            [ok_flow()],
+            {"size": {"type": "string", "enumm": ["small", "large"]}},
+            "fields.size.enumm",
+            "did you mean 'enum'?",
+        ),
+    ],
+)
+def test_an_unknown_key_is_refused_with_the_closest_valid_one(
+    flows: Any, fields: dict[str, Any], path: str, hint: str
+) -> None:
+    """A mistyped key ("enumm") was accepted, and "quero pizza" was then stored as a size."""
+    with pytest.raises(FlowConfigurationError) as caught:
+        build(flows, fields=fields)
+    assert caught.value.path == path
+    assert hint in str(caught.value)

@@ -322,3 +322,15 @@ def test_the_admin_cancels_running_runs_and_leaves_settled_ones(
     assert django_snapshots.load("order_1")["cancelReason"] == "cancelled in the admin by root"
     assert django_snapshots.load("done-1")["status"] == "completed"
     assert django_snapshots.load("order_2")["status"] == "running"
+
+
+def test_a_snapshot_page_is_a_view_with_no_save_buttons(
+    client: Client, django_snapshots: Any
+) -> None:
+    """It said "Change snapshot", with SAVE buttons, though nothing could be edited."""
+    seed(django_snapshots)
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    page = client.get("/admin/warlock_sessions/snapshot/order_1/change/")
+    assert page.status_code == 200
+    assert b"View snapshot" in page.content and b"Change snapshot" not in page.content
+    assert b'name="_save"' not in page.content and b'name="_continue"' not in page.content

@@ -11,6 +11,7 @@ from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from ..engine.session import text_problem
 
@@ -45,7 +46,15 @@ class ReadOnlyAdmin(BaseAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         row = self.get_object(request, unquote(object_id))
-        context = dict(extra_context or {})
+        # Nothing on these pages can be edited (an admin that may "change" rows does so only
+        # through its actions): a view, with no save buttons.
+        context = {
+            "title": _("View %s") % self.model._meta.verbose_name,
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+            **(extra_context or {}),
+        }
         if row is not None:
             context.update(self.page_context(row))
         return super().change_view(request, object_id, form_url, extra_context=context)

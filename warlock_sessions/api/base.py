@@ -38,6 +38,16 @@ class WarlockViewSet(viewsets.ViewSet):
     def get_exception_handler(self) -> Any:
         return exception_handler
 
+    def get_authenticate_header(self, request: Request) -> str:
+        """The challenge of the first authenticator that has one (token, Basic), so failed
+        or missing credentials are ``401`` with ``WWW-Authenticate`` wherever a client could
+        send some; DRF asks only the first (the session's, which has none: a ``403``)."""
+        for authenticator in self.get_authenticators():
+            header = authenticator.authenticate_header(request)
+            if header:
+                return str(header)
+        return ""  # none: 403
+
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if response.status_code < 500:
             outage.succeeded()

@@ -3,7 +3,8 @@ OpenAPI schema at ``schema/`` when drf-spectacular (the ``openapi`` extra) is in
 
 from importlib.util import find_spec
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.http import HttpRequest, JsonResponse
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from rest_framework.routers import DefaultRouter
 
 from .conversations import ConversationViewSet
@@ -17,6 +18,15 @@ router.register("snapshots", SnapshotViewSet, basename="warlock-snapshot")
 router.register("conversations", ConversationViewSet, basename="warlock-conversation")
 
 urlpatterns: list[URLPattern | URLResolver] = [path("", include(router.urls))]
+
+
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Any other path under the API: JSON, as every answer of the API is."""
+    return JsonResponse(
+        {"code": "not-found", "detail": f"There is no API endpoint {request.path!r}."},
+        status=404,
+    )
+
 
 if find_spec("drf_spectacular") is not None:
     from drf_spectacular.views import SpectacularAPIView
@@ -38,3 +48,6 @@ if find_spec("drf_spectacular") is not None:
             name="warlock-schema",
         )
     )
+
+# Last: what no pattern above matched.
+urlpatterns.append(re_path(r"^(?P<rest>.*)$", not_found))

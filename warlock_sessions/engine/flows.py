@@ -7,6 +7,7 @@ Every mistake raises :class:`FlowConfigurationError` naming the path of the bad 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,68 @@ from .predicates import BUILT_IN, Predicate
 from .templates import placeholders, texts_of
 
 TRIGGER_KINDS = ("message", "mention", "silence", "event")
+#: Every key each part of a definition takes (docs/agents.md is checked against these): a key
+#: outside them is a typo until proven otherwise, refused with the closest valid one.
+FLOW_KEYS = frozenset(
+    {
+        "id",
+        "name",
+        "on",
+        "anchor",
+        "while",
+        "clearOnStart",
+        "steps",
+        "onEnd",
+        "instructions",
+        "tools",
+        "interrupts",
+        "language",
+    }
+)
+STEP_KEYS = {
+    "talk": frozenset(
+        {
+            "id",
+            "then",
+            "prompt",
+            "collect",
+            "ask",
+            "question",
+            "maxAsks",
+            "branches",
+            "tools",
+            "amend",
+            "giveUp",
+            "onGiveUp",
+            "instructions",
+        }
+    ),
+    "say": frozenset({"id", "then", "say", "media", "once"}),
+    "do": frozenset({"id", "then", "do", "with", "onFail"}),
+    "wait": frozenset({"id", "then", "wait", "businessHours", "else", "branches"}),
+    "wait_event": frozenset({"id", "then", "wait", "else"}),
+    "if": frozenset({"id", "then", "if", "else"}),
+}
+FIELD_KEYS = frozenset(
+    {
+        "type",
+        "enum",
+        "ask",
+        "extract",
+        "format",
+        "min",
+        "max",
+        "pattern",
+        "label",
+        "invalid",
+        "giveUp",
+        "description",
+    }
+)
+TALK_BRANCH_KEYS = frozenset({"when", "if", "then"})
+WAIT_BRANCH_KEYS = frozenset({"if", "then"})
+EVENT_WAIT_KEYS = frozenset({"event", "upTo"})
+NEXT_KEYS = {"step": frozenset({"step", "clear"}), "flow": frozenset({"flow", "input"})}
 ON_END = frozenset({"end", "stay", "reset"})
 _ID = re.compile(r"^[^:#\s]+$")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -226,7 +289,9 @@ class _Checker:
             "wait": self.wait,
             "if": self.condition,
         }[kinds[0]]
-        return Step(id=step_id, kind=check(spec, path), raw=spec)
+        kind = check(spec, path)
+        refuse_unknown_keys(spec, STEP_KEYS[kind], path)
+        return Step(id=step_id, kind=kind, raw=spec)
 
     def text(self, value: object, path: str, what: str = "expected text") -> None:
         check_text(value, path, what)
@@ -248,6 +313,7 @@ class _Checker:
         """A timer (``wait: "2h"``, with reply ``branches``) or an event (``wait: {event}``)."""
         if isinstance(spec["wait"], Mapping):
             wait = spec["wait"]
+            refuse_unknown_keys(wait, EVENT_WAIT_KEYS, f"{path}.wait")
             if not isinstance(wait.get("event"), str) or not wait["event"]:
                 raise self.fail(f"{path}.wait.event", "expected an event name")
             if "upTo" in wait:
@@ -256,6 +322,7 @@ class _Checker:
         self.duration(spec["wait"], f"{path}.wait")
         for index, branch in enumerate(spec.get("branches") or []):
             branch = self.mapping(branch, f"{path}.branches[{index}]")
+            refuse_unknown_keys(branch, WAIT_BRANCH_KEYS, f"{path}.branches[{index}]")
             if "if" not in branch:
                 raise self.fail(f"{path}.branches[{index}]", "a wait branch needs if")
             self.predicate(branch["if"], f"{path}.branches[{index}].if")
@@ -287,6 +354,7 @@ class _Checker:
 
     def talk_branch(self, branch: object, where: str) -> None:
         branch = self.mapping(branch, where)
+        refuse_unknown_keys(branch, TALK_BRANCH_KEYS, where)
         if ("when" in branch) == ("if" in branch):
             raise self.fail(where, "a branch has exactly one of when (judged by the model) or if")
         if "if" in branch:
@@ -300,6 +368,9 @@ class _Checker:
                 raise self.fail(path, f"no step {value!r} in this flow")
             return
         spec = self.mapping(value, path)
+        for kind, allowed in NEXT_KEYS.items():
+            if kind in spec:
+                refuse_unknown_keys(spec, allowed, path)
         if "step" in spec:
             if spec["step"] not in step_ids:
                 raise self.fail(f"{path}.step", f"no step {spec['step']!r} in this flow")
@@ -359,6 +430,7 @@ class _Checker:
     def flow(self, raw: object, path: str) -> Flow:
         spec = self.mapping(raw, path)
         flow_id = self.identifier(spec.get("id"), f"{path}.id", "a flow id")
+        refuse_unknown_keys(spec, FLOW_KEYS, path)
         steps = self.steps(spec.get("steps", []), f"{path}.steps")
         raw_triggers = spec.get("on", [])
         if not isinstance(raw_triggers, list | tuple):
@@ -388,6 +460,18 @@ class _Checker:
         )
 
 
+def refuse_unknown_keys(spec: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
+    """``FlowConfigurationError`` at the first key outside ``allowed`` (in sorted order),
+    naming the closest valid key."""
+    unknown = sorted(key for key in spec if key not in allowed)
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(allowed))}"
+    raise FlowConfigurationError(f"{path}.{key}", f"unknown key; {hint}")
+
+
 def check_text(value: object, path: str, what: str = "expected text") -> None:
     """Text a person reads: a string, or one per language (``{"en": …, "pt": …}``)."""
     if isinstance(value, str):
@@ -408,6 +492,7 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
         path = f"fields.{name}"
         if not isinstance(definition, Mapping):
             raise FlowConfigurationError(path, "expected an object like {type: 'string'}")
+        refuse_unknown_keys(definition, FIELD_KEYS, path)
         if definition.get("type") not in FIELD_TYPES:
             raise FlowConfigurationError(
                 f"{path}.type", f"expected one of {', '.join(sorted(FIELD_TYPES))}"
