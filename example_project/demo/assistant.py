@@ -56,10 +56,11 @@ assistant = ToolAgent(
     tools=[calculate, time],
     compaction={"after_tokens": 4000, "keep": 6},
     name="demo-assistant",
-    # Ask the same thing twice in a chat ("Where can I park near the museum?"): the second
-    # answer comes from the cache at once, marked so on the page. Scoped to the chat, with
-    # the threshold `manage.py warlock_cache_eval` finds for the offline embedder.
+    # Ask something, undo the turn, ask it again: the same call is answered from the cache
+    # at once, marked so on the page. Scoped to the chat (a fork, which asks for another
+    # answer, has its own), with the threshold `manage.py warlock_cache_eval` finds for the
+    # offline embedder.
     cache=semantic_cache(
-        store=DjangoCacheStore(), embedder=OfflineEmbedder(), threshold=0.55, ttl=600
+        store=DjangoCacheStore(), embedder=OfflineEmbedder(), threshold=0.45, ttl=600
     ),
 )

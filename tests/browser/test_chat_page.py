@@ -417,12 +417,13 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             say(page, "Where can I park near the museum?")
             expect(bot).to_have_count(1, timeout=15000)
             expect(page.locator(".messages li.streaming")).to_have_count(0, timeout=15000)
-            say(page, "where can I park near the museum")
-            expect(bot).to_have_count(2, timeout=15000)
+            page.click("#undo")  # the turn goes; the same question again is the same call
+            expect(bot).to_have_count(0, timeout=15000)
+            say(page, "Where can I park near the museum?")
+            expect(bot).to_have_count(1, timeout=15000)
             expect(bot.last).to_have_class(re.compile(r"\bcached\b"), timeout=15000)
-            expect(bot.first).not_to_have_class(re.compile(r"\bcached\b"))
-            say(page, "Where can I park near the station?")  # another place: the model
-            expect(bot).to_have_count(3, timeout=15000)
+            say(page, "Where can I park near the station?")  # another question: the model
+            expect(bot).to_have_count(2, timeout=15000)
             expect(page.locator(".messages li.streaming")).to_have_count(0, timeout=15000)
             expect(bot.last).not_to_have_class(re.compile(r"\bcached\b"))
             page.screenshot(path=str(shots / "assistant-cached-phone.png"), full_page=True)

@@ -53,26 +53,27 @@ def call(model: Any, text: str, conversation: str | None = "c1", **more: Any) ->
 
 
 def similar_cache(**options: Any) -> SemanticCache:
-    return SemanticCache(
-        store=MemoryCacheStore(), embedder=OfflineEmbedder(), threshold=0.8, **options
-    )
+    options.setdefault("threshold", 0.8)
+    return SemanticCache(store=MemoryCacheStore(), embedder=OfflineEmbedder(), **options)
 
 
 def test_an_exact_repeat_is_served_and_nothing_else_is() -> None:
     model, cache = CountingModel(), SemanticCache(store=MemoryCacheStore())
-    first = cache.chat(call(model, "What are your opening hours?"))
-    again = cache.chat(call(model, "What  are your opening hours?"))  # whitespace normalised
+    first = cache.chat(call(model, "Café opening hours?"))
+    again = cache.chat(call(model, "Cafe\u0301 opening hours?"))  # the same text, in NFC
     assert (first.text, again.text, again.cached, model.calls) == (
         "answer 1",
         "answer 1",
         "exact",
         1,
     )
-    assert cache.chat(call(model, "What are your closing hours?")).text == "answer 2"
+    assert (
+        cache.chat(call(model, "Café  opening hours?")).text == "answer 2"
+    )  # code keeps its spaces
     other_model = CountingModel(model="m2")
-    assert cache.chat(call(other_model, "What are your opening hours?")).cached == ""
+    assert cache.chat(call(other_model, "Café opening hours?")).cached == ""
     warmer = CountingModel(temperature=0.9)
-    assert cache.chat(call(warmer, "What are your opening hours?")).cached == ""
+    assert cache.chat(call(warmer, "Café opening hours?")).cached == ""
     assert cache.stats.hits["exact"] == 1
 
 
@@ -140,7 +141,7 @@ def test_similar_questions_are_served_and_near_misses_are_not() -> None:
     )
     assert negated.cached == ""
     refused = cache.stats.refusals
-    assert refused["mismatch-opposite"] >= 1 and refused["mismatch-numbers"] >= 1
+    assert refused["mismatch-wording"] >= 1 and refused["mismatch-numbers"] >= 1
     assert refused["mismatch-negation"] >= 1
 
 
@@ -234,3 +235,117 @@ def test_a_tool_agent_uses_it_through_a_conversation_and_forgets_it_when_deleted
 
 def _only_key(store: CacheStore) -> str:
     return next(slot[2] for slot in store._entries if slot[1] == "conversation:c3")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "How do I transfer money from savings to checking?",
+            "How do I transfer money from checking to savings?",
+        ),
+        ("Convert 10 USD to EUR for my trip", "Convert 10 EUR to USD for my trip"),
+        ("Is 10.5 euros the delivery price?", "Is 5.10 euros the delivery price?"),
+        ("Why do refunds arrive so slowly?", "Why don\u2019t refunds arrive so slowly?"),
+        ("Is there a fee for bank transfers?", "Is there no fee for bank transfers?"),
+        ("Is the concert ticket refundable?", "Is the concert ticket non-refundable?"),
+        ("Book a trip to Austria in summer", "Book a trip to Australia in summer"),
+        ("Is the transfer limit 100 dollars?", "Is the transfer limit 100 thousand dollars?"),
+        ("Where does my avó live now in Lisbon?", "Where does my avô live now in Lisbon?"),
+        ("Do the same for the other order please", "do the same for the other order please"),
+    ],
+)
+def test_what_the_attack_found_is_a_miss(first: str, second: str) -> None:
+    """Word order, numbers written otherwise, negation forms, look-alike words, an added
+    qualifier, accents, and questions that point back: each was served the other's answer."""
+    model, cache = CountingModel(), similar_cache(threshold=0.01)  # every score gets checked
+    cache.chat(call(model, first, context="Your order is on its way."))
+    assert cache.chat(call(model, second, context="Your order is on its way.")).cached == ""
+    reasons = set(cache.stats.refusals)
+    assert reasons & {"refers-back", "mismatch-numbers", "mismatch-negation", "mismatch-wording"}
+
+
+def test_the_same_question_after_another_order_is_a_miss() -> None:
+    model, cache = CountingModel(), similar_cache(threshold=0.5)
+    question = "What is the total price including shipping?"
+    cache.chat(call(model, question, context="Your order #48213 is on its way."))
+    again = cache.chat(call(model, question.lower(), context="Your order #77120 is on its way."))
+    assert again.cached == "" and cache.stats.refusals["mismatch-context-numbers"] == 1
+    same = cache.chat(call(model, question.lower(), context="Your order #48213 is on its way."))
+    assert same.cached == "similar"
+
+
+def test_a_similar_question_under_another_system_prompt_or_attachment_is_a_miss() -> None:
+    """A tenant resolver with the user in the system prompt served Alice's balance to Bob."""
+    model, cache = CountingModel(), similar_cache(scope=lambda c: "acme")
+
+    def asked(system: str, text: str) -> CacheCall:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": text}]
+        return CacheCall(model, messages, [], "c1")
+
+    cache.chat(asked("The user is Alice.", "What is my current account balance right now?"))
+    again = cache.chat(asked("The user is Bob.", "what is my current account balance right now"))
+    assert again.cached == "" and cache.stats.refusals["mismatch-shape"] == 1
+    same = cache.chat(asked("The user is Alice.", "what is my current account balance right now"))
+    assert same.cached == "similar"
+
+
+class NaNEmbedder:
+    name, dimensions = "nan", 3
+
+    def embed(self, text: str) -> list[float]:
+        return [float("nan"), 0.0, 0.0]
+
+
+def test_failures_of_the_embedder_resolver_and_guard_are_refusals_never_errors() -> None:
+    model = CountingModel()
+    nan = SemanticCache(store=MemoryCacheStore(), embedder=NaNEmbedder(), threshold=0.99)
+    nan.chat(call(model, "Where can I reset my account password?"))
+    assert nan.chat(call(model, "where can I reset my account password")).cached == ""
+    assert nan.stats.refusals["embedder-failed"] == 2
+
+    def broken(c: CacheCall) -> str:
+        raise KeyError("tenant")
+
+    resolver = SemanticCache(store=MemoryCacheStore(), scope=broken)
+    assert resolver.chat(call(model, "Where can I park?")).text.startswith("answer")
+    assert resolver.stats.refusals["scope-failed"] == 1
+
+    def guard(reply: ChatReply) -> bool:
+        raise RuntimeError("guard down")
+
+    guarded = SemanticCache(store=MemoryCacheStore(), guard=guard)
+    assert guarded.chat(call(model, "Where can I park?")).text.startswith("answer")
+    assert guarded.chat(call(model, "Where can I park?")).cached == ""  # never stored
+    odd = [{"role": "user", "content": [{"type": "text", "text": None}]}]
+    assert guarded.chat(CacheCall(model, odd, [], "c1")).text.startswith("answer")
+    with pytest.raises(ValueError):
+        SemanticCache(store=MemoryCacheStore(), ttl=float("nan"))
+    with pytest.raises(ValueError):
+        SemanticCache(store=MemoryCacheStore(), ttl=True)
+
+
+def test_a_new_conversation_under_a_deleted_one_s_id_gets_none_of_its_answers() -> None:
+    """An id taken again after a bulk delete was served the old conversation's answers."""
+    from warlock_sessions.snapshots import MemorySnapshotStore
+
+    store, model = MemoryCacheStore(), CountingModel()
+    agent = ToolAgent(model, "Be brief.", cache=SemanticCache(store=store))
+    records = MemorySnapshotStore()
+    session("support-1", records, agent).send("What did my blood test say?")
+    records.delete("session:support-1")  # deleted in bulk, behind the session's back
+    again = session("support-1", records, agent).send("What did my blood test say?")
+    assert again.text == "answer 2" and model.calls == 2
+
+
+def test_two_servers_or_two_temperatures_are_two_keys() -> None:
+    from warlock_sessions.cache.middleware import exact_key
+    from warlock_sessions.providers import OpenAICompatibleModel
+
+    def key(**options: Any) -> str:
+        model = OpenAICompatibleModel(options.pop("url", "http://127.0.0.1:1/v1"), "m", **options)
+        return exact_key(CacheCall(model, ask("Where can I park?"), [], "c1"))
+
+    assert key() == key()
+    assert key() != key(url="http://127.0.0.1:2/v1")
+    assert key() != key(temperature=0.9)

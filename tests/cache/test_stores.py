@@ -170,3 +170,44 @@ def test_the_django_store_sees_rows_other_processes_wrote_and_removed() -> None:
     theirs.put(entry("b", [0, 0, 1]))  # replaced: a new row
     assert [e["key"] for _, e in mine.similar("ns", "conversation:a", [0, 0, 1], 1)] == ["b"]
     assert mine.similar("ns", "conversation:a", [0, 0, 1], 1)[0][0] == pytest.approx(1.0)
+
+
+def test_vectors_of_another_length_are_left_out(make_cache: CacheFactory) -> None:
+    """An embedder that changed its length made every lookup of the scope fail."""
+    store = make_cache()
+    store.put(entry("old", [1, 0, 0]))
+    store.put(entry("new", [1, 0]))
+    assert [e["key"] for _, e in store.similar("ns", "conversation:a", [1.0, 0.0])] == ["new"]
+    with pytest.raises(ValueError, match="finite"):
+        store.put(entry("nan", [float("nan"), 1.0]))
+
+
+@pytest.mark.parametrize("backend", ["redis"])
+def test_a_redis_store_never_reaches_a_store_whose_prefix_extends_its_own(backend: str) -> None:
+    import uuid
+
+    import redis
+
+    from tests.services import REDIS_URL, redis_unreachable
+    from warlock_sessions.cache import RedisCacheStore
+
+    if redis_unreachable():
+        pytest.skip(redis_unreachable() or "")
+    client = redis.Redis.from_url(REDIS_URL)
+    base = f"warlock-test:{uuid.uuid4().hex}:"
+    short, longer = (
+        RedisCacheStore(client, prefix=base),
+        RedisCacheStore(client, prefix=base + "b:"),
+    )
+    try:
+        short.put(entry("a", [1, 0]))
+        longer.put(entry("b", [1, 0]))
+        short.clear("ns")
+        short.forget_scope("conversation:a")
+        short.prune()
+        assert longer.get("ns", "conversation:a", "b") is not None
+        assert [e["key"] for _, e in longer.similar("ns", "conversation:a", [1, 0])] == ["b"]
+    finally:
+        keys = list(client.scan_iter(match=f"{base}*"))
+        if keys:
+            client.delete(*keys)

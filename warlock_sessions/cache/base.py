@@ -17,6 +17,7 @@ its cost.
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -46,6 +47,13 @@ def check_entry(entry: Entry) -> None:
     for name in ("namespace", "scope", "key"):
         if not isinstance(entry[name], str) or not entry[name]:
             raise ValueError(f"a cache entry's {name} is non-empty text, not {entry[name]!r}")
+    vector = entry["vector"]
+    if vector is not None and not (
+        isinstance(vector, list | tuple)
+        and vector
+        and all(isinstance(v, int | float) and math.isfinite(v) for v in vector)
+    ):
+        raise ValueError("a cache entry's vector is a list of finite numbers, or None")
 
 
 def numpy() -> Any:
@@ -64,7 +72,12 @@ def rank(
 ) -> list[tuple[float, Entry]]:
     """The ``top_k`` candidates (``(vector, entry)``) most similar to ``query``, best first,
     with their cosine similarity (vectors are unit length, so a dot product)."""
-    pairs = [(vector, entry) for vector, entry in candidates if vector is not None]
+    # A vector of another length (an embedder that changed) is not comparable: left out.
+    pairs = [
+        (vector, entry)
+        for vector, entry in candidates
+        if vector is not None and len(vector) == len(query)
+    ]
     if not pairs:
         return []
     np = numpy()

@@ -133,8 +133,8 @@ class DjangoCacheStore(CacheStore):
         self, namespace: str, scope: str, vector: list[float], top_k: int, at: float
     ) -> list[tuple[float, Entry]]:
         matrix = self._matrix(namespace, scope)
-        if not len(matrix.ids):
-            return []
+        if not len(matrix.ids) or matrix.vectors.shape[1] != len(vector):
+            return []  # nothing stored, or only vectors of another length
         scores = matrix.vectors @ np.asarray(vector, dtype=np.float32)
         scores[matrix.expires <= at] = -np.inf
         top = min(top_k, len(scores))
@@ -246,8 +246,12 @@ def _matrix_of(rows: Any, removals: int) -> ScopeMatrix:
     expires = np.asarray(
         [np.inf if row[1] is None else row[1].timestamp() for row in found], dtype=np.float64
     )
-    vectors = np.vstack([np.frombuffer(bytes(row[2]), dtype=np.float32) for row in found])
-    return ScopeMatrix(removals, int(ids[-1]), ids, expires, vectors)
+    rows = [np.frombuffer(bytes(row[2]), dtype=np.float32) for row in found]
+    # One length: the most recent row's (an embedder that changed leaves older rows behind).
+    width = len(rows[-1])
+    keep = np.asarray([len(row) == width for row in rows])
+    vectors = np.vstack([row for row in rows if len(row) == width])
+    return ScopeMatrix(removals, int(ids[-1]), ids[keep], expires[keep], vectors)
 
 
 def _joined(seen: ScopeMatrix, added: ScopeMatrix) -> ScopeMatrix:

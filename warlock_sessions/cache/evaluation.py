@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers.embedders import Embedder
-from .questions import MIN_CONTENT_WORDS, content_words, mismatch
+from .questions import mismatch, refers_back, too_short
 
 #: The labelled set that ships with the package: paraphrases, near misses (numbers,
 #: negations, opposites, other objects) and unrelated pairs, in English and Portuguese.
@@ -67,7 +67,9 @@ def read_pairs(path: str | Path) -> Iterator[dict[str, Any]]:
         yield pair
 
 
-def score_pairs(pairs: Iterable[dict[str, Any]], embedder: Embedder) -> list[ScoredPair]:
+def score_pairs(
+    pairs: Iterable[dict[str, Any]], embedder: Embedder, *, paraphrases: bool = False
+) -> list[ScoredPair]:
     scored = []
     for pair in pairs:
         context = str(pair.get("context") or "")
@@ -77,10 +79,12 @@ def score_pairs(pairs: Iterable[dict[str, Any]], embedder: Embedder) -> list[Sco
         second = embedder.embed(f"{other_context}\n{candidate}".strip())
         score = sum(a * b for a, b in zip(first, second, strict=True))
         refused = None
-        if len(content_words(question)) < MIN_CONTENT_WORDS:
+        if too_short(question):
             refused = "short-question"
+        elif refers_back(question):
+            refused = "refers-back"
         else:
-            why = mismatch(question, candidate)
+            why = mismatch(question, candidate, context, other_context, paraphrases=paraphrases)
             refused = None if why is None else f"mismatch-{why}"
         scored.append(ScoredPair(pair["same"], score, refused))
     return scored

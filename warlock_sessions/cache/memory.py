@@ -50,10 +50,10 @@ class MemoryCacheStore(CacheStore):
                 for (ns, sc, _), entry in self._entries.items()
                 if ns == namespace and sc == scope and live(entry, at)
             ]
-            ranked = rank(vector, candidates, top_k)
-            for _, entry in ranked:
-                self._entries.move_to_end((namespace, scope, entry["key"]))
-            return [(score, copy.deepcopy(entry)) for score, entry in ranked]
+            # Not made recent here: a candidate the checks refuse is no use.
+            return [
+                (score, copy.deepcopy(entry)) for score, entry in rank(vector, candidates, top_k)
+            ]
 
     def _remove(self, keep: Callable[[Slot, Entry], bool]) -> int:
         with self._lock:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import threading
 import unicodedata
 from collections import Counter
@@ -32,7 +33,7 @@ from ..errors import CacheNotConfiguredError, CacheUnsupportedError
 from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema, content_text
 from ..providers.embedders import Embedder
 from .base import CacheStore, Entry, now
-from .questions import MIN_CONTENT_WORDS, content_words, mismatch
+from .questions import mismatch, refers_back, too_short
 
 logger = logging.getLogger("warlock_sessions.cache")
 
@@ -41,7 +42,13 @@ MODEL_SETTINGS = ("temperature", "top_p", "max_tokens", "structured_output", "se
 #: How much of the last assistant turn goes into the question's context.
 CONTEXT_CHARACTERS = 300
 #: Nearest entries the similarity step considers.
-CANDIDATES = 3
+CANDIDATES = 5
+#: The longest ``ttl``: ten years (``None`` keeps answers until they are removed).
+MAX_TTL = 10 * 365 * 24 * 3600.0
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ class Lookup:
     scope: str | None = None
     key: str = ""
     question: str = ""
+    context: str = ""  # the assistant turn the question followed
+    shape: str = ""  # everything but the conversation's turns (``call_shape``)
     vector: list[float] | None = None
     storable: bool = False
 
@@ -74,7 +83,8 @@ class Lookup:
 @dataclass
 class CacheStats:
     """Counters, for operators: ``hits`` by step, ``misses``, ``refusals`` by reason, and
-    the best similarity a miss found (how near the threshold traffic runs)."""
+    ``nearest_on_miss``, the best similarity the last miss found (how near the threshold
+    traffic runs)."""
 
     hits: Counter[str] = field(default_factory=Counter)
     misses: int = 0
@@ -108,6 +118,7 @@ class SemanticCache:
         namespace: str = "default",
         version: int = 1,
         guard: Callable[[ChatReply], bool] | None = None,
+        paraphrases: bool = False,
     ) -> None:
         if store is None:
             from . import default_cache_store
@@ -118,7 +129,7 @@ class SemanticCache:
                 'a semantic cache needs a store: pass store= or set WARLOCK_SESSIONS["CACHE_STORE"]'
             )
         if threshold is not None:
-            if not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+            if not _number(threshold) or not 0 < threshold <= 1:
                 raise ValueError(
                     f"threshold is a similarity above 0 and at most 1, not {threshold!r}"
                 )
@@ -129,8 +140,10 @@ class SemanticCache:
                     f"{type(store).__name__} has no similarity search: drop threshold= for "
                     "exact repeats only, or use a store that has one"
                 )
-        if ttl is not None and (not isinstance(ttl, int | float) or ttl <= 0):
-            raise ValueError(f"ttl is a number of seconds above 0, or None, not {ttl!r}")
+        if ttl is not None and (not _number(ttl) or not 0 < ttl < MAX_TTL):
+            raise ValueError(
+                f"ttl is a number of seconds above 0 (under ten years), or None, not {ttl!r}"
+            )
         if scope not in ("conversation", "shared") and not callable(scope):
             raise ValueError(f"scope is 'conversation', 'shared' or a function, not {scope!r}")
         if not isinstance(namespace, str) or not namespace:
@@ -143,6 +156,8 @@ class SemanticCache:
         self.ttl = ttl
         self.scope = scope
         self.guard = guard
+        #: Whether a similar question may use other words (tune the threshold first).
+        self.paraphrases = bool(paraphrases)
         # Vectors of two embedders are not comparable, and a new version leaves every older
         # entry behind: both are part of where entries live.
         self.namespace = f"{namespace}:v{version}:{embedder.name if embedder else 'exact'}"
@@ -164,17 +179,28 @@ class SemanticCache:
     def lookup(self, call: CacheCall) -> Lookup:
         if not call.first:
             return self._refused("later-call")
-        scope = self.scope_of(call)
+        try:
+            scope = self.scope_of(call)
+        except Exception:  # a resolver that fails caches nothing (fails closed)
+            logger.warning("the cache's scope resolver failed", exc_info=True)
+            return self._refused("scope-failed")
         if scope is None:
             return self._refused("no-scope")
         question = _last_text(call.messages, "user")
         if not question.strip():
             return self._refused("no-question")
+        try:
+            key, shape = exact_key(call), call_shape(call)
+        except Exception:  # a message the fingerprint cannot read: the model answers it
+            logger.warning("could not fingerprint a call for the cache", exc_info=True)
+            return self._refused("key-failed")
         found = Lookup(
             namespace=self.namespace,
             scope=scope,
-            key=exact_key(call),
+            key=key,
             question=question,
+            context=_last_text(call.messages, "assistant")[-CONTEXT_CHARACTERS:],
+            shape=shape,
             storable=True,
         )
         entry = self._read(lambda: self.store.get(self.namespace, scope, found.key))
@@ -193,8 +219,12 @@ class SemanticCache:
         if not found.storable or found.scope is None:
             return
         reason = _not_storable(reply)
-        if reason is None and self.guard is not None and self.guard(reply):
-            reason = "guard"
+        if reason is None and self.guard is not None:
+            try:
+                reason = "guard" if self.guard(reply) else None
+            except Exception:  # a guard that fails flags the answer: not stored
+                logger.warning("the cache's guard failed", exc_info=True)
+                reason = "guard-failed"
         if reason is not None:
             self.stats.refuse(reason)
             return
@@ -204,7 +234,9 @@ class SemanticCache:
             "scope": found.scope,
             "key": found.key,
             "question": found.question,
-            "reply": {"text": reply.text},
+            # What answered, and what it was asked under: another shape or another turn
+            # before the question is never served this answer.
+            "reply": {"text": reply.text, "shape": found.shape, "askedAfter": found.context},
             "vector": found.vector,
             "storedAt": stored,
             "expiresAt": None if self.ttl is None else stored + self.ttl,
@@ -226,21 +258,30 @@ class SemanticCache:
         return f"scope:{chosen}" if isinstance(chosen, str) and chosen else None
 
     def forget_conversation(self, conversation_id: str) -> int:
-        """Remove what was cached for a conversation (it was deleted)."""
+        """Remove what was cached for a conversation (it was deleted, or its id starts a new
+        one): only the ``conversation`` scope's entries are the conversation's."""
         return self.store.forget_scope(f"conversation:{conversation_id}")
+
+    def clear(self) -> int:
+        """Remove every answer of this cache (its namespace, version and embedder)."""
+        return self.store.clear(self.namespace)
 
     # -- the steps -----------------------------------------------------------------------------
 
     def _similar(self, call: CacheCall, found: Lookup) -> float | None:
         """Looks the question up by similarity, setting ``found.hit`` on a hit; the best
         score seen."""
-        if len(content_words(found.question)) < MIN_CONTENT_WORDS:
+        if too_short(found.question):
             self.stats.refuse("short-question")
             return None
+        if refers_back(found.question):
+            self.stats.refuse("refers-back")
+            return None
         assert self.embedder is not None and found.scope is not None
-        context = _last_text(call.messages, "assistant")[-CONTEXT_CHARACTERS:]
         try:
-            found.vector = self.embedder.embed(f"{context}\n{found.question}".strip())
+            found.vector = checked_vector(
+                self.embedder.embed(f"{found.context}\n{found.question}".strip())
+            )
         except Exception:  # no embedding: exact repeats only
             self.stats.refuse("embedder-failed")
             logger.warning("could not embed a question for the cache", exc_info=True)
@@ -251,15 +292,27 @@ class SemanticCache:
         )
         assert self.threshold is not None
         for score, entry in ranked:
-            if score < self.threshold:
+            if not score >= self.threshold:  # NaN is no match either
                 break
-            why = mismatch(found.question, str(entry.get("question", "")))
+            why = self._mismatch(found, entry, self.paraphrases)
             if why is not None:
                 self.stats.refuse(f"mismatch-{why}")
                 continue
             self._hit(found, entry, "similar")
             return float(score)
         return float(ranked[0][0]) if ranked else None
+
+    @staticmethod
+    def _mismatch(found: Lookup, entry: Entry, paraphrases: bool) -> str | None:
+        stored = entry.get("reply")
+        reply: dict[str, Any] = stored if isinstance(stored, dict) else {}
+        if reply.get("shape") != found.shape:
+            return "shape"
+        asked_after = str(reply.get("askedAfter") or "")
+        candidate = str(entry.get("question", ""))
+        return mismatch(
+            found.question, candidate, found.context, asked_after, paraphrases=paraphrases
+        )
 
     def _read(self, read: Callable[[], Any]) -> Any:
         try:
@@ -287,25 +340,73 @@ def semantic_cache(**options: Any) -> SemanticCache:
     return SemanticCache(**options)
 
 
-def exact_key(call: CacheCall) -> str:
-    """The fingerprint of everything that shapes the answer, as 64 hex digits."""
-    model = call.model
-    shape = {
-        "provider": getattr(model, "provider", None),
-        "model": getattr(model, "model", None),
-        "settings": {name: getattr(model, name) for name in MODEL_SETTINGS if hasattr(model, name)},
-        "tools": [[tool.name, tool.description, tool.parameters] for tool in call.tools],
-        "messages": [_normalised(message) for message in call.messages],
-    }
-    text = json.dumps(shape, sort_keys=True, ensure_ascii=False, default=str)
+def model_settings(model: Any) -> dict[str, Any]:
+    """What of a model shapes its answers: its own ``cache_settings()`` where it has one
+    (``OpenAICompatibleModel``: its server, output limit, temperature, structured output),
+    else the ``MODEL_SETTINGS`` attributes it has."""
+    own = getattr(model, "cache_settings", None)
+    if callable(own):
+        return dict(own())
+    return {name: getattr(model, name) for name in MODEL_SETTINGS if hasattr(model, name)}
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def exact_key(call: CacheCall) -> str:
+    """The fingerprint of everything that shapes the answer, as 64 hex digits: the model,
+    its settings, the tools, and every message (text in Unicode NFC, whitespace kept: two
+    programs that differ only by indentation are two programs)."""
+    return _digest(
+        {
+            "provider": getattr(call.model, "provider", None),
+            "model": getattr(call.model, "model", None),
+            "settings": model_settings(call.model),
+            "tools": [[tool.name, tool.description, tool.parameters] for tool in call.tools],
+            "messages": [_normalised(message) for message in call.messages],
+        }
+    )
+
+
+def call_shape(call: CacheCall) -> str:
+    """The fingerprint of everything but the conversation's turns: the model, its settings,
+    the tools, the system messages, and what the question carries besides its text
+    (attachments). A similar question is served only an answer of the same shape."""
+    last_user = next(
+        (message for message in reversed(call.messages) if message.get("role") == "user"), {}
+    )
+    content = last_user.get("content")
+    return _digest(
+        {
+            "provider": getattr(call.model, "provider", None),
+            "model": getattr(call.model, "model", None),
+            "settings": model_settings(call.model),
+            "tools": [[tool.name, tool.description, tool.parameters] for tool in call.tools],
+            "system": [
+                _normalised(message) for message in call.messages if message.get("role") == "system"
+            ],
+            "parts": None if isinstance(content, str) else content,
+        }
+    )
+
+
+def checked_vector(vector: list[float]) -> list[float]:
+    """``vector`` if every value is a finite number, else ``ValueError`` (a NaN would score
+    above any threshold, or below none)."""
+    if not vector or not all(
+        isinstance(value, float | int) and math.isfinite(value) for value in vector
+    ):
+        raise ValueError("an embedding holds a value that is not a finite number")
+    return vector
+
+
 def _normalised(message: Message) -> Any:
-    """A message with its text in NFC and its runs of whitespace as one space (the parts of
-    a content that is not text, attachments included, kept as they are)."""
+    """A message with its text in Unicode NFC (the parts of a content that is not text,
+    attachments included, kept as they are)."""
     content = message.get("content")
-    text = " ".join(unicodedata.normalize("NFC", content_text(content)).split())
+    text = unicodedata.normalize("NFC", content_text(content))
     rest = {key: value for key, value in message.items() if key != "content"}
     return {**rest, "content": text, "parts": None if isinstance(content, str) else content}
 

@@ -13,6 +13,7 @@ from ..backends.redis import RedisConnected, fails_closed, glob_escape
 from .base import CacheStore, Entry
 
 _EXPIRY = struct.Struct("<d")  # an index value starts with the entry's expiry (0: never)
+_ANY_HASH = "?" * 32  # one hashed segment, in a MATCH pattern
 
 
 def _hashed(text: str) -> str:
@@ -57,9 +58,10 @@ class RedisCacheStore(RedisConnected, CacheStore):
     ) -> list[tuple[float, Entry]]:
         folder = self._folder(namespace, scope)
         names, vectors = [], []
+        size = _EXPIRY.size + 4 * len(vector)  # a vector of another length is not comparable
         for name, value in self.client.hgetall(folder + "index").items():
             (expires,) = _EXPIRY.unpack_from(value)
-            if len(value) > _EXPIRY.size and (not expires or expires > at):
+            if len(value) == size and (not expires or expires > at):
                 names.append(name.decode() if isinstance(name, bytes) else name)
                 vectors.append(np.frombuffer(value, dtype=np.float32, offset=_EXPIRY.size))
         if not names:
@@ -88,17 +90,20 @@ class RedisCacheStore(RedisConnected, CacheStore):
 
     @fails_closed
     def _remove_scope(self, scope: str) -> int:
-        return self._matching(glob_escape(self.key(_hashed(scope))) + ":*")
+        return self._matching(glob_escape(self.key(_hashed(scope))) + f":{_ANY_HASH}:*")
 
     @fails_closed
     def _remove_namespace(self, namespace: str) -> int:
-        return self._matching(glob_escape(self.prefix) + f"*:{_hashed(namespace)}:*")
+        # The scope segment is exactly 32 characters: a store whose prefix extends this
+        # one's is never matched.
+        return self._matching(glob_escape(self.prefix) + f"{_ANY_HASH}:{_hashed(namespace)}:*")
 
     @fails_closed
     def _remove_expired(self, at: float) -> int:
         """Redis has removed the expired entries; their index fields go here."""
         count = 0
-        for index in self.client.scan_iter(match=glob_escape(self.prefix) + "*:index", count=500):
+        pattern = glob_escape(self.prefix) + f"{_ANY_HASH}:{_ANY_HASH}:index"
+        for index in self.client.scan_iter(match=pattern, count=500):
             stale = [
                 name
                 for name, value in self.client.hgetall(index).items()

@@ -146,6 +146,10 @@ class ConversationSession:
 
     def _begin(self, input: Any) -> tuple[dict[str, Any], str]:
         record = self.records.load(self.id) or new_record(self.id)
+        if not record["messages"] and not record["turns"]:
+            # A new conversation, perhaps under the id of one deleted in bulk: nothing a
+            # semantic cache kept for that one may answer this one.
+            self._forget_cached()
         run_id = new_run_id("agent")
         pending = {"runId": run_id, "input": input, "startedAt": now_iso()}
         check_lease()
@@ -269,13 +273,19 @@ class ConversationSession:
         """Delete the conversation, and what the agent's semantic cache keeps for it:
         whether there was one (none is fine)."""
         deleted = self.lock.with_lock(self.key, lambda: self.records.delete(self.id))
-        cache = getattr(self.agent, "cache", None)
-        if cache is not None:
-            try:
-                cache.forget_conversation(self.id)
-            except Exception:  # the conversation is gone; its cached answers expire anyway
-                logger.warning("could not forget the cached answers of %s", self.key, exc_info=True)
+        self._forget_cached()
         return deleted
+
+    def _forget_cached(self) -> None:
+        """Remove what the agent's semantic cache keeps for this conversation (best effort:
+        a new conversation under the id forgets it again)."""
+        cache = getattr(self.agent, "cache", None)
+        if cache is None:
+            return
+        try:
+            cache.forget_conversation(self.id)
+        except Exception:
+            logger.warning("could not forget the cached answers of %s", self.key, exc_info=True)
 
     def _cut(self, messages: list[dict[str, Any]], n: int) -> int:
         if type(n) is not int or not 0 <= n <= len(messages):

@@ -59,9 +59,11 @@ def content_text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return " ".join(
-            part.get("text", "")
+            part["text"]
             for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
+            if isinstance(part, dict)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
         )
     return ""
 

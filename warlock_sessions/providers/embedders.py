@@ -31,8 +31,13 @@ class Embedder(Protocol):
 
 
 def unit(vector: list[float]) -> list[float]:
-    """``vector`` scaled to length 1 (a zero vector stays zero)."""
+    """``vector`` scaled to length 1 (a zero vector stays zero); ``ValueError`` for one
+    holding a value that is not a finite number."""
+    if not all(math.isfinite(value) for value in vector):
+        raise ValueError("a vector holds a value that is not a finite number")
     length = math.sqrt(sum(value * value for value in vector))
+    if not math.isfinite(length):
+        raise ValueError("a vector too long to scale")
     return [value / length for value in vector] if length else vector
 
 

@@ -41,13 +41,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dimensions", type=int, default=256, help="the offline embedder's (256)"
         )
+        parser.add_argument(
+            "--paraphrases",
+            action="store_true",
+            help="score as SemanticCache(paraphrases=True) does (other words may differ)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not 0 < options["precision"] <= 1:
             raise CommandError("--precision is above 0 and at most 1")
         embedder = self._embedder(options)
         try:
-            scored = score_pairs(read_pairs(options["pairs"]), embedder)
+            pairs = read_pairs(options["pairs"])
+            scored = score_pairs(pairs, embedder, paraphrases=options["paraphrases"])
         except (OSError, ValueError) as error:
             raise CommandError(f"{options['pairs']}: {error}") from None
         if not scored:

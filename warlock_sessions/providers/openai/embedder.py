@@ -86,8 +86,12 @@ class OpenAICompatibleEmbedder:
                 False,
                 detail=f"the embedding has {len(found)} dimensions, not {self.dimensions}",
             )
+        try:
+            vector = unit([float(value) for value in found])
+        except ValueError as error:  # Infinity or NaN, which json.loads lets through
+            raise ProviderError("provider-invalid", False, detail=str(error)) from None
         self.dimensions = len(found)
-        return unit([float(value) for value in found])
+        return vector
 
 
 def _wait(error: ProviderError) -> float:

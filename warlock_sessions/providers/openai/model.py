@@ -108,6 +108,17 @@ class OpenAICompatibleModel:
         bound.on_delta = on_delta
         return bound
 
+    def cache_settings(self) -> dict[str, Any]:
+        """What shapes its answers besides the messages, for a semantic cache's key: the
+        server, the output limit, the temperature and how replies are held to a schema."""
+        client = self._client
+        return {
+            "base_url": str(client._http.base_url),
+            "max_tokens": client.max_tokens,
+            "temperature": client.temperature,
+            "structured_output": client.structured_output,
+        }
+
     def close(self) -> None:
         self._client.close()
 
