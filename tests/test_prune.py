@@ -208,3 +208,24 @@ def test_a_cancelled_run_s_snapshot_is_a_finished_one() -> None:
     snapshot("run-cancelled", days=40, payload={"runId": "run-cancelled", "status": "cancelled"})
     assert prune(Retention(), pause=-1)["snapshots"] == 1
     assert not Snapshot.objects.filter(key="run-cancelled").exists()
+
+
+def test_the_progress_bars_are_plain_and_one_a_line() -> None:
+    """They were red (stderr's error style) and a bar left short was overwritten."""
+    from io import StringIO
+
+    from django.core.management.base import OutputWrapper
+
+    from warlock_sessions.management.commands.warlock_prune import Command
+
+    out = StringIO()
+    command = Command()
+    command.stderr = OutputWrapper(out)
+    command.stderr.style_func = lambda text: f"\x1b[31m{text}\x1b[0m"  # as on a terminal
+    command._progress("events", 5, 10)  # rows went while it ran: never reaches 10
+    command._progress("outbox", 3, 3)
+    written = out.getvalue()
+    assert "\x1b[" not in written
+    lines = written.split("\n")
+    assert lines[0].endswith("events   [###############---------------] 5/10")
+    assert lines[1].endswith("outbox   [##############################] 3/3")

@@ -142,6 +142,16 @@ def _check_realtime() -> list[CheckMessage]:
                 id="warlock_sessions.E011",
             )
         ]
+    return []
+
+
+@register(Tags.compatibility, deploy=True)
+def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A deployment check (``manage.py check --deploy``): a process-local channel layer is
+    right for one process (``make demo``), and worth a word before several serve."""
+    layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
+    if not getattr(settings, "ASGI_APPLICATION", None) or not layers:
+        return []
     backend = (layers.get("default") or {}).get("BACKEND", "")
     if backend in PROCESS_LOCAL_LAYERS:
         return [

@@ -69,7 +69,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--snapshots", default="30d", help="snapshots of finished runs older than this (30d)"
         )
-        parser.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="rows per delete")
+        parser.add_argument(
+            "--batch", type=int, default=DEFAULT_BATCH, help=f"rows per delete ({DEFAULT_BATCH})"
+        )
         parser.add_argument(
             "--pause",
             type=float,
@@ -77,6 +79,8 @@ class Command(BaseCommand):
             help=f"seconds to rest after each batch, beyond as long as it took ({DEFAULT_PAUSE})",
         )
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+
+    _drawing: str | None = None  # the kind of row whose bar is on the line now
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1 or options["keep_events"] < 0 or options["pause"] < 0:
@@ -105,8 +109,17 @@ class Command(BaseCommand):
             self.stdout.write(f"{what}: {verb} {count}")
 
     def _progress(self, what: str, done: int, total: int) -> None:
-        filled = BAR_WIDTH * done // total
+        """One bar per kind of row, on its own line (a bar left short, because rows went
+        while it ran, is ended before the next one starts), in the terminal's own colour."""
+        if self._drawing not in (None, what):
+            self.stderr.write("", style_func=_plain)
+        self._drawing = what if done < total else None
+        filled = BAR_WIDTH * min(done, total) // max(total, 1)
         bar = "#" * filled + "-" * (BAR_WIDTH - filled)
         end = "\n" if done >= total else ""
-        self.stderr.write(f"\r{what:8} [{bar}] {done}/{total}", ending=end)
+        self.stderr.write(f"\r{what:8} [{bar}] {done}/{total}", ending=end, style_func=_plain)
         self.stderr.flush()
+
+
+def _plain(text: str) -> str:
+    return text

@@ -52,7 +52,8 @@ class Command(BaseCommand):
             worker_log.addHandler(handler)
             worker_log.setLevel(logging.INFO)
         if options["verbosity"] >= 1:
-            self.stdout.write("warlock_worker: firing due wakes (Ctrl-C to stop)")
+            how = "once" if options["once"] or options["until_idle"] else "(Ctrl-C to stop)"
+            self.stdout.write(f"warlock_worker: firing due wakes {how}")
         done = worker.run(once=options["once"], until_idle=options["until_idle"])
         if options["verbosity"] >= 1:
             self.stdout.write(f"warlock_worker: stopped after {done} wakes and messages")
