@@ -534,6 +534,29 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             expect(current).to_contain_text("ask_name")
             page.locator("#agent-graph").scroll_into_view_if_needed()
             page.screenshot(path=str(shots / "admin-session.png"), full_page=True)
+            for width, height in ((1280, 900), (390, 844)):
+                # The drawing fits the box at both sizes (it was a 1946-px drawing cut off
+                # in an 885-px box); "+" makes it wider than the box, to be dragged.
+                page.set_viewport_size({"width": width, "height": height})
+                page.get_by_role("button", name="Fit").click()
+                box = page.locator(".warlock-graph")
+                fits = (
+                    "b => b.querySelector('svg').getBoundingClientRect().width <= b.clientWidth + 1"
+                )
+                assert box.evaluate(fits), width
+                page.get_by_role("button", name="+").click()
+                page.get_by_role("button", name="+").click()
+                assert box.evaluate("b => b.scrollWidth > b.clientWidth"), width
+                before = box.evaluate("b => b.scrollLeft")
+                target = box.bounding_box()
+                assert target is not None
+                page.mouse.move(target["x"] + target["width"] / 2, target["y"] + 40)
+                page.mouse.down()
+                page.mouse.move(target["x"] + target["width"] / 2 - 120, target["y"] + 40)
+                page.mouse.up()
+                assert box.evaluate("b => b.scrollLeft") > before, width
+                page.get_by_role("button", name="Fit").click()
+                page.screenshot(path=str(shots / f"admin-graph-{width}.png"), full_page=False)
             browser.close()
         print(f"\nscreenshot: {shots / 'admin-session.png'}")
 
