@@ -225,3 +225,29 @@ def test_a_conversation_is_a_transcript_with_tool_calls_folded_and_forks_linked(
         302,
         404,
     )
+
+
+def test_search_ignores_accents_matches_id_starts_and_finds_what_was_said(
+    staff_client: Client,
+) -> None:
+    """ "Joao" did not find "João", a visitor whose data was cleared could not be found, and
+    an id had to be whole."""
+    from warlock_sessions.models import SessionEvent
+
+    SessionFactory(id="chat-7f3a91", data={"name": "João Pereira"})
+    SessionFactory(id="chat-cleared", data={})
+    SessionEvent.objects.create(
+        session_id="chat-cleared",
+        seq=1,
+        type="message",
+        payload={"role": "user", "text": "my order number is XK-2291"},
+    )
+    SessionFactory(id="other", data={"name": "Bob"})
+    for query, found in (
+        ("Joao", "chat-7f3a91"),
+        ("joão pereira", "chat-7f3a91"),
+        ("chat-7f3", "chat-7f3a91"),
+        ("XK-2291", "chat-cleared"),
+    ):
+        page = staff_client.get(CHANGELIST, {"q": query}).content.decode()
+        assert f"{found}</a>" in page and "other</a>" not in page, query

@@ -22,6 +22,10 @@ from ..models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wa
 from .base import ReadOnlyAdmin
 from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
 
+#: The latest messages a search looks at for the words searched (the log is the largest
+#: table: the data's search column is what scales).
+TRANSCRIPT_SEARCH = 200
+
 
 class AgentFilter(admin.SimpleListFilter):
     """The agents configured in ``WARLOCK_SESSIONS["AGENTS"]`` (not a scan of the column)."""
@@ -91,7 +95,10 @@ class SessionAdmin(ReadOnlyAdmin):
     # column would each read the whole table on every page: none is shown.
     show_full_result_count = False
     search_fields = ["id"]
-    search_help_text = _("An id, or any text in the session's data: a name, an e-mail.")
+    search_help_text = _(
+        "An id or its start, any text in the session's data (a name, an e-mail; accents "
+        "ignored), or words said in it."
+    )
     fields = ("id", "agent", "version", "created_at", "updated_at")
     readonly_fields = fields
     actions = ["fire_due_wakes", "export_json"]
@@ -144,13 +151,21 @@ class SessionAdmin(ReadOnlyAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
-        """By id, or by what a person knows of the conversation (its data's text), through
-        the search column and its full-text index (on PostgreSQL) rather than the blob."""
+        """By id or its start, by what a person knows of the conversation (its data's text,
+        through the search column and its full-text index on PostgreSQL, accents ignored),
+        or by what was said in it (the latest ``TRANSCRIPT_SEARCH`` messages that say it:
+        found after its data was cleared)."""
         term = search_term.strip()
         if not term or text_problem(term):
             return super().get_search_results(request, queryset, term)
         sessions = cast(SessionQuerySet, queryset)
-        return queryset.filter(id=term) | sessions.saying(term), False
+        said = (
+            SessionEvent.objects.filter(type="message", payload__text__icontains=term)
+            .order_by("-seq")
+            .values_list("session_id", flat=True)[:TRANSCRIPT_SEARCH]
+        )
+        found = queryset.filter(id__startswith=term) | sessions.saying(term)
+        return found | queryset.filter(id__in=list(said)), False
 
     @admin.display(description=_("blob size"), ordering="stored_size")
     def blob_size(self, obj: Any) -> str:
