@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import time
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -56,3 +57,18 @@ def test_killed_mid_run_then_resumed_from_the_admin(monkeypatch: pytest.MonkeyPa
         "pack": "packed order 7",
         "ship": "shipped order 7",
     }
+
+
+@override_settings(WARLOCK_SESSIONS=SETTINGS)
+def test_demo_workflow_prints_its_run_id_and_each_step(
+    monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """It printed no run id (the README says to resume by it) and no progress."""
+    monkeypatch.setattr(workflows, "STEP_SECONDS", 0.0)
+    call_command("demo_workflow", "--order", "9")
+    out = capsys.readouterr().out
+    run_id = out.split()[1].rstrip(":")
+    assert run_id.startswith("fulfil-order_") and f"--resume {run_id}" in out
+    for step in ("reserve", "pack", "ship"):
+        assert f"  {step}: done" in out
+    assert f"run {run_id}: completed" in out

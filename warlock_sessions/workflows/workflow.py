@@ -373,6 +373,7 @@ class _Run:
                 return self.finish(writer, "failed", current, error)
             try:
                 self.check_cancelled()
+                emit(self.workflow.on_event, "workflow.step.started", {"step": step.name})
                 self.settle(step)
             except _Cancelled as cancelled:
                 return self.finish(writer, "cancelled", current, cancelled.error)
@@ -387,6 +388,7 @@ class _Run:
                     writer.save(self.snapshot(step.name, "running"))
                     return self.finish(writer, "failed", step.name, failed.error)
             else:
+                emit(self.workflow.on_event, "workflow.step.completed", {"step": step.name})
                 try:
                     following = self.following(step)
                 except Exception as error:
