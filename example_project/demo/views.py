@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from warlock_sessions.models import Conversation
 from warlock_sessions.permissions import anonymous_key
 
 
@@ -25,4 +26,11 @@ def assistant(request: HttpRequest, conversation_id: str | None = None) -> HttpR
     if conversation_id is None:
         own = request.session.setdefault("assistant_id", f"talk-{uuid4().hex[:12]}")
         return redirect("assistant", conversation_id=own)
-    return render(request, "demo/assistant.html", {"conversation_id": conversation_id})
+    # A conversation nobody has written to yet has no history to read: the page does not
+    # ask for it (the API would answer 404, which the browser logs as an error).
+    started = Conversation.objects.filter(id=conversation_id).exists()
+    return render(
+        request,
+        "demo/assistant.html",
+        {"conversation_id": conversation_id, "started": started},
+    )

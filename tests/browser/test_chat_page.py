@@ -411,8 +411,11 @@ class ChatPageTest(ChannelsLiveServerTestCase):
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 390, "height": 844})
+            failed: list[str] = []  # a new visit asked for a history that is not there: a 404
+            page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
             page.goto(self.live_server_url + "/assistant/")
             expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            assert failed == [], failed
             bot = page.locator(".messages li.bot")
             say(page, "Where can I park near the museum?")
             expect(bot).to_have_count(1, timeout=15000)

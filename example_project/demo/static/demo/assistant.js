@@ -228,5 +228,6 @@
   input.value = sessionStorage.getItem(`warlock-draft:${id}`) || "";
   sessionStorage.removeItem(`warlock-draft:${id}`);
   window.warlockAssistant = { socket: () => socket, history: () => history, busy: () => busy };
-  load().then(connect);
+  // A new conversation has nothing to read yet (asking would log a 404 in the console).
+  (root.dataset.started === "1" ? load() : Promise.resolve(render())).then(connect);
 })();
