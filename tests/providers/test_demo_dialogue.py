@@ -138,3 +138,12 @@ def test_the_same_conversation_on_the_database_with_the_fixture(
     assert chat.advance("2m") == ["Are you still there? I'm here whenever you're ready."]
     assert Session.objects.get(id="on-db").version == 3
     assert chat.data == {"name": "Ana"}
+
+
+def test_an_accented_name_keeps_an_english_chat_in_english() -> None:
+    """ "João Pereira" switched the chat, and its reminders, to Portuguese."""
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("book")
+    [asked] = dialogue.say("João Pereira")
+    assert "e-mail" in asked and "João" in asked and "Obrigad" not in asked, asked
+    assert dialogue.data["name"] == "João Pereira"

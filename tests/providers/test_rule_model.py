@@ -105,6 +105,14 @@ def test_phrase_scores_are_accent_insensitive_and_honour_exclusions() -> None:
     assert language_of("quero agendar") == "pt" and language_of("I want to book") == "en"
 
 
+def test_an_accented_name_does_not_say_portuguese() -> None:
+    """ "João Pereira" switched an English chat, reminders included, to Portuguese."""
+    assert language_of("João Pereira") is None  # a name: the chat keeps its language
+    assert language_of("my name is João Conceição") == "en"
+    assert language_of("não sei") == "pt" and language_of("Não, obrigado") == "pt"
+    assert language_of("manhã") == "pt"
+
+
 def test_routing_scores_and_mentions() -> None:
     agent = Agent(
         [

@@ -37,7 +37,11 @@ def language_of(text: str) -> str | None:
     words = tokens(text)
     english = sum(1 for word in words if word in ENGLISH)
     portuguese = sum(1 for word in words if word in PORTUGUESE)
-    portuguese += 2 * sum(1 for char in text.lower() if char in _MARKS)
+    # Portuguese letters in a capitalised word are a name's ("João Pereira" in an English
+    # chat), not the language's.
+    portuguese += 2 * sum(
+        1 for word in text.split() if not word[:1].isupper() for char in word if char in _MARKS
+    )
     if english == portuguese:
         return None
     return "pt" if portuguese > english else "en"
