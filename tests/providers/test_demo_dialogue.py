@@ -147,3 +147,18 @@ def test_an_accented_name_keeps_an_english_chat_in_english() -> None:
     [asked] = dialogue.say("João Pereira")
     assert "e-mail" in asked and "João" in asked and "Obrigad" not in asked, asked
     assert dialogue.data["name"] == "João Pereira"
+
+
+def test_impossible_or_past_days_are_not_booked() -> None:
+    """ "the 31st of february" was confirmed as 31 October, and "yesterday" was not read as a
+    day."""
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    for said in ("book", "Maria Silva", "maria@example.com"):
+        dialogue.say(said)
+    assert dialogue.say("the 31st of february") == [
+        "I couldn't read a date in that. Which day would suit you?"
+    ]
+    assert dialogue.say("yesterday") == [
+        "That day has already passed: which day from today on would suit you?"
+    ]
+    assert "2026-09-21" in dialogue.say("tomorrow")[0]

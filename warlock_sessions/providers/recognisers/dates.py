@@ -41,6 +41,8 @@ MONTHS = {
 RELATIVE_DAYS = {
     "today": 0, "hoje": 0, "tonight": 0,
     "tomorrow": 1, "tmrw": 1, "tmr": 1, "tomoz": 1, "amanha": 1, "amnh": 1,
+    # A past day is a day too: the field's bounds refuse it with its own sentence.
+    "yesterday": -1, "ontem": -1, "anteontem": -2,
 }  # fmt: skip
 #: "next week", "semana que vem", "para a semana" (European Portuguese): a week from today.
 NEXT_WEEK = ("next week", "semana que vem", "proxima semana", "para a semana")
@@ -108,7 +110,10 @@ def _day(word: str) -> int | None:
 
 
 def _named(words: list[str], today: date) -> date | None:
-    """A month's name beside a day, or a day of the month alone."""
+    """A month's name beside a day, or a day of the month alone. A month named with a day it
+    does not have ("the 31st of February") is no date at all, not the next 31st."""
+    if any(MONTHS.get(word) is not None and word not in COMMON_WORDS for word in words):
+        return _month_named(words, today)
     return _month_named(words, today) or _day_of_month(words, today)
 
 
