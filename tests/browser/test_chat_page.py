@@ -433,6 +433,30 @@ class ChatPageTest(ChannelsLiveServerTestCase):
             browser.close()
         print(f"\nscreenshot: {shots}")
 
+    def test_undo_while_offline_keeps_the_transcript(self) -> None:
+        """It emptied the transcript until the page was reloaded."""
+        from playwright.sync_api import expect, sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            context = browser.new_context(viewport={"width": 390, "height": 844})
+            page = context.new_page()
+            page.goto(self.live_server_url + "/assistant/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            say(page, "My name is Sara")
+            bot = page.locator(".messages li.bot")
+            expect(bot).to_have_count(1, timeout=15000)
+            expect(page.locator(".messages li.streaming")).to_have_count(0, timeout=15000)
+            context.set_offline(True)
+            page.click("#undo")
+            expect(page.locator(".messages li.bot").last).to_contain_text("⚠", timeout=15000)
+            expect(page.locator(".messages li.me")).to_have_text(["My name is Sara"])
+            expect(bot.first).to_contain_text("Nice to meet you, Sara")
+            context.set_offline(False)
+            page.click("#undo")  # online again: undone for real
+            expect(page.locator(".messages li.me")).to_have_count(0, timeout=15000)
+            browser.close()
+
     def test_the_booking_dialogue_through_every_situation_at_both_sizes(self) -> None:
         """Hesitation then yes, a second booking with a changed mind, a day in the past,
         start over, a name given up, a way out; dates read in the browser's language."""

@@ -121,8 +121,14 @@
         forked.append(link, ` after ${from.messageCount} messages.`);
       }
     } catch (error) {
-      if (error.code !== "conversation-not-found") bubble(`⚠ ${error.message}`, "bot");
-      history = [];
+      // Not there yet: an empty history. Anything else (offline, a restart): what is on
+      // screen stays as it was, and the next load brings it up to date.
+      if (error.code === "conversation-not-found") history = [];
+      else {
+        render();
+        bubble(`⚠ ${error.message}`, "bot");
+        return;
+      }
     }
     render();
   }
@@ -205,7 +211,13 @@
     const keep = lastUserIndex();
     if (keep < 0) return;
     setBusy(true);
-    try { await call("POST", "truncate/", { message_count: keep }); } catch (error) { bubble(`⚠ ${error.message}`, "bot"); }
+    try {
+      await call("POST", "truncate/", { message_count: keep });
+    } catch (error) {  // nothing was undone (offline, a refusal): the transcript stays
+      setBusy(false);
+      bubble(`⚠ ${error.message}`, "bot");
+      return;
+    }
     busy = false;
     await load();
   });
