@@ -323,3 +323,14 @@ def test_an_unknown_api_path_answers_json_and_a_bad_token_is_401() -> None:
     assert bad.json()["code"] == "authentication-failed"
     none = client.get("/api/snapshots/")
     assert (none.status_code, none.json()["code"]) == (401, "not-authenticated")
+
+
+def test_swagger_ui_and_redoc_are_served_with_their_scripts_from_the_package() -> None:
+    client = Client()
+    for path, script in (
+        ("/api/schema/swagger/", "drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js"),
+        ("/api/schema/redoc/", "drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js"),
+    ):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        assert script in page.content.decode() and "cdn" not in page.content.decode(), path

@@ -1,7 +1,9 @@
-"""``path("api/", include("warlock_sessions.api.urls"))``: the sessions endpoints, and the
-OpenAPI schema at ``schema/`` when drf-spectacular (the ``openapi`` extra) is installed."""
+"""``path("api/", include("warlock_sessions.api.urls"))``: the sessions endpoints, and, when
+drf-spectacular (the ``openapi`` extra) is installed, the OpenAPI schema at ``schema/`` with
+Swagger UI at ``schema/swagger/`` and Redoc at ``schema/redoc/``."""
 
 from importlib.util import find_spec
+from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import URLPattern, URLResolver, include, path, re_path
@@ -29,11 +31,39 @@ def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
 
 
 if find_spec("drf_spectacular") is not None:
-    from drf_spectacular.views import SpectacularAPIView
+    from django.apps import apps
+    from drf_spectacular.settings import patched_settings
+    from drf_spectacular.views import (
+        SpectacularAPIView,
+        SpectacularRedocView,
+        SpectacularSwaggerView,
+    )
 
     from .. import __version__
 
-    urlpatterns.append(
+    def offline_assets() -> dict[str, str]:
+        """Swagger UI's and Redoc's scripts from ``drf_spectacular_sidecar`` when the project
+        installed it (the ``openapi`` extra does; it must be in ``INSTALLED_APPS``), else
+        from their CDN, as drf-spectacular does by default."""
+        if not apps.is_installed("drf_spectacular_sidecar"):
+            return {}
+        return {
+            "SWAGGER_UI_DIST": "SIDECAR",
+            "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+            "REDOC_DIST": "SIDECAR",
+        }
+
+    class SwaggerView(SpectacularSwaggerView):
+        def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            with patched_settings(offline_assets()):
+                return super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    class RedocView(SpectacularRedocView):
+        def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            with patched_settings(offline_assets()):
+                return super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+    urlpatterns += [
         path(
             "schema/",
             SpectacularAPIView.as_view(
@@ -46,8 +76,18 @@ if find_spec("drf_spectacular") is not None:
                 }
             ),
             name="warlock-schema",
-        )
-    )
+        ),
+        path(
+            "schema/swagger/",
+            SwaggerView.as_view(url_name="warlock-schema", title="warlock_sessions API"),
+            name="warlock-swagger",
+        ),
+        path(
+            "schema/redoc/",
+            RedocView.as_view(url_name="warlock-schema", title="warlock_sessions API"),
+            name="warlock-redoc",
+        ),
+    ]
 
 # Last: what no pattern above matched.
 urlpatterns.append(re_path(r"^(?P<rest>.*)$", not_found))
