@@ -334,3 +334,10 @@ def test_swagger_ui_and_redoc_are_served_with_their_scripts_from_the_package() -
         page = client.get(path)
         assert page.status_code == 200, path
         assert script in page.content.decode() and "cdn" not in page.content.decode(), path
+
+
+def test_the_api_root_lists_every_endpoint() -> None:
+    """It listed sessions and snapshots only."""
+    listed = Client().get("/api/", HTTP_ACCEPT="application/json").json()
+    assert set(listed) == {"sessions", "snapshots", "conversations", "schema", "swagger", "redoc"}
+    assert listed["conversations"].endswith("/api/conversations/{id}/")

@@ -6,14 +6,41 @@ from importlib.util import find_spec
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
-from django.urls import URLPattern, URLResolver, include, path, re_path
+from django.urls import NoReverseMatch, URLPattern, URLResolver, include, path, re_path, reverse
 from rest_framework.routers import DefaultRouter
 
 from .conversations import ConversationViewSet
 from .sessions import SessionViewSet
 from .snapshots import SnapshotViewSet
 
-router = DefaultRouter()
+
+class WarlockRouter(DefaultRouter):
+    """The API's root lists every endpoint: the lists, the conversations (which have no list:
+    each is read by its id) and, when installed, the schema and its two readers."""
+
+    def get_api_root_view(self, api_urls: Any = None) -> Any:
+        view = super().get_api_root_view(api_urls)
+
+        def root(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+            response = view(request, *args, **kwargs)
+            if isinstance(getattr(response, "data", None), dict):
+                base = request.build_absolute_uri(request.path)
+                response.data["conversations"] = f"{base}conversations/{{id}}/"
+                for name, url_name in (
+                    ("schema", "warlock-schema"),
+                    ("swagger", "warlock-swagger"),
+                    ("redoc", "warlock-redoc"),
+                ):
+                    try:
+                        response.data[name] = request.build_absolute_uri(reverse(url_name))
+                    except NoReverseMatch:  # drf-spectacular is not installed
+                        continue
+            return response
+
+        return root
+
+
+router = WarlockRouter()
 router.include_format_suffixes = False  # a session id or snapshot key may end in ".json"
 router.register("sessions", SessionViewSet, basename="warlock-session")
 router.register("snapshots", SnapshotViewSet, basename="warlock-snapshot")
