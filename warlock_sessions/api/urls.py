@@ -60,6 +60,7 @@ def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
 if find_spec("drf_spectacular") is not None:
     from django.apps import apps
     from drf_spectacular.settings import patched_settings
+    from drf_spectacular.utils import extend_schema
     from drf_spectacular.views import (
         SpectacularAPIView,
         SpectacularRedocView,
@@ -81,11 +82,13 @@ if find_spec("drf_spectacular") is not None:
         }
 
     class SwaggerView(SpectacularSwaggerView):
+        @extend_schema(exclude=True)  # a page about the API, not part of it
         def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             with patched_settings(offline_assets()):
                 return super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
 
     class RedocView(SpectacularRedocView):
+        @extend_schema(exclude=True)
         def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             with patched_settings(offline_assets()):
                 return super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
