@@ -341,3 +341,19 @@ def test_the_api_root_lists_every_endpoint() -> None:
     listed = Client().get("/api/", HTTP_ACCEPT="application/json").json()
     assert set(listed) == {"sessions", "snapshots", "conversations", "schema", "swagger", "redoc"}
     assert listed["conversations"].endswith("/api/conversations/{id}/")
+
+
+def test_every_operation_has_a_summary_and_its_own_description() -> None:
+    """Their descriptions were the view class's docstring, or missing."""
+    document = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    seen: dict[str, str] = {}
+    for path, operations in document["paths"].items():
+        if path == "/api/schema/":
+            continue
+        for method, operation in operations.items():
+            where = f"{method.upper()} {path}"
+            assert operation.get("summary"), where
+            description = operation.get("description", "")
+            assert description and "``" not in description, where
+            assert description not in seen, (where, seen.get(description))
+            seen[description] = where

@@ -125,6 +125,11 @@ SESSION_ERRORS = {
 
 
 LIST = extend_schema(
+    summary="List sessions",
+    description=(
+        "The sessions the requester may see, newest first, filtered by flow, run status, "
+        "agent, or text in their data (`q`). Paginated; `count` stops counting at a cap."
+    ),
     responses={200: SessionSummarySerializer(many=True), **errors(400, 403, 429)},
     parameters=[
         OpenApiParameter(name, str, description=text)
@@ -140,6 +145,11 @@ LIST = extend_schema(
     else None,
 )
 RETRIEVE = extend_schema(
+    summary="Read a session",
+    description=(
+        "The session's blob with its version, and an `ETag`; `If-None-Match` answers 304 when"
+        " it has not changed."
+    ),
     responses={200: SessionEnvelopeSerializer, 304: None, **errors(403, 404, 429)},
     parameters=[
         OpenApiParameter(
@@ -153,6 +163,12 @@ RETRIEVE = extend_schema(
     else None,
 )
 UPDATE = extend_schema(
+    summary="Write a session's blob (staff)",
+    description=(
+        "Replace the blob conditionally: `If-Match` (or the body's version) must be the "
+        "stored version, else 412; `If-None-Match: *` creates it. For repairs and imports; "
+        "turns go through `turn/`."
+    ),
     request=SessionEnvelopeSerializer,
     responses={
         200: SessionEnvelopeSerializer,
@@ -168,12 +184,27 @@ UPDATE = extend_schema(
     if OPENAPI
     else None,
 )
-DESTROY = extend_schema(responses={204: None, **errors(403, 404, 429)})
+DESTROY = extend_schema(
+    summary="Delete a session",
+    description="The session, its event log, outbox, wakes and owner record go together.",
+    responses={204: None, **errors(403, 404, 429)},
+)
 TURN = extend_schema(
+    summary="Run one turn",
+    description=(
+        "Apply one input (`message`, `event`, `start` or `wake`) and answer what the turn "
+        "did: its messages, schedule, outcomes and the session as saved. A resend of an input"
+        " with the same id changes nothing."
+    ),
     request=TurnRequestSerializer,
     responses={200: TurnResultSerializer, **errors(400, 403, 404, 409, 413, 429, 503)},
 )
 EVENTS = extend_schema(
+    summary="Read the event log",
+    description=(
+        "What the session's turns logged after `after` (a `seq`), oldest first: messages both"
+        " ways, runs started and ended, outcomes."
+    ),
     responses={200: EventsSerializer, **errors(400, 403, 404, 429)},
     parameters=[OpenApiParameter("after_seq", int, description="events after this seq")]
     if OPENAPI
@@ -187,6 +218,10 @@ class SnapshotEnvelopeSerializer(Shape):
 
 
 SNAPSHOT_LIST = extend_schema(
+    summary="List run snapshots (staff)",
+    description=(
+        "The keys of the run snapshots in `SNAPSHOT_STORE`, starting with `prefix`, paginated."
+    ),
     responses={
         200: serializers.ListSerializer(child=serializers.CharField()),
         **errors(400, 403, 404),
@@ -196,7 +231,9 @@ SNAPSHOT_LIST = extend_schema(
     else None,
 )
 SNAPSHOT_RETRIEVE = extend_schema(
-    responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404)}
+    summary="Read a run snapshot (staff)",
+    description="A workflow, supervisor or agent run's snapshot as stored.",
+    responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404)},
 )
 
 
@@ -206,12 +243,17 @@ class CancelRunSerializer(Shape):
 
 
 SNAPSHOT_CANCEL = extend_schema(
+    summary="Cancel a running run (staff)",
     request=CancelRunSerializer,
     responses={200: SnapshotEnvelopeSerializer, **errors(400, 403, 404, 409)},
     description="Cancel a running run (409 run-not-running when it has settled, "
     "cancel-unsupported on a store that keeps no versions).",
 )
-SNAPSHOT_DESTROY = extend_schema(responses={204: None, **errors(400, 403, 404)})
+SNAPSHOT_DESTROY = extend_schema(
+    summary="Delete a run snapshot (staff)",
+    description="The run can no longer be resumed.",
+    responses={204: None, **errors(400, 403, 404)},
+)
 
 
 class ConversationSerializer(Shape):
@@ -274,12 +316,21 @@ CONVERSATION_ERRORS = {
 
 
 CONVERSATION_RETRIEVE = extend_schema(
-    responses={200: ConversationSerializer, **conversation_errors(403, 404)}
+    summary="Read a conversation's header",
+    description="Its version, turns, whether a turn is pending, and where it was forked from.",
+    responses={200: ConversationSerializer, **conversation_errors(403, 404)},
 )
 CONVERSATION_HISTORY = extend_schema(
-    responses={200: HistorySerializer, **conversation_errors(403, 404)}
+    summary="Read a conversation's messages",
+    description="The messages the agent sees next turn, in order (never the system prompt).",
+    responses={200: HistorySerializer, **conversation_errors(403, 404)},
 )
 CONVERSATION_SEND = extend_schema(
+    summary="Send a turn",
+    description=(
+        "The user's text to the conversation's agent; the turn is stored only if the agent's "
+        "run succeeded. An id nobody uses becomes the requester's conversation."
+    ),
     request=SendSerializer,
     responses={
         200: AgentResultSerializer,
@@ -287,15 +338,34 @@ CONVERSATION_SEND = extend_schema(
     },
 )
 CONVERSATION_RESUME = extend_schema(
+    summary="Finish a turn a crash cut short",
+    description=(
+        "A durable agent resumes its run from its last snapshot; `resumed: false` when no "
+        "turn is pending."
+    ),
     request=None,
     responses={200: ResumeSerializer, **conversation_errors(403, 404, 409, 502, 503)},
 )
 CONVERSATION_FORK = extend_schema(
+    summary="Fork a conversation",
+    description=(
+        "A new conversation, named by the server, starting with this one's first "
+        "`message_count` messages (never splitting a tool call from its result)."
+    ),
     request=ForkSerializer,
     responses={201: ConversationSerializer, **conversation_errors(400, 403, 404, 409)},
 )
 CONVERSATION_TRUNCATE = extend_schema(
+    summary="Keep the first messages",
+    description=(
+        "Undo: keep the first `message_count` messages (never splitting a tool call from its "
+        "result)."
+    ),
     request=TruncateSerializer,
     responses={200: ConversationSerializer, **conversation_errors(400, 403, 404, 409)},
 )
-CONVERSATION_DESTROY = extend_schema(responses={204: None, **conversation_errors(403, 404, 409)})
+CONVERSATION_DESTROY = extend_schema(
+    summary="Delete a conversation",
+    description="Its messages, and what a semantic cache kept for it, go too.",
+    responses={204: None, **conversation_errors(403, 404, 409)},
+)
