@@ -220,11 +220,13 @@ def test_a_tool_agent_uses_it_through_a_conversation_and_forgets_it_when_deleted
     model = CountingModel()
     agent = ToolAgent(model, "Be brief.", cache=SemanticCache(store=store, scope="shared"))
     first = session("c1", MemorySnapshotStore(), agent)
-    first.send("What are your opening hours?")
+    assert first.send("What are your opening hours?").cached == ""
     events = list(
         session("c2", MemorySnapshotStore(), agent).stream("What are your opening hours?")
     )
     assert model.calls == 1 and {"type": "cached", "step": "exact"} in events
+    again = session("c4", MemorySnapshotStore(), agent).send("What are your opening hours?")
+    assert again.cached == "exact" and model.calls == 1
     private = ToolAgent(model, "Be brief.", cache=SemanticCache(store=store))
     chat = session("c3", MemorySnapshotStore(), private)
     chat.send("What are your opening hours?")

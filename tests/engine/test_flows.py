@@ -267,3 +267,29 @@ def test_an_unknown_key_is_refused_with_the_closest_valid_one(
         build(flows, fields=fields)
     assert caught.value.path == path
     assert hint in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("flows", "path", "hint"),
+    [
+        (
+            [ok_flow(steps=[{"id": "a", "colect": ["nome"]}])],
+            "flows[0].steps[0].colect",
+            "'collect'",
+        ),
+        ([ok_flow(on=[{"mesage": ["oi"]}])], "flows[0].on[0].mesage", "'message'"),
+        (
+            [ok_flow(on=[{"message": ["oi"], "repaet": "once"}])],
+            "flows[0].on[0].repaet",
+            "'repeat'",
+        ),
+        ([ok_flow(interrupts=[{"whn": "sair"}])], "flows[0].interrupts[0].whn", "'when'"),
+    ],
+)
+def test_a_mistyped_kind_names_the_key_and_what_it_may_mean(
+    flows: Any, path: str, hint: str
+) -> None:
+    """ "colect" said only that a step has exactly one kind; "whn" had no suggestion."""
+    with pytest.raises(FlowConfigurationError) as caught:
+        build(flows)
+    assert caught.value.path == path and f"did you mean {hint}?" in str(caught.value)

@@ -274,6 +274,9 @@ class AgentResultSerializer(Shape):
     text = serializers.CharField(help_text="the agent's reply")
     run_id = serializers.CharField()
     usage = serializers.JSONField()
+    cached = serializers.CharField(
+        help_text='"exact" or "similar" when a semantic cache answered, "" when the model did'
+    )
     messages = serializers.ListField(
         child=serializers.JSONField(), help_text="the turn's messages: user, tool calls, reply"
     )

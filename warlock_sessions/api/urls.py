@@ -5,6 +5,7 @@ Swagger UI at ``schema/swagger/`` and Redoc at ``schema/redoc/``."""
 from importlib.util import find_spec
 from typing import Any
 
+from django.apps import apps
 from django.http import HttpRequest, JsonResponse
 from django.urls import NoReverseMatch, URLPattern, URLResolver, include, path, re_path, reverse
 from rest_framework.routers import DefaultRouter
@@ -57,8 +58,9 @@ def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     )
 
 
-if find_spec("drf_spectacular") is not None:
-    from django.apps import apps
+# The schema's pages need drf-spectacular's templates: they are served when the project lists
+# "drf_spectacular" in INSTALLED_APPS (the views carry its AutoSchema themselves).
+if find_spec("drf_spectacular") is not None and apps.is_installed("drf_spectacular"):
     from drf_spectacular.settings import patched_settings
     from drf_spectacular.utils import extend_schema
     from drf_spectacular.views import (

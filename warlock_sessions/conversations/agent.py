@@ -34,6 +34,9 @@ class AgentResult:
     error: BaseException | None = None
     run_id: str = ""
     usage: dict[str, Any] = field(default_factory=dict)
+    #: How a semantic cache answered the final reply (``"exact"``, ``"similar"``); ``""``:
+    #: the model did.
+    cached: str = ""
 
 
 class AgentStream(Protocol):

@@ -289,8 +289,10 @@ class ToolAgent:
                 context=run.snapshot,
             )
             reply = self.cache.chat(call, _on_delta(emit, signal))
-            if reply.cached and emit is not None:
-                emit({"type": "cached", "step": reply.cached})
+            if reply.cached:
+                run.cached = reply.cached
+                if emit is not None:
+                    emit({"type": "cached", "step": reply.cached})
         run.add_trip(reply)
         calls = run.messages[-1].get("toolCalls") or []
         if not calls:
@@ -358,6 +360,7 @@ class _Run:
     def __init__(self, snapshot: dict[str, Any], writer: SnapshotWriter) -> None:
         self.snapshot = snapshot
         self.writer = writer
+        self.cached = ""  # how a semantic cache answered this run, if it did
 
     @property
     def id(self) -> str:
@@ -406,6 +409,7 @@ class _Run:
             text=content_text(messages[-1].get("content")) if messages else "",
             run_id=self.id,
             usage=dict(self.snapshot["usage"]),
+            cached=self.cached,
         )
 
 

@@ -116,6 +116,7 @@ def result_json(result: AgentResult, header: Conversation | None) -> dict[str, A
         "text": result.text,
         "run_id": result.run_id,
         "usage": result.usage,
+        "cached": result.cached,
         "messages": turn_messages(result.messages),
         "conversation": conversation_json(header) if header is not None else None,
     }

@@ -64,6 +64,7 @@ STEP_KEYS = {
     "wait_event": frozenset({"id", "then", "wait", "else"}),
     "if": frozenset({"id", "then", "if", "else"}),
 }
+ALL_STEP_KEYS = frozenset().union(*STEP_KEYS.values())
 FIELD_KEYS = frozenset(
     {
         "type",
@@ -80,6 +81,9 @@ FIELD_KEYS = frozenset(
         "description",
     }
 )
+TRIGGER_OPTIONS = frozenset({"if", "repeat", "after", "businessHours", "extract"})
+TRIGGER_KEYS = TRIGGER_OPTIONS | frozenset(TRIGGER_KINDS)
+INTERRUPT_KEYS = frozenset({"when", "say", "then"})
 TALK_BRANCH_KEYS = frozenset({"when", "if", "then"})
 WAIT_BRANCH_KEYS = frozenset({"if", "then"})
 EVENT_WAIT_KEYS = frozenset({"event", "upTo"})
@@ -231,12 +235,12 @@ class _Checker:
     def trigger(self, raw: object, path: str) -> Trigger:
         spec = self.mapping(raw, path)
         kinds = [kind for kind in TRIGGER_KINDS if kind in spec]
+        if not kinds:  # a mistyped kind ("mesage") is named, with the key it may mean
+            refuse_unknown_keys(spec, TRIGGER_KEYS, path)
         if len(kinds) != 1:
             raise self.fail(path, "a trigger has exactly one of message, mention, silence, event")
         kind = kinds[0]
-        unknown = set(spec) - {kind, "if", "repeat", "after", "businessHours", "extract"}
-        if unknown:
-            raise self.fail(f"{path}.{sorted(unknown)[0]}", f"not a key of a {kind} trigger")
+        refuse_unknown_keys(spec, TRIGGER_OPTIONS | {kind}, path)
         options: dict[str, Any] = {"kind": kind}
         if kind in ("message", "mention"):
             options["phrases"] = tuple(self.text_list(spec[kind], f"{path}.{kind}"))
@@ -279,6 +283,8 @@ class _Checker:
         kinds = [key for key in ("prompt", "collect", "say", "do", "wait", "if") if key in spec]
         if "prompt" in kinds and "collect" in kinds:
             kinds.remove("prompt")
+        if not kinds:  # a mistyped kind ("colect") is named, with the key it may mean
+            refuse_unknown_keys(spec, ALL_STEP_KEYS, path)
         if len(kinds) != 1:
             raise self.fail(path, "a step has exactly one of prompt/collect, say, do, wait, if")
         check = {
@@ -391,9 +397,7 @@ class _Checker:
         for index, raw in enumerate(value):
             where = f"{path}[{index}]"
             interrupt = self.mapping(raw, where)
-            unknown = set(interrupt) - {"when", "say", "then"}
-            if unknown:
-                raise self.fail(f"{where}.{sorted(unknown)[0]}", "not a key of an interrupt")
+            refuse_unknown_keys(interrupt, INTERRUPT_KEYS, where)
             if "when" in interrupt and not isinstance(interrupt["when"], str):
                 raise self.fail(f"{where}.when", "expected text")
             if "say" in interrupt:
