@@ -7,7 +7,11 @@ Service-backed tests skip with the reason when a service is unreachable, unless
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 import psycopg
 
@@ -48,3 +52,19 @@ def redis_unreachable() -> str | None:
 def postgres_database_settings() -> dict[str, object]:
     """The alias as docs/stores.md recommends it: parameters bound server-side."""
     return {**postgres_settings(POSTGRES_URL), "OPTIONS": {"server_side_binding": True}}
+
+
+@contextmanager
+def redis_keys(suffix: str = "") -> Iterator[tuple[Any, str]]:
+    """A client of the test Redis and a key prefix of the test's own; every key under the
+    prefix is deleted afterwards."""
+    import redis
+
+    prefix = f"warlock-test:{uuid.uuid4().hex}:{suffix}"
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        yield client, prefix
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}*"))
+        if keys:
+            client.delete(*keys)

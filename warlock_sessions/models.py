@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
 from .engine.session import Session as SessionBlob
+from .engine.text import fold
 
 
 def token_list(values: Iterable[str]) -> str:
@@ -37,15 +37,9 @@ def run_summary(blob: SessionBlob) -> dict[str, Any]:
     }
 
 
-def folded(text: str) -> str:
-    """``text`` as searches compare it: case-folded, without accents ("João" is "joao")."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
-
-
 def search_text(data: Any) -> str:
     """What a person may look a session up by: the text and numbers in its data (a name, an
-    e-mail), ``folded``, at most ``MAX_SEARCH_TEXT`` characters."""
+    e-mail), folded (``fold``), at most ``MAX_SEARCH_TEXT`` characters."""
     found: list[str] = []
     length = 0
     pending = [data]
@@ -53,7 +47,7 @@ def search_text(data: Any) -> str:
         value = pending.pop()
         if isinstance(value, str):
             if value:
-                found.append(folded(value))
+                found.append(fold(value))
                 length += len(value) + 1
         elif isinstance(value, bool) or value is None:
             continue
@@ -82,12 +76,12 @@ class SessionQuerySet(models.QuerySet["Session"]):
         million sessions a substring's trigrams are shared by too many rows); elsewhere a
         substring match."""
         if connections[self.db].vendor != "postgresql":
-            return self.filter(search_text__contains=folded(text))
+            return self.filter(search_text__contains=fold(text))
         # Imported here: django.contrib.postgres needs psycopg, which the core may lack.
         from django.contrib.postgres.search import SearchQuery, SearchVector
 
         words = SearchVector("search_text", config="simple")  # the index of migration 0012
-        query = SearchQuery(folded(text), config="simple")
+        query = SearchQuery(fold(text), config="simple")
         return self.alias(search_words=words).filter(search_words=query)
 
 

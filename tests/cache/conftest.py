@@ -3,14 +3,13 @@ and the Django database on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.services import REDIS_URL
+from tests.services import redis_keys
 from tests.snapshots.conftest import needs_postgres, needs_redis, postgres_db
 
 CacheFactory = Callable[[], Any]
@@ -36,18 +35,10 @@ def cache_factory(backend: str, tmp_path: Path) -> Iterator[CacheFactory]:
     elif backend == "file":
         yield lambda: FileCacheStore(tmp_path / "cache")
     elif backend == "redis":
-        import redis
-
         from warlock_sessions.cache import RedisCacheStore
 
-        prefix = f"warlock-test:{uuid.uuid4().hex}:cache:"
-        client = redis.Redis.from_url(REDIS_URL)
-        try:
+        with redis_keys("cache:") as (client, prefix):
             yield lambda: RedisCacheStore(client, prefix=prefix)
-        finally:
-            keys = list(client.scan_iter(match=f"{prefix}*"))
-            if keys:
-                client.delete(*keys)
     else:
         from warlock_sessions.cache import DjangoCacheStore
         from warlock_sessions.cache.db import scope_vectors

@@ -192,16 +192,11 @@ def test_what_cannot_work_is_refused_when_built() -> None:
         SemanticCache(store=MemoryCacheStore(), scope="everyone")
 
 
-class DownStore(MemoryCacheStore):
-    def _get(self, *args: Any) -> Any:
-        raise ConnectionError("down")
-
-    def _put(self, entry: Any) -> None:
-        raise ConnectionError("down")
-
-
 def test_a_store_that_is_down_costs_hits_never_answers() -> None:
-    model, cache = CountingModel(), SemanticCache(store=DownStore())
+    from warlock_sessions.cache import RedisCacheStore
+
+    down = RedisCacheStore(url="redis://127.0.0.1:1/0")  # a real client, and nothing there
+    model, cache = CountingModel(), SemanticCache(store=down)
     assert cache.chat(call(model, "What are your opening hours?")).text == "answer 1"
     assert cache.chat(call(model, "What are your opening hours?")).text == "answer 2"
     assert cache.stats.refusals["store-failed"] == 4

@@ -184,22 +184,14 @@ def test_vectors_of_another_length_are_left_out(make_cache: CacheFactory) -> Non
 
 @pytest.mark.parametrize("backend", ["redis"])
 def test_a_redis_store_never_reaches_a_store_whose_prefix_extends_its_own(backend: str) -> None:
-    import uuid
-
-    import redis
-
-    from tests.services import REDIS_URL, redis_unreachable
+    from tests.services import redis_keys, redis_unreachable
     from warlock_sessions.cache import RedisCacheStore
 
     if redis_unreachable():
         pytest.skip(redis_unreachable() or "")
-    client = redis.Redis.from_url(REDIS_URL)
-    base = f"warlock-test:{uuid.uuid4().hex}:"
-    short, longer = (
-        RedisCacheStore(client, prefix=base),
-        RedisCacheStore(client, prefix=base + "b:"),
-    )
-    try:
+    with redis_keys() as (client, base):
+        short = RedisCacheStore(client, prefix=base)
+        longer = RedisCacheStore(client, prefix=base + "b:")
         short.put(entry("a", [1, 0]))
         longer.put(entry("b", [1, 0]))
         short.clear("ns")
@@ -207,7 +199,3 @@ def test_a_redis_store_never_reaches_a_store_whose_prefix_extends_its_own(backen
         short.prune()
         assert longer.get("ns", "conversation:a", "b") is not None
         assert [e["key"] for _, e in longer.similar("ns", "conversation:a", [1, 0])] == ["b"]
-    finally:
-        keys = list(client.scan_iter(match=f"{base}*"))
-        if keys:
-            client.delete(*keys)

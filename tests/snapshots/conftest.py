@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.services import POSTGRES_URL, REDIS_URL, postgres_unreachable, redis_unreachable
+from tests.services import POSTGRES_URL, postgres_unreachable, redis_keys, redis_unreachable
 from warlock_sessions.snapshots import (
     FileSnapshotStore,
     MemorySnapshotStore,
@@ -73,18 +73,10 @@ def _postgres() -> Iterator[SnapshotFactory]:
 
 
 def _redis() -> Iterator[SnapshotFactory]:
-    import redis
-
     from warlock_sessions.snapshots import RedisSnapshotStore
 
-    prefix = f"warlock-test:{uuid.uuid4().hex}:snap:"
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
+    with redis_keys("snap:") as (client, prefix):
         yield lambda: RedisSnapshotStore(client, prefix=prefix)
-    finally:
-        keys = list(client.scan_iter(match=f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
 
 
 @pytest.fixture(params=SNAPSHOT_BACKENDS)

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.services import POSTGRES_URL, REDIS_URL
+from tests.services import POSTGRES_URL, REDIS_URL, redis_keys
 from warlock_sessions.checkpoints import (
     CheckpointStore,
     DuplicateCheckpointError,
@@ -49,16 +49,10 @@ def store(request: pytest.FixtureRequest) -> Iterator[CheckpointStore]:
             finally:
                 connection.execute(f"DROP TABLE {table}")
     else:
-        import redis
-
         from warlock_sessions.checkpoints import RedisCheckpointStore
 
-        client = redis.Redis.from_url(REDIS_URL)
-        prefix = f"warlock-test:{uuid.uuid4().hex}:"
-        yield RedisCheckpointStore(client, prefix=prefix)
-        keys = list(client.scan_iter(match=f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
+        with redis_keys() as (client, prefix):
+            yield RedisCheckpointStore(client, prefix=prefix)
 
 
 def row(name: str, sid: str, turn: int, **more: Any) -> dict[str, Any]:

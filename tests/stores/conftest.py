@@ -3,12 +3,11 @@ storage, so a test can build a second store (or one per forked process) on the s
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.services import REDIS_URL, postgres_unreachable, redis_unreachable
+from tests.services import REDIS_URL, postgres_unreachable, redis_keys, redis_unreachable
 from warlock_sessions.stores import FileStore, MemoryStore, SqliteStore, Store
 
 StoreFactory = Callable[[], Store]
@@ -42,16 +41,10 @@ def make_store(request: pytest.FixtureRequest, tmp_path) -> Iterator[StoreFactor
     elif backend == "file":
         yield lambda: FileStore(tmp_path / "sessions")
     elif backend == "redis":
-        import redis
-
         from warlock_sessions.stores import RedisStore
 
-        prefix = f"warlock-test:{uuid.uuid4().hex}:"
-        yield lambda: RedisStore(url=REDIS_URL, prefix=prefix)
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(match=f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
+        with redis_keys() as (_, prefix):
+            yield lambda: RedisStore(url=REDIS_URL, prefix=prefix)
     else:
         from warlock_sessions.stores import DjangoStore
 

@@ -17,6 +17,8 @@ its cost.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from abc import ABC, abstractmethod
@@ -54,6 +56,24 @@ def check_entry(entry: Entry) -> None:
         and all(isinstance(v, int | float) and math.isfinite(v) for v in vector)
     ):
         raise ValueError("a cache entry's vector is a list of finite numbers, or None")
+
+
+def hashed(text: str) -> str:
+    """A scope, namespace or key as a fixed-length name a file system or Redis key holds
+    (the entry itself says what it was: a read checks that)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def decoded(stored: str | bytes | None) -> Entry | None:
+    """A stored entry's JSON, or ``None``: a torn or foreign value is a miss, never an
+    answer."""
+    if stored is None:
+        return None
+    try:
+        entry = json.loads(stored)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
 
 
 def numpy() -> Any:

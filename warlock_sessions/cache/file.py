@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -10,11 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..backends.files import PrivateDirectory, make_directories, read_file, replace_file
-from .base import CacheStore, Entry, live, rank
-
-
-def _hashed(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+from .base import CacheStore, Entry, decoded, hashed, live, rank
 
 
 class FileCacheStore(PrivateDirectory, CacheStore):
@@ -24,16 +19,16 @@ class FileCacheStore(PrivateDirectory, CacheStore):
     the files of its own scope and namespace only. One host."""
 
     def _folder(self, namespace: str, scope: str) -> Path:
-        return self.directory / _hashed(scope) / _hashed(namespace)
+        return self.directory / hashed(scope) / hashed(namespace)
 
     def _get(self, namespace: str, scope: str, key: str) -> Entry | None:
-        return _decoded(read_file(self._folder(namespace, scope) / f"{_hashed(key)}.json"))
+        return decoded(read_file(self._folder(namespace, scope) / f"{hashed(key)}.json"))
 
     def _put(self, entry: Entry) -> None:
         folder = self._folder(entry["namespace"], entry["scope"])
         make_directories(folder, self.dir_mode)
         text = json.dumps(entry, ensure_ascii=False, allow_nan=False).encode()
-        replace_file(folder, f"{_hashed(entry['key'])}.json", text, self.file_mode)
+        replace_file(folder, f"{hashed(entry['key'])}.json", text, self.file_mode)
 
     def _similar(
         self, namespace: str, scope: str, vector: list[float], top_k: int, at: float
@@ -48,7 +43,7 @@ class FileCacheStore(PrivateDirectory, CacheStore):
             return
         for found in os.scandir(folder):
             if found.is_file(follow_symlinks=False) and found.name.endswith(".json"):
-                entry = _decoded(read_file(Path(found.path)))
+                entry = decoded(read_file(Path(found.path)))
                 if entry is not None:
                     yield Path(found.path), entry
 
@@ -63,7 +58,7 @@ class FileCacheStore(PrivateDirectory, CacheStore):
                         yield Path(namespace.path)
 
     def _remove_scope(self, scope: str) -> int:
-        folder = self.directory / _hashed(scope)
+        folder = self.directory / hashed(scope)
         count = sum(1 for namespace in _subfolders(folder) for _ in self._files(namespace))
         shutil.rmtree(folder, ignore_errors=True)
         return count
@@ -71,7 +66,7 @@ class FileCacheStore(PrivateDirectory, CacheStore):
     def _remove_namespace(self, namespace: str) -> int:
         count = 0
         for folder in self._folders():
-            if folder.name == _hashed(namespace):
+            if folder.name == hashed(namespace):
                 count += sum(1 for _ in self._files(folder))
                 shutil.rmtree(folder, ignore_errors=True)
         return count
@@ -91,13 +86,3 @@ def _subfolders(folder: Path) -> Iterator[Path]:
         for found in os.scandir(folder):
             if found.is_dir(follow_symlinks=False):
                 yield Path(found.path)
-
-
-def _decoded(content: bytes | None) -> Entry | None:
-    if content is None:
-        return None
-    try:
-        entry = json.loads(content)
-    except ValueError:
-        return None  # a torn or foreign file is a miss, never an answer
-    return entry if isinstance(entry, dict) else None

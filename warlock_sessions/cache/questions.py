@@ -19,6 +19,7 @@ import unicodedata
 
 import regex
 
+from ..engine.text import fold
 from ..providers.embedders import plain_words
 
 #: The fewest distinct content words a question needs to be looked up by similarity.
@@ -107,11 +108,6 @@ SUFFIXES = tuple(
 )
 
 
-def _folded(word: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
-
-
 def words(text: str) -> list[str]:
     """The words of ``text``, case-folded, accents kept."""
     return _WORDS.findall(unicodedata.normalize("NFC", text.casefold()))
@@ -120,7 +116,7 @@ def words(text: str) -> list[str]:
 def stem(word: str) -> str:
     """``word`` without its inflection, judged by its accent-free spelling (a word with no
     ending to take off keeps its accents)."""
-    bare = _folded(word)
+    bare = fold(word)
     for suffix in SUFFIXES:
         if bare.endswith(suffix) and len(bare) - len(suffix) >= 4:
             return bare[: -len(suffix)]
@@ -132,7 +128,7 @@ def content_words(text: str) -> list[str]:
     once, in the order they first appear."""
     seen: list[str] = []
     for word in words(text):
-        bare = _folded(word)
+        bare = fold(word)
         if bare in STOPWORDS or bare in NEGATIONS or bare.isdigit() or bare in NUMBER_WORDS:
             continue
         stemmed = stem(word)
@@ -146,7 +142,7 @@ def numbers(text: str) -> list[str]:
     and number words as digits ("two" is "2")."""
     found = [(match.start(), match.group()) for match in _NUMBERS.finditer(text)]
     for match in _WORDS.finditer(text.casefold()):
-        bare = _folded(match.group())
+        bare = fold(match.group())
         if bare in NUMBER_WORDS:
             found.append((match.start(), NUMBER_WORDS[bare]))
     return [number for _, number in sorted(found)]
@@ -156,11 +152,9 @@ def negations(text: str) -> int:
     """How many negations ``text`` holds ("not", "n't", "non-", "não", and "no" in a text
     that is not Portuguese)."""
     plain = text.translate(_APOSTROPHES).casefold()
-    bare = [_folded(word) for word in _WORDS.findall(plain.replace("'", ""))]
+    bare = [fold(word) for word in _WORDS.findall(plain.replace("'", ""))]
     count = sum(1 for word in bare if word in NEGATIONS)
-    count += sum(
-        1 for found in _NT.findall(plain) if _folded(found.replace("'", "")) not in NEGATIONS
-    )
+    count += sum(1 for found in _NT.findall(plain) if fold(found.replace("'", "")) not in NEGATIONS)
     count += len(_NON.findall(plain))
     portuguese = any(word in _PORTUGUESE for word in bare) or bool(_PORTUGUESE_LETTERS & set(plain))
     if "no" in bare and not portuguese:
@@ -169,7 +163,7 @@ def negations(text: str) -> int:
 
 
 def refers_back(text: str) -> bool:
-    return any(_folded(word) in REFERS_BACK for word in words(text))
+    return any(fold(word) in REFERS_BACK for word in words(text))
 
 
 def too_short(text: str) -> bool:
@@ -181,7 +175,7 @@ NEGATING_PREFIXES = ("des", "dis", "non", "un", "in", "im", "de", "en")
 
 
 def _unprefixed(word: str) -> str:
-    bare = _folded(word)
+    bare = fold(word)
     for prefix in NEGATING_PREFIXES:
         if bare.startswith(prefix) and len(bare) - len(prefix) >= 4:
             return bare[len(prefix) :]

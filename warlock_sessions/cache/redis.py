@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from typing import Any
@@ -10,14 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..backends.redis import RedisConnected, fails_closed, glob_escape
-from .base import CacheStore, Entry
+from .base import CacheStore, Entry, decoded, hashed
 
 _EXPIRY = struct.Struct("<d")  # an index value starts with the entry's expiry (0: never)
 _ANY_HASH = "?" * 32  # one hashed segment, in a MATCH pattern
-
-
-def _hashed(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class RedisCacheStore(RedisConnected, CacheStore):
@@ -34,16 +29,16 @@ class RedisCacheStore(RedisConnected, CacheStore):
         super().__init__(client, url=url, prefix=prefix)
 
     def _folder(self, namespace: str, scope: str) -> str:
-        return self.key(f"{_hashed(scope)}:{_hashed(namespace)}:")
+        return self.key(f"{hashed(scope)}:{hashed(namespace)}:")
 
     @fails_closed
     def _get(self, namespace: str, scope: str, key: str) -> Entry | None:
-        return _decoded(self.client.get(self._folder(namespace, scope) + _hashed(key)))
+        return decoded(self.client.get(self._folder(namespace, scope) + hashed(key)))
 
     @fails_closed
     def _put(self, entry: Entry) -> None:
         folder = self._folder(entry["namespace"], entry["scope"])
-        name = _hashed(entry["key"])
+        name = hashed(entry["key"])
         expires = entry["expiresAt"]
         text = json.dumps(entry, ensure_ascii=False, allow_nan=False)
         vector = np.asarray(entry["vector"] or [], dtype=np.float32).tobytes()
@@ -73,7 +68,7 @@ class RedisCacheStore(RedisConnected, CacheStore):
             batch, order = order[: top_k * 2], order[top_k * 2 :]
             values = self.client.mget([folder + names[index] for index in batch])
             for index, value in zip(batch, values, strict=True):
-                entry = _decoded(value)
+                entry = decoded(value)
                 if entry is not None and len(found) < top_k:
                     found.append((float(scores[index]), entry))
         return found
@@ -90,13 +85,13 @@ class RedisCacheStore(RedisConnected, CacheStore):
 
     @fails_closed
     def _remove_scope(self, scope: str) -> int:
-        return self._matching(glob_escape(self.key(_hashed(scope))) + f":{_ANY_HASH}:*")
+        return self._matching(glob_escape(self.key(hashed(scope))) + f":{_ANY_HASH}:*")
 
     @fails_closed
     def _remove_namespace(self, namespace: str) -> int:
         # The scope segment is exactly 32 characters: a store whose prefix extends this
         # one's is never matched.
-        return self._matching(glob_escape(self.prefix) + f"{_ANY_HASH}:{_hashed(namespace)}:*")
+        return self._matching(glob_escape(self.prefix) + f"{_ANY_HASH}:{hashed(namespace)}:*")
 
     @fails_closed
     def _remove_expired(self, at: float) -> int:
@@ -112,13 +107,3 @@ class RedisCacheStore(RedisConnected, CacheStore):
             if stale:
                 count += int(self.client.hdel(index, *stale))
         return count
-
-
-def _decoded(value: Any) -> Entry | None:
-    if value is None:
-        return None
-    try:
-        entry = json.loads(value)
-    except ValueError:
-        return None
-    return entry if isinstance(entry, dict) else None

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import unicodedata
 from typing import Protocol, runtime_checkable
 
 import regex
+
+from .text import fold
 
 _WORDS = regex.compile(r"[\p{L}\p{N}]+")
 
@@ -43,9 +44,7 @@ def unit(vector: list[float]) -> list[float]:
 
 def plain_words(text: str) -> list[str]:
     """The words of ``text``, case-folded and without accents ("Não" and "nao" are one)."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    bare = "".join(char for char in decomposed if not unicodedata.combining(char))
-    return _WORDS.findall(bare)
+    return _WORDS.findall(fold(text))
 
 
 class OfflineEmbedder:

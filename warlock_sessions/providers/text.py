@@ -4,9 +4,10 @@ and how near two words are, so a slip of the keyboard still matches."""
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+
+from ..engine.text import fold as fold
 
 _NON_WORD = re.compile(r"[^\w@.+-]+|(?<!\w)[.+-]|[.+-](?!\w)")
 #: A letter typed three times or more is typed twice ("boook", "hmmmm"): no word of either
@@ -16,14 +17,6 @@ _REPEATED = re.compile(r"([a-z])\1+")
 #: Tokens this long or longer also match a token sharing their first five letters
 #: (agendar ~ agendamento, booking ~ bookings).
 _STEM = 5
-
-
-def fold(text: str) -> str:
-    """Lower case without accents: ``"Não, AMANHÃ"`` -> ``"nao, amanha"``."""
-    if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 #: Chat shorthand, read as the words it stands for.

@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -190,6 +191,54 @@ class SnapshotWriter:
             self.version = stored[1] + 1
             raise CancelledElsewhere(RunCancelledError(snapshot["runId"], reason)) from None
         self.version += 1
+
+
+Position = TypeVar("Position")
+Result = TypeVar("Result", bound="Settled")
+
+
+class Settled(Protocol):
+    lost_snapshots: int
+
+
+class RunInProgress(ABC, Generic[Position, Result]):
+    """What a workflow's and a supervisor's run in progress share: going on from a position
+    (a step, an iteration), claiming the run first on a resume (saving it ``running`` under
+    the version it loaded, so of two processes resuming it, or a resume racing the process
+    it was cancelled in, the loser runs nothing), stopping when it was cancelled elsewhere,
+    and finishing with its last snapshot and a result that counts the snapshots it lost."""
+
+    def go(self, start: Position, writer: SnapshotWriter, *, claim: bool = False) -> Result:
+        try:
+            if claim:
+                writer.save(self.snapshot(self.claimed_at(start), "running"))
+            return self.run_from(start, writer)
+        except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
+            return self.settled(writer, "cancelled", cancelled.error)
+
+    def finish(
+        self, writer: SnapshotWriter, status: str, position: Position, error: BaseException | None
+    ) -> Result:
+        writer.save(self.snapshot(position, status))
+        return self.settled(writer, status, error)
+
+    def settled(self, writer: SnapshotWriter, status: str, error: BaseException | None) -> Result:
+        result = self.result(status, error)
+        result.lost_snapshots = writer.lost
+        return result
+
+    def claimed_at(self, start: Position) -> Position:
+        """The position the claim's snapshot records for a run going on at ``start``."""
+        return start
+
+    @abstractmethod
+    def run_from(self, start: Position, writer: SnapshotWriter) -> Result: ...
+
+    @abstractmethod
+    def snapshot(self, position: Position, status: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def result(self, status: str, error: BaseException | None) -> Result: ...
 
 
 def emit(on_event: EventHandler | None, name: str, payload: dict[str, Any]) -> None:

@@ -17,8 +17,8 @@ from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
 from .runs import (
-    CancelledElsewhere,
     EventHandler,
+    RunInProgress,
     SnapshotWriter,
     load_run,
     new_run_id,
@@ -268,7 +268,7 @@ def _intent_of(entry: Any) -> str | None:
     return chosen if isinstance(chosen, str) else None
 
 
-class _SupervisorRun:
+class _SupervisorRun(RunInProgress[int, SupervisorResult]):
     def __init__(
         self, supervisor: Supervisor, run_id: str, input: Any, context: Any, started_at: Any
     ) -> None:
@@ -283,20 +283,10 @@ class _SupervisorRun:
         self.iterations: list[dict[str, Any]] = []
         self.signal: AbortSignal | None = None
 
-    def go(
-        self, iteration: int, writer: SnapshotWriter, *, claim: bool = False
-    ) -> SupervisorResult:
-        r"""Run from ``iteration``; a resume first ``claim``\ s the run, as a workflow's does."""
-        try:
-            if claim:
-                writer.save(self.snapshot(iteration - 1, "running"))
-            return self.iterations_from(iteration, writer)
-        except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
-            result = self.result("cancelled", cancelled.error)
-            result.lost_snapshots = writer.lost
-            return result
+    def claimed_at(self, start: int) -> int:
+        return start - 1  # the last iteration done
 
-    def iterations_from(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
+    def run_from(self, iteration: int, writer: SnapshotWriter) -> SupervisorResult:
         supervisor = self.supervisor
         while iteration < supervisor.max_iterations:
             if self.signal is not None and self.signal.aborted:
@@ -379,14 +369,6 @@ class _SupervisorRun:
             "startedAt": self.started_at,
             **self.tags,
         }
-
-    def finish(
-        self, writer: SnapshotWriter, status: str, iteration: int, error: BaseException | None
-    ) -> SupervisorResult:
-        writer.save(self.snapshot(iteration, status))
-        result = self.result(status, error)
-        result.lost_snapshots = writer.lost
-        return result
 
     def result(self, status: str, error: BaseException | None) -> SupervisorResult:
         return SupervisorResult(self.run_id, status, self.state, self.iterations, error)

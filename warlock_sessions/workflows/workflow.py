@@ -19,8 +19,8 @@ from ..snapshots import SnapshotStore
 from .protocol import RunnableAgent
 from .registry import register
 from .runs import (
-    CancelledElsewhere,
     EventHandler,
+    RunInProgress,
     SnapshotWriter,
     emit,
     load_run,
@@ -324,7 +324,7 @@ class Workflow:
         return target
 
 
-class _Run:
+class _Run(RunInProgress[str | None, WorkflowResult]):
     """One run of a workflow in progress: its state, its step records, its snapshots."""
 
     def __init__(
@@ -345,22 +345,7 @@ class _Run:
         self.state: dict[str, Any] = {}
         self.steps: dict[str, dict[str, Any]] = {}
 
-    def go(
-        self, current: str | None, writer: SnapshotWriter, *, claim: bool = False
-    ) -> WorkflowResult:
-        r"""Run from ``current``. A resume first ``claim``\ s the run (saves it ``running``
-        under the version it loaded), so of two processes resuming it, or a resume racing the
-        process it was cancelled in, the loser runs nothing."""
-        try:
-            if claim:
-                writer.save(self.snapshot(current, "running"))
-            return self.steps_from(current, writer)
-        except CancelledElsewhere as cancelled:  # its progress is saved, as cancelled
-            result = self.result("cancelled", cancelled.error)
-            result.lost_snapshots = writer.lost
-            return result
-
-    def steps_from(self, current: str | None, writer: SnapshotWriter) -> WorkflowResult:
+    def run_from(self, current: str | None, writer: SnapshotWriter) -> WorkflowResult:
         entered = 0
         while current is not None:
             entered += 1
@@ -480,18 +465,6 @@ class _Run:
             startedAt=self.started_at,
         )
         return snapshot
-
-    def finish(
-        self,
-        writer: SnapshotWriter,
-        status: str,
-        following: str | None,
-        error: BaseException | None,
-    ) -> WorkflowResult:
-        writer.save(self.snapshot(following, status))
-        result = self.result(status, error)
-        result.lost_snapshots = writer.lost
-        return result
 
     def result(self, status: str, error: BaseException | None) -> WorkflowResult:
         return WorkflowResult(self.run_id, status, self.state, self.steps, error)
