@@ -15,7 +15,7 @@ from .base import ReadOnlyAdmin, pretty_json
 
 @admin.register(CacheEntry)
 class CacheEntryAdmin(ReadOnlyAdmin):
-    list_display = ["scope", "question", "namespace", "stored_at", "expires_at"]
+    list_display = ["scope", "question", "stored_at", "expires_at"]  # namespace: a filter
     list_filter = ("namespace", "stored_at")
     search_fields = ["^scope"]  # by prefix: "conversation:", "shared", "scope:<tenant>"
     fields = ("scope", "namespace", "key", "question", "pretty_reply", "stored_at", "expires_at")
