@@ -62,6 +62,6 @@ def test_triggers_interrupts_and_predicates() -> None:
     assert first_column_keys(section("Trigger")) == trigger
     shapes = section("Smaller shapes")
     interrupt = next(line for line in shapes.splitlines() if line.startswith("| an interrupt"))
-    assert set(re.findall(r"`([A-Za-z]+)`", interrupt)) == {"when", "say", "then"}
+    assert set(re.findall(r"`([A-Za-z]+)`", interrupt)) == flows.INTERRUPT_KEYS
     predicate = next(line for line in shapes.splitlines() if line.startswith("| a predicate"))
     assert set(re.findall(r"`([A-Za-z]+)`", predicate)) == set(BUILT_IN) | {"conditions"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -11,6 +12,8 @@ from django.db import connections, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .engine.handover import handover_of
+from .engine.isotime import datetime_from_iso
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
 from .engine.session import Session as SessionBlob
 from .engine.text import fold
@@ -30,11 +33,22 @@ MAX_SEARCH_TEXT = 1000
 def run_summary(blob: SessionBlob) -> dict[str, Any]:
     """The filterable columns derived from a blob; the store writes them with every save."""
     runs = blob["runs"]
+    handover = handover_of(blob) or {}
     return {
         "run_flows": token_list(run["flowId"] for run in runs),
         "run_statuses": token_list(run["status"] for run in runs),
         "search_text": search_text(blob["data"]),
+        "handover": handover.get("status", ""),
+        "handover_since": _moment(handover.get("since")),
     }
+
+
+def _moment(iso: Any) -> datetime | None:
+    """A blob's ISO text as a datetime; ``None`` for anything else (a blob written by hand)."""
+    try:
+        return datetime_from_iso(iso) if isinstance(iso, str) else None
+    except ValueError:
+        return None
 
 
 def search_text(data: Any) -> str:
@@ -103,6 +117,17 @@ class Session(models.Model):
         _("statuses of live runs"), max_length=64, blank=True, default=""
     )
     search_text = models.TextField(_("searchable data"), blank=True, default="", db_default="")
+    #: ``waiting`` or ``taken`` while people have the session (``engine.handover``), since
+    #: when: the admin's inbox of sessions waiting for a person.
+    handover = models.CharField(
+        _("with people"),
+        max_length=16,
+        blank=True,
+        default="",
+        db_default="",
+        choices=[("waiting", _("waiting for a person")), ("taken", _("taken by a person"))],
+    )
+    handover_since = models.DateTimeField(_("with people since"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"))
     # Indexed (with id, the list's order): at a million sessions the list, its "updated
     # after" filter and the admin would otherwise sort the whole table. It costs the saves
@@ -120,6 +145,12 @@ class Session(models.Model):
         indexes = [
             models.Index(fields=["agent"], name="warlock_session_agent"),
             models.Index(fields=["-updated_at", "id"], name="warlock_session_recent"),
+            # Only the few sessions with people: the inbox reads them oldest first.
+            models.Index(
+                fields=["handover_since"],
+                name="warlock_session_handover",
+                condition=~models.Q(handover=""),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -74,10 +74,19 @@ SPEC_CODES = [
 
 #: Codes of our own dialogue rules (docs/engine.md, "Dialogue rules"), beyond the spec's.
 DIALOGUE_CODES = ["amended", "interrupted", "no-match", "out-of-range", "unresolved-placeholder"]
+#: Codes of handing a session to people (docs/handover.md).
+HANDOVER_CODES = [
+    "handed-over",
+    "handover-taken",
+    "handed-back",
+    "with-people",
+    "wake-held",
+    "not-handed-over",
+]
 
 
 def test_every_outcome_code_of_the_spec_has_one_sentence() -> None:
-    assert sorted(OUTCOME_MESSAGES) == sorted(SPEC_CODES + DIALOGUE_CODES)
+    assert sorted(OUTCOME_MESSAGES) == sorted(SPEC_CODES + DIALOGUE_CODES + HANDOVER_CODES)
     assert all(sentence and sentence[0].islower() for sentence in OUTCOME_MESSAGES.values())
 
 

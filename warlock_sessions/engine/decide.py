@@ -10,6 +10,7 @@ from typing import Any
 
 from .fields import coerce_field, extract_mode, is_known
 from .flows import Flow, Step, Trigger
+from .handover import hand_over
 from .lifecycle import draft_run, end_run, follow, repeat_allows, start_run
 from .ports import (
     BranchQuestion,
@@ -223,7 +224,9 @@ def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
         if understanding.branches.get(f"{floor['id']}/{INTERRUPTS}/{index}") is not True:
             continue
         state.interrupted = True
-        target = interrupt.get("then", "end")
+        handover = interrupt.get("handover")
+        # Handed to people, the run stays where it was unless the interrupt moves it.
+        target = interrupt.get("then", None if handover else "end")
         key = f"{floor['id']}:{INTERRUPTS}:{index}:{state.trigger_key}"
         state.outcome(
             floor, "interrupt", "ok", key=key, code="interrupted", next=next_label(target)
@@ -235,10 +238,12 @@ def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
             state.spoke_by.add(floor["id"])
         if target == "end" or step is None:
             end_run(state, floor, "interrupted")
-        else:
+        elif target is not None:
             floor["status"] = "running"
             state.floor_run_id = floor["id"]
             follow(state, floor, flow, step, target)
+        if handover:
+            hand_over(state, handover if isinstance(handover, str) else None, floor)
         return True
     return False
 

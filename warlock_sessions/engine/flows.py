@@ -63,6 +63,7 @@ STEP_KEYS = {
     "wait": frozenset({"id", "then", "wait", "businessHours", "else", "branches"}),
     "wait_event": frozenset({"id", "then", "wait", "else"}),
     "if": frozenset({"id", "then", "if", "else"}),
+    "handover": frozenset({"id", "then", "handover"}),
 }
 ALL_STEP_KEYS = frozenset().union(*STEP_KEYS.values())
 FIELD_KEYS = frozenset(
@@ -83,7 +84,7 @@ FIELD_KEYS = frozenset(
 )
 TRIGGER_OPTIONS = frozenset({"if", "repeat", "after", "businessHours", "extract"})
 TRIGGER_KEYS = TRIGGER_OPTIONS | frozenset(TRIGGER_KINDS)
-INTERRUPT_KEYS = frozenset({"when", "say", "then"})
+INTERRUPT_KEYS = frozenset({"when", "say", "then", "handover"})
 TALK_BRANCH_KEYS = frozenset({"when", "if", "then"})
 WAIT_BRANCH_KEYS = frozenset({"if", "then"})
 EVENT_WAIT_KEYS = frozenset({"event", "upTo"})
@@ -113,7 +114,7 @@ class Trigger:
 @dataclass(frozen=True)
 class Step:
     id: str
-    kind: str  # talk, say, do, wait, wait_event, if
+    kind: str  # talk, say, do, wait, wait_event, if, handover
     raw: Mapping[str, Any]
 
     @property
@@ -280,13 +281,19 @@ class _Checker:
         step_id = self.identifier(spec.get("id"), f"{path}.id", "a step id")
         if step_id == "end":
             raise self.fail(f"{path}.id", "'end' is reserved for the end of the flow")
-        kinds = [key for key in ("prompt", "collect", "say", "do", "wait", "if") if key in spec]
+        kinds = [
+            key
+            for key in ("prompt", "collect", "say", "do", "wait", "if", "handover")
+            if key in spec
+        ]
         if "prompt" in kinds and "collect" in kinds:
             kinds.remove("prompt")
         if not kinds:  # a mistyped kind ("colect") is named, with the key it may mean
             refuse_unknown_keys(spec, ALL_STEP_KEYS, path)
         if len(kinds) != 1:
-            raise self.fail(path, "a step has exactly one of prompt/collect, say, do, wait, if")
+            raise self.fail(
+                path, "a step has exactly one of prompt/collect, say, do, wait, if, handover"
+            )
         check = {
             "prompt": self.talk,
             "collect": self.talk,
@@ -294,6 +301,7 @@ class _Checker:
             "do": self.do,
             "wait": self.wait,
             "if": self.condition,
+            "handover": self.handover,
         }[kinds[0]]
         kind = check(spec, path)
         refuse_unknown_keys(spec, STEP_KEYS[kind], path)
@@ -333,6 +341,15 @@ class _Checker:
                 raise self.fail(f"{path}.branches[{index}]", "a wait branch needs if")
             self.predicate(branch["if"], f"{path}.branches[{index}].if")
         return "wait"
+
+    def handover(self, spec: Mapping[str, Any], path: str) -> str:
+        self.handover_reason(spec["handover"], f"{path}.handover")
+        return "handover"
+
+    def handover_reason(self, value: object, path: str) -> None:
+        """``true``, or the reason people are told (text: the inbox shows it)."""
+        if value is not True and (not isinstance(value, str) or not value.strip()):
+            raise self.fail(path, "expected true or the reason (text)")
 
     def condition(self, spec: Mapping[str, Any], path: str) -> str:
         self.predicate(spec["if"], f"{path}.if")
@@ -391,9 +408,11 @@ class _Checker:
             raise self.fail(path, "expected a step id, 'end', {step, clear?} or {flow, input?}")
 
     def interrupts(self, value: object, path: str, step_ids: set[str]) -> None:
-        """``[{when, say?, then?}]``: ways out of the flow the user may take at any step."""
+        """``[{when, say?, then?, handover?}]``: ways out of the flow the user may take at any
+        step; one with ``handover`` gives the session to people, its run staying where it was
+        (or moving to ``then``) until they hand it back."""
         if not isinstance(value, list | tuple):
-            raise self.fail(path, "expected a list of {when, say?, then?}")
+            raise self.fail(path, "expected a list of {when, say?, then?, handover?}")
         for index, raw in enumerate(value):
             where = f"{path}[{index}]"
             interrupt = self.mapping(raw, where)
@@ -406,6 +425,8 @@ class _Checker:
                 raise self.fail(f"{where}.when", "expected what the user says to leave")
             if "then" in interrupt:
                 self.next(interrupt["then"], f"{where}.then", step_ids)
+            if "handover" in interrupt:
+                self.handover_reason(interrupt["handover"], f"{where}.handover")
 
     def steps(self, raw_steps: object, path: str) -> tuple[Step, ...]:
         """A flow's steps, with unique ids, every ``then``/``else``/``onFail`` and branch

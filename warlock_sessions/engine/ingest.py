@@ -1,10 +1,13 @@
 """Ingest: the input is recorded before anything is decided. A message is de-duplicated by its
 id and wakes the runs waiting for a reply; a wake resumes the run parked on it (or starts a
-silence flow); an event wakes its waiters and starts its flows; a start starts its flow.
+silence flow); an event wakes its waiters and starts its flows; a start starts its flow; a
+handover input gives the session to people, or back (``handover``). While people have it, the
+input waits for them instead (``handover.holds``).
 """
 
 from __future__ import annotations
 
+from .handover import apply_handover, holds
 from .isotime import ms_from_iso
 from .lifecycle import follow, start_run, take_floor, unpark
 from .session import Run
@@ -12,8 +15,12 @@ from .state import KEEP, TurnState, next_label
 
 
 def ingest(state: TurnState) -> None:
-    if state.kind == "wake" and state.original is None:
+    if state.kind in ("wake", "handover") and state.original is None:
         state.ignore("no-session", state.what["key"])
+        return
+    if holds(state):
+        if state.kind == "message" and _record_message(state):
+            state.outcome(None, "handover", "held", key=state.trigger_key, code="with-people")
         return
     state.ingesting = True
     try:
@@ -23,17 +30,24 @@ def ingest(state: TurnState) -> None:
 
 
 def _ingest_message(state: TurnState) -> None:
+    if _record_message(state):
+        resolve_reply_waits(state)
+
+
+def _record_message(state: TurnState) -> bool:
+    """The message is de-duplicated by its id and stamped as the lead's latest; ``False`` for
+    one applied before (ignored)."""
     message_id = state.what.get("id")
     if message_id:
         inputs = state.session["inputs"]
         if message_id in inputs:
             state.ignore("duplicate-input", message_id)
-            return
+            return False
         inputs.append(message_id)
         if len(inputs) > KEEP:
             del inputs[: len(inputs) - KEEP]
     state.session["lastUserAt"] = state.what["at"]
-    resolve_reply_waits(state)
+    return True
 
 
 def _ingest_wake(state: TurnState) -> None:
@@ -189,4 +203,5 @@ INGESTERS = {
     "wake": _ingest_wake,
     "event": _ingest_event,
     "start": _ingest_start,
+    "handover": apply_handover,
 }

@@ -26,6 +26,11 @@ def ms_from_iso(text: str) -> int:
     return round(moment.timestamp() * 1000)
 
 
+def datetime_from_iso(text: str) -> datetime:
+    """ISO-8601 text (as ``ms_from_iso`` reads it) as an aware UTC datetime, to milliseconds."""
+    return datetime.fromtimestamp(ms_from_iso(text) / 1000, tz=UTC)
+
+
 def iso_from_datetime(moment: datetime) -> str:
     """A datetime (naive means UTC) as toISOString text."""
     if moment.tzinfo is None:

@@ -52,6 +52,13 @@ OUTCOME_MESSAGES: dict[str, str] = {
     "out-of-range": "the value is outside the field's min and max",
     "no-match": "the value does not match the field's pattern",
     "amended": "the user changed a value the step was confirming, so it asks again",
+    # Handover (engine.handover)
+    "handed-over": "the session was handed to people: the bot stops answering",
+    "handover-taken": "a person took the session and answers it",
+    "handed-back": "people handed the session back to the bot",
+    "with-people": "people have the session: the bot does not answer",
+    "wake-held": "people have the session: the wake fires when they hand it back",
+    "not-handed-over": "the bot has the session: there is nothing to hand back",
     # Provider
     "provider-unavailable": "the model call failed or came back empty",
     "provider-quota": "the provider's usage limit is spent",

@@ -10,6 +10,7 @@ from typing import Any
 from .agent import tool_id
 from .decide import write_field
 from .fields import pending_fields
+from .handover import handover_of
 from .isotime import iso_from_ms, ms_from_iso
 from .lifecycle import draft_run, end_run, follow, park, repeat_allows, resume_suspended, stay_at
 from .ports import (
@@ -197,8 +198,8 @@ def arm_silence(state: TurnState) -> None:
 def silence_wakes(state: TurnState, previous: str | None = None) -> list[dict[str, Any]]:
     session = state.session
     last_assistant = session.get("lastAssistantAt")
-    if not last_assistant:
-        return []
+    if not last_assistant or handover_of(session) is not None:
+        return []  # people answer for the bot: its silences wait for the hand-back
     last_user = session.get("lastUserAt")
     if last_user and ms_from_iso(last_user) > ms_from_iso(last_assistant):
         return []

@@ -104,7 +104,7 @@ class TurnState:
         # What the turn reads and never changes.
         self.agent = agent
         self.flows = agent.flows
-        self.kind = kind  # "message", "wake", "event" or "start"
+        self.kind = kind  # "message", "wake", "event", "start" or "handover"
         self.what = what  # the input itself, checked by check_input
         self.now = now  # the clock, read once: the whole turn happens at one instant
         self.now_ms = round(now.timestamp() * 1000)
@@ -145,6 +145,9 @@ class TurnState:
         self.floor_run_id: str | None = None
         self.floor_from_ingest = False  # ingest chose it (a reply, an event); routing keeps it
         self.interrupted = False  # the user left the floor flow by one of its interrupts
+        # People have the session (engine.handover): the bot says nothing more this turn.
+        self.with_people = False
+        self.handed_back = False  # staff handed it back this turn: the asker asks again
         self.ingesting = False  # runs chained during ingest take the floor too
         # Speaking: at most one model-spoken talk per turn, after every verbatim message.
         self.spoke_by: set[str] = set()  # runs that said something this turn
@@ -280,11 +283,15 @@ class TurnState:
         run: Run | None = None,
         step: Step | None = None,
         media: Any = None,
+        by: str | None = None,
     ) -> None:
-        """Queue a message to the customer; it carries any inline delay waiting to ride on it."""
+        """Queue a message to the customer; it carries any inline delay waiting to ride on it.
+        ``by``: the person who wrote it, for a message staff sent in the bot's place."""
         message: dict[str, Any] = {"text": storable_text(text), "kind": kind}
         if media is not None:
             message["media"] = media
+        if by is not None:
+            message["by"] = by
         message["afterMs"] = self.after_ms
         message["key"] = key
         if run is not None and step is not None:

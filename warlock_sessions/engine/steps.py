@@ -11,6 +11,7 @@ from .agent import ActionContext
 from .durations import parse_duration
 from .fields import given_up, pending_fields
 from .flows import Flow, Step
+from .handover import hand_over
 from .isotime import iso_from_ms
 from .lifecycle import end_run, enter, finish_flow, follow, park, resume_suspended
 from .ports import (
@@ -38,7 +39,7 @@ DEFAULT_EVENT_WAIT_MS = 30 * 86_400_000
 
 
 def advance(state: TurnState) -> TalkRequest | IdleRequest | None:
-    if state.ignored:
+    if state.ignored or state.with_people:
         return None
     resume_suspended(state)
     state.queue = list(state.runs)
@@ -47,7 +48,7 @@ def advance(state: TurnState) -> TalkRequest | IdleRequest | None:
 
 
 def speaker(state: TurnState) -> TalkRequest | IdleRequest | None:
-    if state.silenced is not None:
+    if state.silenced is not None or state.with_people:
         return None
     talk = state.talk
     if talk is not None:
@@ -74,7 +75,7 @@ def speaker(state: TurnState) -> TalkRequest | IdleRequest | None:
 
 
 def drain(state: TurnState) -> None:
-    while state.queue:
+    while state.queue and not state.with_people:
         run = state.queue.pop(0)
         if state.live(run):
             move(state, run)
@@ -83,8 +84,8 @@ def drain(state: TurnState) -> None:
 def move(state: TurnState, run: Run) -> None:
     if run["status"] in ("waiting", "suspended"):
         return
-    if run["status"] == "asking" and state.kind != "message":
-        return  # an asker re-speaks only when the lead writes
+    if run["status"] == "asking" and state.kind != "message" and not state.handed_back:
+        return  # an asker re-speaks only when the lead writes, or people hand it back
     flow = state.flows.get(run["flowId"])
     if flow is None:
         end_run(state, run, "skipped", "flow-gone")
@@ -360,6 +361,16 @@ def _execute_wait_event(state: TurnState, run: Run, flow: Flow, step: Step, resu
     )
 
 
+def _execute_handover(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
+    """Give the session to people and wait at this step; handed back, go on to ``then``."""
+    if resuming:
+        follow(state, run, flow, step, step.then)
+        return
+    reason = step.raw["handover"]
+    hand_over(state, reason if isinstance(reason, str) else None, run)
+    run["status"] = "asking"
+
+
 def _execute_if(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
     key = state.step_key(run, step)
     target = step.then if state.holds(step.raw["if"], run) else step.raw.get("else", "end")
@@ -419,4 +430,5 @@ EXECUTORS = {
     "wait": _execute_wait,
     "wait_event": _execute_wait_event,
     "if": _execute_if,
+    "handover": _execute_handover,
 }

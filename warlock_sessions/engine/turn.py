@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from ..errors import InvalidInputError, NoModelError
 from .agent import Agent
 from .decide import decide, understand_request
+from .handover import ACTIONS as HANDOVER_ACTIONS
 from .ingest import ingest
 from .isotime import iso_from_ms, ms_from_iso
 from .ports import Deferral, Model, ProviderError, Spoken
@@ -34,7 +35,7 @@ from .settle import settle, silence_wakes, speak_request
 from .state import TurnState, ignored_line
 from .steps import advance
 
-INPUT_KINDS = ("message", "wake", "event", "start")
+INPUT_KINDS = ("message", "wake", "event", "start", "handover")
 
 
 class Clock(Protocol):
@@ -111,18 +112,24 @@ def _require_moment(value: object, where: str) -> None:
 
 
 def check_input(
-    message: Any = None, wake: Any = None, event: Any = None, start: Any = None
+    message: Any = None,
+    wake: Any = None,
+    event: Any = None,
+    start: Any = None,
+    handover: Any = None,
 ) -> tuple[str, dict[str, Any]]:
     """The input ``turn`` would apply, as its kind and a checked copy; raises
     ``InvalidInputError`` naming the field for anything ``turn`` would refuse. Hosts call it
     before they act on an input at all (claim a session, open a transaction)."""
     given = [
         (kind, value)
-        for kind, value in zip(INPUT_KINDS, (message, wake, event, start), strict=True)
+        for kind, value in zip(INPUT_KINDS, (message, wake, event, start, handover), strict=True)
         if value is not None
     ]
     if len(given) != 1:
-        raise InvalidInputError("input", "give exactly one of message=, wake=, event=, start=")
+        raise InvalidInputError(
+            "input", "give exactly one of message=, wake=, event=, start=, handover="
+        )
     kind, value = given[0]
     if kind == "wake":
         _require(value, str, "wake", "a wake key (text)")
@@ -144,6 +151,8 @@ def check_input(
             _require_moment(what["at"], "message.at")
         else:
             what.pop("at", None)
+    elif kind == "handover":
+        _check_handover(what)
     elif kind == "event":
         _require_key(what.get("name"), "event.name", "an event name")
         _require_key(what.get("key"), "event.key", "a key (text)")
@@ -156,6 +165,28 @@ def check_input(
     return kind, what
 
 
+def _check_handover(what: dict[str, Any]) -> None:
+    action = what.get("action")
+    if action not in HANDOVER_ACTIONS:
+        raise InvalidInputError(
+            "handover.action", f"must be one of {', '.join(HANDOVER_ACTIONS)}, not {_shown(action)}"
+        )
+    _require_key(what.get("key"), "handover.key", "a key (text)")
+    for name in ("by", "reason"):
+        if what.get(name) is not None:
+            _require_key(what[name], f"handover.{name}", "text")
+        else:
+            what.pop(name, None)
+    if action in ("take", "reply") and "by" not in what:
+        raise InvalidInputError("handover.by", "must name the person who takes the session")
+    if action == "reply":
+        _require(what.get("text"), str, "handover.text", "text")
+        if not what["text"].strip():
+            raise InvalidInputError("handover.text", "must say something")
+    elif "text" in what:
+        raise InvalidInputError("handover.text", "is only for a reply")
+
+
 def turn(
     *,
     agent: Agent,
@@ -165,6 +196,7 @@ def turn(
     wake: str | None = None,
     event: Mapping[str, Any] | None = None,
     start: Mapping[str, Any] | None = None,
+    handover: Mapping[str, Any] | None = None,
     context: Any = None,
     history: Any = None,
     silenced: str | Mapping[str, Any] | None = None,
@@ -173,14 +205,15 @@ def turn(
     clock: Clock | None = None,
     model: Model | None = None,
 ) -> TurnResult:
-    """Apply exactly one input (``message``, ``wake``, ``event`` or ``start``) to ``session``.
+    """Apply exactly one input (``message``, ``wake``, ``event``, ``start`` or ``handover``)
+    to ``session``.
 
     ``session`` is the stored blob (``None`` for a conversation's first turn); it is checked
     with ``assert_session`` and never changed. ``model`` defaults to ``agent.model`` and is
     called at most once to understand a message and once to speak (plus tool rounds).
     """
     _require(session_id, str, "session_id", "text")
-    kind, what = check_input(message, wake, event, start)
+    kind, what = check_input(message, wake, event, start, handover)
     if session is not None:
         assert_session(session, session_id)
     state = TurnState(

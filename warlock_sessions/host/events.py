@@ -21,6 +21,7 @@ def turn_events(
         events.append(("message", {"role": "user", "text": said["text"], "id": said.get("id")}))
     events += [("run_started", started) for started in result.started]
     events += [("outcome", line) for line in result.outcomes]
+    events += handover_events(result, turn_input)
     events += [("message", message) for message in result.messages]
     events += [
         ("run_ended", {"runId": run["id"], "flowId": run["flowId"], "reason": run["reason"]})
@@ -41,6 +42,34 @@ def turn_events(
     return events
 
 
+#: The handover outcomes a chat UI is told of, with the status each leaves the session in.
+HANDOVER_STATUSES = {
+    "handed-over": "waiting",
+    "handover-taken": "taken",
+    "handed-back": "released",
+}
+
+
+def handover_events(result: TurnResult, turn_input: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """A ``handover`` event for each change of who answers the session: handed to people
+    (``waiting``), taken by a person (``taken``, ``by``) or handed back (``released``), with
+    the account that did it (``user``) when staff did."""
+    record = result.session["metadata"].get("handover") or {}
+    sent = turn_input.get("handover") or {}
+    events: list[tuple[str, Any]] = []
+    for line in result.outcomes:
+        status = HANDOVER_STATUSES.get(line.get("code", ""))
+        if status is None:
+            continue
+        event = {"status": status, "since": record.get("since"), "reason": record.get("reason")}
+        if status != "waiting":
+            event["by"] = line.get("detail")
+        if sent.get("user") is not None:
+            event["user"] = sent["user"]
+        events.append(("handover", event))
+    return events
+
+
 def describe_input(turn_input: Mapping[str, Any]) -> dict[str, Any]:
     """The input as the turn event records it (no payloads: they may be large or private)."""
     kind = next(iter(turn_input))
@@ -49,6 +78,8 @@ def describe_input(turn_input: Mapping[str, Any]) -> dict[str, Any]:
         return {"kind": kind, "id": value.get("id")}
     if kind == "wake":
         return {"kind": kind, "key": value}
+    if kind == "handover":
+        return {"kind": kind, "key": value["key"], "action": value["action"]}
     return {"kind": kind, "key": value.get("key"), "name": value.get("name") or value.get("flow")}
 
 
@@ -64,6 +95,15 @@ def event_frame(event: Mapping[str, Any]) -> dict[str, Any]:
 def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
     if kind == "message" and payload.get("role") == "user":
         return {"role": "user", "text": payload["text"], "id": payload["id"]}
+    if kind == "message" and payload.get("by") is not None:
+        return {
+            "role": "staff",
+            "by": payload["by"],
+            "key": payload["key"],
+            "text": payload["text"],
+            "kind": payload["kind"],
+            "after_ms": payload["afterMs"],
+        }
     if kind == "message":
         return {
             "role": "bot",
@@ -78,4 +118,6 @@ def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
             "changed": payload["changed"],
             "outcomes": payload["outcomes"],
         }
+    if kind == "handover":
+        return {name: value for name, value in payload.items() if value is not None}
     return {"data": payload}

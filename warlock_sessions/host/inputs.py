@@ -30,6 +30,8 @@ def input_identity(turn_input: Mapping[str, Any]) -> list[str] | None:
         return [kind, value["name"], value["key"]]
     if kind == "start":
         return [kind, value["flow"], value["key"]]
+    if kind == "handover":
+        return [kind, value["key"]]
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from ..backends.loop_connections import database
-from ..engine.isotime import ms_from_iso
+from ..engine.isotime import datetime_from_iso
 from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
@@ -61,10 +61,6 @@ class TurnRecords:
             {"seq": first_seq + index, "type": kind, "payload": payload}
             for index, (kind, payload) in enumerate(self.events)
         ]
-
-
-def _moment(iso: str) -> datetime:
-    return datetime.fromtimestamp(ms_from_iso(iso) / 1000, tz=UTC)
 
 
 def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
@@ -113,7 +109,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
                     key=entry["key"],
                     session_id=changes.session_id,
                     agent=changes.agent,
-                    due_at=_moment(entry["at"]),
+                    due_at=datetime_from_iso(entry["at"]),
                     created_at=now,
                 )
                 for entry in changes.schedule

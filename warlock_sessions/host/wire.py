@@ -18,7 +18,7 @@ from ..stores.base import check_session_id
 
 logger = logging.getLogger("warlock_sessions.host")
 
-INPUT_KEYS = ("message", "event", "start", "wake")
+INPUT_KEYS = ("message", "event", "start", "wake", "handover")
 #: How deeply a request body or websocket frame may nest (checked before it is parsed: the
 #: parser recurses, and a DEBUG error page would render every frame).
 MAX_BODY_DEPTH = 64
@@ -92,6 +92,7 @@ INPUT_FIELDS = {
     "message": (("text",), ("id", "at"), ()),
     "event": (("name", "key"), (), ("payload",)),
     "start": (("flow", "key"), (), ("input",)),
+    "handover": (("action", "key"), ("by", "reason", "text"), ()),
 }
 
 
@@ -104,7 +105,9 @@ def parse_turn(data: Any) -> tuple[dict[str, Any], Any, str | None]:
     if unknown:
         raise InvalidInputError(unknown[0], "is not a field of a turn")
     if len(kinds) != 1:
-        raise InvalidInputError("input", "give exactly one of message, event, start, wake")
+        raise InvalidInputError(
+            "input", "give exactly one of message, event, start, wake, handover"
+        )
     kind = kinds[0]
     turn_input = {kind: _input_value(kind, data[kind])}
     check_input(**turn_input)  # all the engine would refuse, before anything acts on it
@@ -133,11 +136,11 @@ def _input_value(kind: str, value: Any) -> Any:
     extra = sorted(set(value) - {*required, *optional_text, *optional})
     if extra:
         raise InvalidInputError(f"{kind}.{extra[0]}", "is not a field")
-    if kind == "message":
+    if "text" in value:
         limit = warlock_settings.MAX_BODY_BYTES
         text = value["text"]
         if len(text) > limit or len(text.encode("utf-8", "ignore")) > limit:
-            raise InvalidInputError("message.text", f"is longer than {limit} bytes")
+            raise InvalidInputError(f"{kind}.text", f"is longer than {limit} bytes")
     return value
 
 
@@ -146,8 +149,8 @@ def check_allowed(
 ) -> None:
     """What an end user (a session's owner, not staff) may send: messages (``text``, ``id``),
     the events and flow starts ``agent`` declares public, a start without ``input``. Context,
-    the agent, wakes, ``message.at``, other events and starts come only from server code or
-    staff; each is refused with :class:`InputNotAllowedError` naming it."""
+    the agent, wakes, handovers, ``message.at``, other events and starts come only from server
+    code or staff; each is refused with :class:`InputNotAllowedError` naming it."""
     if context is not None:
         raise InputNotAllowedError("context", "only server code or staff set a turn's context")
     if agent_name is not None:
@@ -155,6 +158,10 @@ def check_allowed(
     kind, value = next(iter(turn_input.items()))
     if kind == "wake":
         raise InputNotAllowedError("wake", "wakes are fired by the worker, not sent")
+    if kind == "handover":
+        raise InputNotAllowedError(
+            "handover", "only staff or server code hand a session over, answer in it or back"
+        )
     if kind == "message" and "at" in value:
         raise InputNotAllowedError("message.at", "the server stamps when a message arrived")
     if kind == "event" and value["name"] not in agent.public_events:
@@ -164,6 +171,16 @@ def check_allowed(
             raise InputNotAllowedError("start.flow", f"the flow {value['flow']!r} is not public")
         if "input" in value:
             raise InputNotAllowedError("start.input", "only server code or staff give input")
+
+
+def signed_by_staff(turn_input: dict[str, Any], user: Any) -> dict[str, Any]:
+    """A trusted requester's handover input with who sent it: ``user`` (the account, for the
+    log) always, and ``by`` (the name the customer sees) unless the input names one."""
+    value = turn_input.get("handover")
+    if value is None or user is None or not getattr(user, "is_authenticated", False):
+        return turn_input
+    name = (user.get_full_name() or user.get_username()).strip()
+    return {"handover": {"by": name, **value, "user": str(user.pk)}}
 
 
 def provider_failure(error: ProviderError) -> str:

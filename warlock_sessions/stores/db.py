@@ -67,7 +67,16 @@ class DjangoStore(Store):
         meta = SessionRow._meta
         table = quote(meta.db_table)
         column = {field.name: quote(field.column or "") for field in meta.concrete_fields}
-        written = ["blob", "version", "run_flows", "run_statuses", "search_text", "updated_at"]
+        written = [
+            "blob",
+            "version",
+            "run_flows",
+            "run_statuses",
+            "search_text",
+            "handover",
+            "handover_since",
+            "updated_at",
+        ]
         insert_columns = ", ".join(column[name] for name in ["id", "agent", "created_at", *written])
         ignore = connection.features.supports_ignore_conflicts
         insert = connection.ops.insert_statement(on_conflict=OnConflict.IGNORE if ignore else None)
@@ -149,13 +158,16 @@ class DjangoStore(Store):
         self, session: Session, expected: int, text: str, agent: str | None
     ) -> list[Any]:
         summary = run_summary(session)
-        now = database(self.using).ops.adapt_datetimefield_value(timezone.now())
+        moment = database(self.using).ops.adapt_datetimefield_value
+        now = moment(timezone.now())
         written = [
             text,
             expected + 1,
             summary["run_flows"],
             summary["run_statuses"],
             summary["search_text"],
+            summary["handover"],
+            moment(summary["handover_since"]),
             now,
         ]
         if expected == 0:

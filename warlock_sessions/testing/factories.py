@@ -49,6 +49,8 @@ class SessionFactory(factory.django.DjangoModelFactory):
     run_flows = factory.LazyAttribute(lambda o: run_summary(o.session)["run_flows"])
     run_statuses = factory.LazyAttribute(lambda o: run_summary(o.session)["run_statuses"])
     search_text = factory.LazyAttribute(lambda o: run_summary(o.session)["search_text"])
+    handover = factory.LazyAttribute(lambda o: run_summary(o.session)["handover"])
+    handover_since = factory.LazyAttribute(lambda o: run_summary(o.session)["handover_since"])
     created_at = factory.LazyFunction(timezone.now)
     updated_at = factory.LazyFunction(timezone.now)
 
