@@ -3,9 +3,9 @@
 It exercises the engine for real: a catch-all greeting said once, a booking flow collecting
 name, e-mail and preferred date (validated, not in the past, re-asked up to three times and
 then given up out loud), a confirmation that takes a changed date or e-mail and asks again,
-and loops back to the date on "no", ways out at any step ("cancel", "start over", "talk to a
-person"), one booking after another, and a reminder after two minutes of silence while a
-booking is open.
+and loops back to the date on "no", ways out at any step ("cancel", "start over"), a hand-over
+to people ("talk to a person": staff answer from the admin, then hand it back), one booking
+after another, and a reminder after two minutes of silence while a booking is open.
 """
 
 from __future__ import annotations
@@ -99,14 +99,13 @@ FLOWS = [
             },
             {
                 "when": "talk to a person|human|agent|falar com atendente|atendente",
-                # A real deployment would hand over here (an action notifying the team); the
-                # demo has nobody on call, and says so.
+                # The session goes to the admin's inbox; the booking waits where it was and
+                # asks again when staff hand the chat back.
                 "say": {
-                    "en": "There's nobody on call in this demo, so I've stopped the booking; "
-                    "a colleague would see this conversation in the admin.",
-                    "pt": "Nesta demonstração não há ninguém de plantão, então parei o "
-                    "agendamento; um colega veria esta conversa no admin.",
+                    "en": "I'll get a colleague for you: someone will answer here shortly.",
+                    "pt": "Vou chamar um colega: alguém vai responder aqui em breve.",
                 },
+                "handover": "asked for a person",
             },
         ],
         "steps": [

@@ -53,6 +53,8 @@ FORBIDDEN_TO_END_USERS = [
     ({"event": {"name": "discount", "key": "d1"}}, "event.name"),
     ({"start": {"flow": "booking", "key": "k1"}}, "start.flow"),
     ({"wake": "silence:reminder:x:1"}, "wake"),
+    ({"handover": {"action": "reply", "key": "r1", "by": "Boss", "text": "hi"}}, "handover"),
+    ({"handover": {"action": "release", "key": "h1"}}, "handover"),
 ]
 
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from warlock_sessions.models import SessionEvent, SessionOwner
+from warlock_sessions.models import Session, SessionEvent, SessionOwner
 from warlock_sessions.stores import DjangoStore
 from warlock_sessions.testing import run_blob, session_blob
 
@@ -295,3 +295,41 @@ def test_the_openapi_schema_documents_every_endpoint_and_its_errors(tmp_path: An
         "/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json"
     )
     assert served.status_code == 200 and set(served.json()["paths"]) == set(paths)
+
+
+def test_staff_hand_a_chat_over_answer_it_and_hand_it_back_over_http() -> None:
+    ana = user("ana")
+    say(ana, "chat-1", "I'd like to book", "m1")
+    root = User.objects.create_user("root", is_staff=True, first_name="Rita", last_name="Lima")
+    staff = APIClient()
+    staff.force_authenticate(root)
+
+    def handover(**value: Any) -> Any:
+        body = {"handover": {"key": f"k{value['action']}", **value}}
+        return staff.post("/api/sessions/chat-1/turn/", body, format="json")
+
+    reply = handover(action="reply", text="Hi, Rita here.")
+    assert reply.status_code == 200, reply.content
+    assert reply.json()["messages"][0]["by"] == "Rita Lima"  # named from the account
+    row = Session.objects.get(id="chat-1")
+    assert (row.handover, row.handover_since is not None) == ("taken", True)
+    assert say(ana, "chat-1", "Ana Souza", "m2").json()["messages"] == []
+    events = ana.get("/api/sessions/chat-1/events/").json()["events"]
+    handovers = [event for event in events if event["type"] == "handover"]
+    assert [(event["status"], event.get("by"), event.get("user")) for event in handovers] == [
+        ("waiting", None, str(root.pk)),  # her reply handed it over, then took it
+        ("taken", "Rita Lima", str(root.pk)),
+    ]
+    staff_said = [event for event in events if event.get("role") == "staff"]
+    assert [(event["by"], event["text"]) for event in staff_said] == [
+        ("Rita Lima", "Hi, Rita here.")
+    ]
+    back = handover(action="release", by="The team")  # a name the body gives is kept
+    assert [m["text"] for m in back.json()["messages"]] == ["What's your name?"]
+    assert Session.objects.get(id="chat-1").handover == ""
+    assert handover(action="release").json()["code"] == "not-handed-over"
+    bob = user("bob", perms=())
+    refused = bob.post(
+        "/api/sessions/chat-1/turn/", {"handover": {"action": "release", "key": "x"}}, format="json"
+    )
+    assert refused.status_code == 404  # a stranger learns nothing, not even that it exists

@@ -84,13 +84,17 @@ def test_start_over_forgets_what_was_given_and_asks_from_the_top() -> None:
     assert dialogue.data == {}
 
 
-def test_talk_to_a_person_in_portuguese() -> None:
+def test_talk_to_a_person_in_portuguese_and_back() -> None:
     dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     dialogue.say("marcar")
     assert dialogue.say("quero falar com atendente") == [
-        "Nesta demonstração não há ninguém de plantão, então parei o agendamento; um colega "
-        "veria esta conversa no admin."
+        "Vou chamar um colega: alguém vai responder aqui em breve."
     ]
+    assert dialogue.say("oi?") == []  # people answer now
+    reply = {"action": "reply", "key": "r1", "by": "Rita", "text": "Oi, sou a Rita!"}
+    assert dialogue.send(handover=reply) == ["Oi, sou a Rita!"]
+    assert dialogue.send(handover={"action": "release", "key": "h1"}) == ["Qual é o seu nome?"]
+    assert dialogue.say("Ana Souza") == ["Obrigado, Ana Souza! Qual é o seu e-mail?"]
 
 
 def test_a_changed_mind_at_the_confirmation(booked_up_to_the_confirmation: Dialogue) -> None:

@@ -14,7 +14,6 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..agents import default_agent_name, get_agent
 from ..engine import ProviderError
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
@@ -22,9 +21,8 @@ from ..host import Host
 from ..host.events import event_frame
 from ..host.notify import forget_session
 from ..host.wire import (
-    check_allowed,
+    admitted_turn,
     clean_text_param,
-    parse_turn,
     provider_failure,
 )
 from ..models import Session, SessionEvent, SessionOwner, SessionQuerySet
@@ -254,9 +252,9 @@ class SessionViewSet(PolicyViewSet):
     @schema.TURN
     @action(detail=True, methods=["post"])
     def turn(self, request: Request, session_id: str) -> Response:
-        turn_input, context, agent_name = parse_turn(request.data)
-        if not self.policy().is_trusted(request):
-            check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
+        turn_input, context, agent_name = admitted_turn(
+            request.data, trusted=self.policy().is_trusted(request), user=request.user
+        )
         store = default_store()
         claimed = claim_new_session(request, session_id, store)  # a new one is its starter's
         try:

@@ -9,6 +9,7 @@ import logging
 import re
 from typing import Any
 
+from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
 from ..engine import Agent, ProviderError
 from ..engine.session import json_problem, text_problem
@@ -173,14 +174,28 @@ def check_allowed(
             raise InputNotAllowedError("start.input", "only server code or staff give input")
 
 
-def signed_by_staff(turn_input: dict[str, Any], user: Any) -> dict[str, Any]:
-    """A trusted requester's handover input with who sent it: ``user`` (the account, for the
-    log) always, and ``by`` (the name the customer sees) unless the input names one."""
-    value = turn_input.get("handover")
-    if value is None or user is None or not getattr(user, "is_authenticated", False):
-        return turn_input
-    name = (user.get_full_name() or user.get_username()).strip()
-    return {"handover": {"by": name, **value, "user": str(user.pk)}}
+def admitted_turn(data: Any, *, trusted: bool, user: Any) -> tuple[dict[str, Any], Any, str | None]:
+    """A turn body as the API and the websocket both take it (``parse_turn``): an end user's
+    held to ``check_allowed``; a trusted requester's handover signed with who sent it: ``by``
+    (the name the customer sees) unless the body names one, and ``user`` (the account, for the
+    log)."""
+    account = staff_account(user) if trusted else None
+    handover = data.get("handover") if isinstance(data, dict) else None
+    if account is not None and isinstance(handover, dict):
+        data = {**data, "handover": {"by": account[1], **handover}}
+    turn_input, context, agent_name = parse_turn(data)
+    if not trusted:
+        check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
+    elif account is not None and "handover" in turn_input:
+        turn_input = {"handover": {**turn_input["handover"], "user": account[0]}}
+    return turn_input, context, agent_name
+
+
+def staff_account(user: Any) -> tuple[str, str] | None:
+    """A signed-in user's id and the name people see them by (``None``: no one signed in)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    return str(user.pk), (user.get_full_name() or user.get_username()).strip()
 
 
 def provider_failure(error: ProviderError) -> str:

@@ -24,7 +24,6 @@ from urllib.parse import parse_qs
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import DatabaseError
 
-from ..agents import default_agent_name, get_agent
 from ..backends.loop_connections import loop_connection, loop_connections_available
 from ..conf import warlock_settings
 from ..engine import ProviderError, Session
@@ -40,7 +39,7 @@ from ..host.commit import committer_for
 from ..host.events import event_frame
 from ..host.notify import apush
 from ..host.threads import in_worker_thread
-from ..host.wire import check_allowed, parse_turn, provider_failure, session_id_input
+from ..host.wire import admitted_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
     TURN_ACTION,
@@ -59,6 +58,8 @@ from .follow import log_follower
 logger = logging.getLogger("warlock_sessions.realtime")
 
 OWN_FRAMES_REMEMBERED = 64
+#: What a client may send; a ``handover`` only staff (the trust model, ``host.wire``).
+FRAME_TYPES = ("message", "event", "start", "handover")
 REPLAY_BATCH = 500
 
 
@@ -283,8 +284,10 @@ class SessionConsumer(WarlockConsumer):
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         frame_type = content.get("type") if isinstance(content, dict) else None
-        if frame_type not in ("message", "event", "start"):
-            await self.error("invalid-input", 'a frame is {"type": "message"|"event"|"start", ...}')
+        if frame_type not in FRAME_TYPES:
+            await self.error(
+                "invalid-input", 'a frame is {"type": "message"|"event"|"start"|"handover", ...}'
+            )
             return
         fields = {
             key: value for key, value in content.items() if key not in ("type", "context", "agent")
@@ -321,9 +324,9 @@ class SessionConsumer(WarlockConsumer):
         """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
         the client may not send to this session."""
         self.last_active = asyncio.get_running_loop().time()
-        turn_input, context, agent = parse_turn(body)
-        if not self.is_trusted:
-            check_allowed(turn_input, context, agent, get_agent(default_agent_name()))
+        turn_input, context, agent = admitted_turn(
+            body, trusted=self.is_trusted, user=self.requester.user
+        )
         claim = None
         try:
             if not self.following:
