@@ -328,8 +328,11 @@ def test_staff_hand_a_chat_over_answer_it_and_hand_it_back_over_http() -> None:
     assert [m["text"] for m in back.json()["messages"]] == ["What's your name?"]
     assert Session.objects.get(id="chat-1").handover == ""
     assert handover(action="release").json()["code"] == "not-handed-over"
-    bob = user("bob", perms=())
-    refused = bob.post(
-        "/api/sessions/chat-1/turn/", {"handover": {"action": "release", "key": "x"}}, format="json"
-    )
-    assert refused.status_code == 404  # a stranger learns nothing, not even that it exists
+    bob = user("bob")
+    for session_id in ("chat-1", "nobody-uses-this"):  # the same answer for any id
+        refused = bob.post(
+            f"/api/sessions/{session_id}/turn/",
+            {"handover": {"action": "release", "key": "x"}},
+            format="json",
+        )
+        assert (refused.status_code, refused.json()["code"]) == (403, "input-not-allowed")
