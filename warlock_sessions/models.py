@@ -162,6 +162,23 @@ class Session(models.Model):
         return decode_session(self.blob, self.id, self.version)
 
 
+class WaitingSessionManager(models.Manager["WaitingSession"]):
+    def get_queryset(self) -> models.QuerySet[WaitingSession]:
+        return super().get_queryset().exclude(handover="")
+
+
+class WaitingSession(Session):
+    """A session people have (``engine.handover``): the admin's inbox, oldest first."""
+
+    objects = WaitingSessionManager()  # type: ignore[assignment,misc]
+
+    class Meta:
+        proxy = True
+        verbose_name = _("chat with people")
+        verbose_name_plural = _("chats with people")
+        ordering = ["handover_since", "id"]
+
+
 class LeasedWork(models.Model):
     """A row a worker claims: keyed within its session, leased while worked on, and retried
     with a count of attempts and the last error."""

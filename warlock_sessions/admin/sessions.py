@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import filesizeformat
+from django.urls import URLPattern, path
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -20,6 +21,7 @@ from ..engine.session import RUN_STATUSES, text_problem
 from ..errors import InvalidSessionError
 from ..models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wake
 from .base import ReadOnlyAdmin
+from .handover import handover_panel, handover_view
 from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
 
 #: The latest messages a search looks at for the words searched (the log is the largest
@@ -85,12 +87,13 @@ class SessionAdmin(ReadOnlyAdmin):
         "id",
         "agent",
         "version",
+        "handover",
         "run_statuses",
         "run_flows",
         "blob_size",
         "updated_at",
     ]
-    list_filter = (AgentFilter, RunStatusFilter, RunFlowFilter, "updated_at")
+    list_filter = (AgentFilter, RunStatusFilter, RunFlowFilter, "handover", "updated_at")
     # At a million sessions a full count, a date hierarchy or a distinct scan of the agent
     # column would each read the whole table on every page: none is shown.
     show_full_result_count = False
@@ -142,7 +145,27 @@ class SessionAdmin(ReadOnlyAdmin):
         )[:TIMELINE_LENGTH]
         context["raw_blob"] = self.pretty_blob(row)
         context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
+        context["handover"] = handover_panel(row)
         return context
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        trusted = warlock_settings.PERMISSION().is_trusted(request)
+        context = {"may_answer": trusted, **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def get_urls(self) -> list[URLPattern]:
+        answer = path(
+            "<path:object_id>/handover/",
+            self.admin_site.admin_view(handover_view),
+            name="warlock_sessions_session_handover",
+        )
+        return [answer, *super().get_urls()]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request).annotate(stored_size=Length("blob"))

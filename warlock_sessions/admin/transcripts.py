@@ -35,12 +35,20 @@ def session_transcript(session_id: str) -> list[dict[str, Any]]:
     said = SessionEvent.objects.filter(session_id=session_id, type="message").order_by("-seq")
     return [
         {
-            "who": "user" if event.payload.get("role") == "user" else "bot",
+            "who": _speaker(event.payload),
+            "by": event.payload.get("by") or "",
             "text": event.payload.get("text", ""),
             "at": event.created_at,
         }
         for event in reversed(said[:TIMELINE_LENGTH])
     ]
+
+
+def _speaker(message: dict[str, Any]) -> str:
+    """``user``, ``staff`` (a person answering for the bot) or ``bot``."""
+    if message.get("role") == "user":
+        return "user"
+    return "staff" if message.get("by") else "bot"
 
 
 def transcript_line(position: int, message: dict[str, Any]) -> dict[str, Any]:

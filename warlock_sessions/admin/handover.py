@@ -1,0 +1,146 @@
+"""Chats with people in the admin: the inbox of sessions waiting for a person (oldest first,
+with the last thing the customer said), and what staff do on a session's page: take it, answer
+in the bot's place and hand it back (``engine.handover``), each a turn of the session's host,
+so the customer's open socket shows it at once and the log records who did it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_POST
+
+from ..agents import default_agent_name
+from ..conf import warlock_settings
+from ..engine.handover import handover_of
+from ..errors import InvalidInputError, InvalidSessionError, ServiceUnavailableError, WarlockError
+from ..host import Host
+from ..host.wire import admitted_turn
+from ..models import Session, SessionEvent, WaitingSession
+from .base import ReadOnlyAdmin
+
+
+def handover_panel(row: Session) -> dict[str, Any]:
+    """Who answers the session, for its page: ``None`` values while the bot does."""
+    try:
+        record = handover_of(row.session) or {}
+    except InvalidSessionError:
+        record = {}
+    return {
+        "status": record.get("status", ""),
+        "by": record.get("by", ""),
+        "since": row.handover_since,
+        "reason": record.get("reason", ""),
+        "last_seq": SessionEvent.objects.filter(session_id=row.id)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+        or 0,
+    }
+
+
+@require_POST
+def handover_view(request: HttpRequest, object_id: str) -> HttpResponse:
+    """Take, answer or hand back the session (``action``, ``text``, ``key`` posted: the page
+    sends a key of its own, so a form sent twice answers once). JSON for the page's script, a
+    redirect back with a message for a plain form."""
+    row = get_object_or_404(Session, pk=object_id)
+    if not warlock_settings.PERMISSION().is_trusted(request):
+        return _answer(
+            request, row, 403, "permission-denied", str(_("Only staff answer for the bot."))
+        )
+    body = {
+        "action": request.POST.get("action", ""),
+        "key": request.POST.get("key") or uuid.uuid4().hex,
+    }
+    if body["action"] == "reply":
+        body["text"] = request.POST.get("text", "").strip()
+    try:
+        turn_input, _context, _agent = admitted_turn(
+            {"handover": body}, trusted=True, user=request.user
+        )
+        result = Host(row.agent or default_agent_name()).handle(row.id, turn_input)
+    except InvalidInputError as error:
+        return _answer(request, row, 400, "invalid-input", str(error))
+    except ServiceUnavailableError as error:
+        return _answer(request, row, 503, "unavailable", str(error))
+    except WarlockError as error:  # a lost race after retries, an agent gone
+        return _answer(request, row, 409, "conflict", str(error))
+    return _answer(request, row, 200, result.code or "ok", "")
+
+
+def _answer(
+    request: HttpRequest, row: Session, status: int, code: str, detail: str
+) -> HttpResponse:
+    if request.headers.get("Accept") == "application/json":
+        return JsonResponse({"code": code, "detail": str(detail)}, status=status)
+    if detail:
+        messages.error(request, detail)
+    return HttpResponseRedirect(reverse("admin:warlock_sessions_session_change", args=[row.pk]))
+
+
+@admin.register(WaitingSession)
+class WaitingSessionAdmin(ReadOnlyAdmin):
+    """The inbox: each chat people have, the one waiting longest first."""
+
+    list_display = ["chat", "who_answers", "handover_since", "last_said", "agent"]
+    list_filter = ["handover"]
+    search_fields = ["id"]
+    show_full_result_count = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        said = SessionEvent.objects.filter(
+            session_id=OuterRef("id"), type="message", payload__role="user"
+        ).order_by("-seq")
+        queryset: QuerySet[Any] = super().get_queryset(request)
+        annotated: QuerySet[Any] = queryset.annotate(
+            last_user_text=Subquery(said.values("payload__text")[:1])
+        )
+        return annotated
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or request.user.has_perm(
+            "warlock_sessions.view_session"
+        )
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """A chat's page is its session's, where staff answer it."""
+        return HttpResponseRedirect(
+            reverse("admin:warlock_sessions_session_change", args=[object_id])
+        )
+
+    @admin.display(description=_("chat"), ordering="id")
+    def chat(self, obj: WaitingSession) -> str:
+        url = reverse("admin:warlock_sessions_session_change", args=[obj.pk])
+        return format_html('<a href="{}">{}</a>', url, obj.pk)
+
+    @admin.display(description=_("who answers"), ordering="handover")
+    def who_answers(self, obj: WaitingSession) -> str:
+        if obj.handover != "taken":
+            return str(_("waiting for a person"))
+        try:
+            by = (handover_of(obj.session) or {}).get("by") or "?"
+        except InvalidSessionError:
+            by = "?"
+        return str(_("taken by %(name)s") % {"name": by})
+
+    @admin.display(description=_("last said by the customer"))
+    def last_said(self, obj: Any) -> str:
+        text = obj.last_user_text or ""
+        return text if len(text) <= 120 else text[:119] + "…"
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        return {}
