@@ -3,7 +3,9 @@
 // too), and a reconnect that resumes from the last seq seen. Every message the user writes is
 // kept until its own echo (same id) is in the log: it is sent again after a reconnect, a
 // server restart (close 1012) or an "unavailable" error (the server's dedupe makes that
-// safe), and shows "not sent" while the connection is down or the server refused it.
+// safe), and shows "not sent" while the connection is down or the server refused it. When
+// people take the chat over, their messages show with their name, and a notice says who joined
+// and when the assistant is back.
 (() => {
   const root = document.querySelector(".chat");
   const chatId = root.dataset.chatId;
@@ -27,6 +29,12 @@
   let resendTimer = null;
   // Errors after which the same message, sent again, may go through.
   const RETRYABLE = ["unavailable", "throttled", "session-conflict", "server-error"];
+  // What the user is told as people take the chat over and hand it back.
+  const HANDOVER_NOTICES = {
+    waiting: () => "A person will answer you here.",
+    taken: (by) => `${by} joined the chat.`,
+    released: (by) => `${by} handed you back to the assistant.`,
+  };
   const mine = new Set(JSON.parse(sessionStorage.getItem(`warlock-mine:${chatId}`) || "[]"));
 
   // Dates the bot writes as 2026-09-21 are shown as people read them, in the browser's
@@ -51,14 +59,20 @@
     item.append(text.slice(from));
   }
 
-  function append(text, who, remember = true) {
+  function append(text, who, remember = true, by = "") {
     const item = document.createElement("li");
     item.className = who;
-    if (who === "bot") fill(item, text); else item.textContent = text;
+    if (by) {  // a person answering for the assistant: the user sees who
+      const name = document.createElement("strong");
+      name.className = "by";
+      name.textContent = by;
+      item.append(name);
+    }
+    if (who === "bot" || who === "staff") fill(item, text); else item.textContent = text;
     list.appendChild(item);
     list.scrollTop = list.scrollHeight;
     if (remember) {
-      shown.push([who, text]);
+      shown.push([who, text, by]);
       sessionStorage.setItem(shownKey, JSON.stringify(shown.slice(-200)));
     }
     return item;
@@ -142,6 +156,11 @@
         if (copy) { copy.remove(); append(event.text, "me"); }
         else if (!mine.has(event.id)) append(event.text, "me");  // another tab's, or before a reload
       });
+    } else if (event.type === "message" && event.role === "staff") {
+      inOrder(0, () => append(event.text, "staff", true, event.by));
+    } else if (event.type === "handover" && HANDOVER_NOTICES[event.status]) {
+      const notice = HANDOVER_NOTICES[event.status](event.by || "Someone");
+      inOrder(0, () => append(notice, "notice"));
     } else if (event.type === "message") {
       pending += 1;
       setTyping(true);
@@ -189,7 +208,7 @@
     socket.send(JSON.stringify({ type: "message", text, id }));
   });
 
-  for (const [who, text] of shown.splice(0)) append(text, who);  // a reload keeps the transcript
+  for (const [who, text, by] of shown.splice(0)) append(text, who, true, by);  // a reload keeps the transcript
   for (const message of unsent) showUnsent(message, false);
   window.warlockChat = { socket: () => socket, lastSeq: () => lastSeq };  // for the browser test
   connect();

@@ -1,0 +1,104 @@
+"""A chat handed to a person, in two real browser pages: the customer on the demo chat at phone
+size, a staff member on the admin at laptop size. Staff find the chat in the inbox, take it,
+answer (the customer sees their name), read the customer's reply live and hand the chat back;
+the bot asks again where it was. Screenshots of both pages go to a temporary folder."""
+
+from __future__ import annotations
+
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from asgiref.sync import SyncToAsync
+from channels.testing import ChannelsLiveServerTestCase
+from django.contrib.auth.models import User
+from django.test import override_settings
+
+from tests.browser.test_chat_page import ARGS, CHROMIUM, HAVE_CHROMIUM, SETTINGS, say, server_side
+from warlock_sessions.models import Session
+
+
+def make_staff() -> None:
+    User.objects.create_superuser("rita", "rita@example.com", "pw", first_name="Rita")
+
+
+@pytest.mark.skipif(
+    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+)
+@override_settings(WARLOCK_SESSIONS=SETTINGS)
+class HandoverPagesTest(ChannelsLiveServerTestCase):
+    serve_static = True
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)  # asgiref#194
+        super().setUpClass()
+
+    def test_staff_take_a_chat_answer_it_and_hand_it_back(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        shots = Path(tempfile.mkdtemp(prefix="warlock-handover-"))
+        server_side(make_staff)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            customer = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            customer.goto(self.live_server_url + "/")
+            expect(customer.locator("#status")).to_have_text("online", timeout=15000)
+            messages = customer.locator(".messages li")
+            say(customer, "I'd like to book")
+            expect(messages.last).to_have_text(
+                "Great, let's get you booked. What's your name?", timeout=15000
+            )
+            say(customer, "can I talk to a person?")
+            expect(messages.last).to_have_text(
+                "I'll get a colleague for you: someone will answer here shortly.", timeout=15000
+            )
+            expect(customer.locator(".messages li.notice")).to_have_text(
+                ["A person will answer you here."]
+            )
+            chat_id = customer.evaluate("document.querySelector('.chat').dataset.chatId")
+
+            staff = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            staff.goto(
+                self.live_server_url + "/admin/login/?next=/admin/warlock_sessions/waitingsession/"
+            )
+            staff.fill("#id_username", "rita")
+            staff.fill("#id_password", "pw")
+            staff.click("input[type=submit]")
+            expect(staff.locator("#result_list")).to_contain_text("waiting for a person")
+            expect(staff.locator("#result_list")).to_contain_text("can I talk to a person?")
+            staff.screenshot(path=str(shots / "inbox-laptop.png"), full_page=True)
+            staff.click(f"#result_list a:text-is('{chat_id}')")
+            expect(staff.locator("#handover-status")).to_contain_text("Waiting for a person")
+            staff.wait_for_function("window.warlockHandover.live()", timeout=15000)
+
+            staff.click("#handover-take")
+            expect(customer.locator(".messages li.notice").last).to_have_text(
+                "Rita joined the chat.", timeout=15000
+            )
+            expect(staff.locator("#handover-status")).to_have_text("Rita answers this chat.")
+            staff.fill("#handover-text", "Hi, I'm Rita. What would you like to book?")
+            staff.click("#handover-reply button")
+            answer = customer.locator(".messages li.staff").last
+            expect(answer).to_contain_text("Hi, I'm Rita. What would you like to book?")
+            expect(answer.locator(".by")).to_have_text("Rita")
+
+            say(customer, "A haircut on friday, please")
+            transcript = staff.locator("#transcript li.user").last
+            expect(transcript).to_contain_text("A haircut on friday, please", timeout=15000)
+            customer.screenshot(path=str(shots / "customer-phone.png"))
+            staff.screenshot(path=str(shots / "session-laptop.png"), full_page=True)
+
+            staff.click("#handover-release")
+            expect(customer.locator(".messages li.bot").last).to_have_text(
+                "What's your name?", timeout=15000
+            )
+            expect(customer.locator(".messages li.notice").last).to_have_text(
+                "Rita handed you back to the assistant."
+            )
+            expect(staff.locator("#handover-status")).to_have_text("The bot answers this chat.")
+            customer.screenshot(path=str(shots / "customer-phone-back.png"))
+            browser.close()
+        assert server_side(lambda: Session.objects.get(id=chat_id).handover) == ""
+        print(f"screenshots in {shots}")
