@@ -268,3 +268,46 @@ def test_every_recogniser_reads_a_maximal_message_in_well_under_a_second(
     for language in ("en", "pt", None):
         value_for(field, text, datetime(2026, 9, 20, tzinfo=UTC), language, asked=True)
     assert time.perf_counter() - started < 1.0
+
+
+PIZZA_FIELDS = {
+    "size": {"type": "string", "enum": ["small", "large"], "ask": "Which size, small or large?"},
+    "flavour": {
+        "type": "string",
+        "enum": ["margherita", "pepperoni", "veggie"],
+        "ask": "And which flavour?",
+    },
+}
+
+
+def pizza(**fields: Any) -> Dialogue:
+    steps = [
+        {"id": "order", "collect": ["size", "flavour"]},
+        {"id": "done", "say": "One {{data.size|}} {{data.flavour|}} coming up."},
+    ]
+    flows = [{"id": "pizza", "on": [{"message": ["pizza"]}], "steps": steps}]
+    return Dialogue(Agent(flows, fields=fields or PIZZA_FIELDS, model=RuleModel(), name="p"))
+
+
+def test_a_step_collecting_two_fields_asks_each_as_its_ask_says_and_never_corrects_a_right_answer() -> (
+    None
+):
+    dialogue = pizza()
+    assert dialogue.say("I want a pizza") == ["Which size, small or large?"]
+    assert dialogue.say("large") == ["And which flavour?"]  # no "Please choose one of: …"
+    assert dialogue.say("pepperoni") == ["One large pepperoni coming up."]
+    wrong = pizza()
+    wrong.say("I want a pizza")
+    assert wrong.say("medium") == [
+        "Please choose one of: small, large. Which size, small or large?"
+    ]
+    both = pizza()
+    both.say("I want a pizza")
+    assert both.say("a large margherita please") == ["One large margherita coming up."]
+
+
+def test_fields_without_their_own_ask_are_asked_together_by_label() -> None:
+    fields = {
+        name: {k: v for k, v in spec.items() if k != "ask"} for name, spec in PIZZA_FIELDS.items()
+    }
+    assert pizza(**fields).say("I want a pizza") == ["What are your size and flavour?"]

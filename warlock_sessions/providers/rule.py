@@ -225,19 +225,31 @@ class RuleModel:
             return found, problem
         text = heard(request.text)
         for name in talk.pending:
-            definition = request.fields.get(name) or {"type": "string"}
-            raw = value_for(definition, text, request.now, reading, asked=True)
-            ok, value = (
-                coerce_field(definition, raw, request.now) if raw is not None else (False, None)
-            )
+            ok, value = self._read_field(request, name, text, reading)
             if ok:
                 found[name] = value
             elif not problem and name not in talk.final:
                 problem = render(
-                    self._problem(definition, language, value),
+                    self._problem(request.fields.get(name) or {}, language, value),
                     self._scope(request, request.data),
                 )
-        return found, problem
+        # An answer that gave one of the step's fields (now, or as the turn read it before) is
+        # right: what it did not give is asked for, not corrected ("large" is the size).
+        gave_another = any(
+            name not in talk.pending
+            and self._read_field(request, name, text, reading) == (True, request.data.get(name))
+            for name in talk.step.collect
+        )
+        return found, "" if found or gave_another else problem
+
+    @staticmethod
+    def _read_field(
+        request: SpeakRequest, name: str, text: str, reading: str | None
+    ) -> tuple[bool, Any]:
+        """What the answer gives the field: ``(True, value)``, or ``(False, why)``."""
+        definition = request.fields.get(name) or {"type": "string"}
+        raw = value_for(definition, text, request.now, reading, asked=True)
+        return coerce_field(definition, raw, request.now) if raw is not None else (False, None)
 
     def _ask_again(
         self,
@@ -278,11 +290,14 @@ class RuleModel:
         language: str,
     ) -> str:
         words = _words(language)
-        first = fields.get(missing[0]) or {}
-        if len(missing) == 1 and first.get("ask"):
-            return render(localized(first["ask"], language), scope)
         if step.raw.get("ask"):
             return render(localized(step.raw["ask"], language), scope)
+        # A field that says how to ask for it is asked for alone, as written, one at a time.
+        own = next(
+            (fields[name]["ask"] for name in missing if (fields.get(name) or {}).get("ask")), None
+        )
+        if own is not None:
+            return render(localized(own, language), scope)
         labels = [self._label(name, fields.get(name) or {}, language) for name in missing]
         if len(labels) == 1:
             return words["ask"].format(label=labels[0])
