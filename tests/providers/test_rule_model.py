@@ -289,9 +289,7 @@ def pizza(**fields: Any) -> Dialogue:
     return Dialogue(Agent(flows, fields=fields or PIZZA_FIELDS, model=RuleModel(), name="p"))
 
 
-def test_a_step_collecting_two_fields_asks_each_as_its_ask_says_and_never_corrects_a_right_answer() -> (
-    None
-):
+def test_two_fields_are_asked_each_as_written_and_a_right_answer_is_not_corrected() -> None:
     dialogue = pizza()
     assert dialogue.say("I want a pizza") == ["Which size, small or large?"]
     assert dialogue.say("large") == ["And which flavour?"]  # no "Please choose one of: …"
