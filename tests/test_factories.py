@@ -16,7 +16,11 @@ FACTORIES = {
 
 
 def test_every_model_has_a_factory() -> None:
-    models = {model.__name__ for model in apps.get_app_config("warlock_sessions").get_models()}
+    models = {  # a proxy (the inbox's WaitingSession) has the rows of the model it shows
+        model.__name__
+        for model in apps.get_app_config("warlock_sessions").get_models()
+        if not model._meta.proxy
+    }
     made = {factory._meta.model.__name__ for factory in FACTORIES.values() if factory._meta.model}
     assert models <= made, models - made
 

@@ -10,7 +10,7 @@ import pytest
 
 from warlock_sessions.engine import Agent, FakeModel, Spoken, Understanding
 from warlock_sessions.engine.fields import coerce_field
-from warlock_sessions.engine.templates import render
+from warlock_sessions.engine.templates import render, render_deep
 from warlock_sessions.errors import FlowConfigurationError
 from warlock_sessions.testing import Dialogue
 
@@ -187,6 +187,19 @@ def test_an_unresolved_placeholder_is_logged_and_code_keeps_it() -> None:
     dialogue = Dialogue(agent)
     assert dialogue.say("hi") == ["Oi!"]
     assert "unresolved-placeholder" in dialogue.codes
+
+
+def test_an_action_param_that_is_one_placeholder_is_its_value_or_null() -> None:
+    scope = {"data": {"size": "large", "count": 2}, "context": {}}
+    params = {"size": "{{data.size}}", "count": "{{ data.count }}", "flavour": "{{data.flavour}}"}
+    params |= {"note": "for {{data.flavour}}", "kind": "{{data.kind|plain}}"}
+    assert render_deep(params, scope) == {
+        "size": "large",
+        "count": 2,  # its type kept
+        "flavour": None,  # given up: no literal "{{data.flavour}}" reaches the action
+        "note": "for {{data.flavour}}",
+        "kind": "plain",
+    }
 
 
 def interrupting_agent() -> Agent:

@@ -5,8 +5,9 @@ nothing. What a user reads never shows a placeholder: a path that resolves to no
 no fallback is blank, and the gap it leaves is closed ("Ola {{context.lead.name}}, tudo bem?"
 sends "Ola, tudo bem?"); ``unresolved`` hears of each such path, so the engine can log it.
 Flows are checked at load for the ones that can be caught (``placeholders``). Action params
-and flow targets, read by code rather than people, keep an unresolved placeholder as written
-(``keep_missing``), so a typo stays visible there.
+and flow targets, read by code rather than people, keep an unresolved placeholder inside other
+text as written (``keep_missing``), so a typo stays visible there; a param that is one
+placeholder alone is its value, ``None`` when unknown (``render_deep``).
 """
 
 from __future__ import annotations
@@ -78,8 +79,17 @@ def placeholders(template: str) -> Iterator[tuple[str, str | None]]:
 
 
 def render_deep(value: Any, scope: Mapping[str, Any]) -> Any:
-    """``render`` over every string inside a JSON-like value."""
+    """``render`` over every string inside a JSON-like value (an action's ``with``). A string
+    that is one placeholder alone gives the value itself, keeping its type: ``null`` when it is
+    not known (a field given up), or its fallback text; one inside other text stays as written
+    when it resolves to nothing, so a typo stays visible."""
     if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value.strip())
+        if whole is not None:
+            found = _lookup(scope, whole[1].split("."))
+            if found is not _MISSING and found is not _ABSENT and found is not None:
+                return found
+            return whole[2].strip() if whole[2] is not None else None
         return render(value, scope, keep_missing=True)
     if isinstance(value, list | tuple):
         return [render_deep(item, scope) for item in value]
