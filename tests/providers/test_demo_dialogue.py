@@ -166,3 +166,19 @@ def test_impossible_or_past_days_are_not_booked() -> None:
         "That day has already passed: which day from today on would suit you?"
     ]
     assert "2026-09-21" in dialogue.say("tomorrow")[0]
+
+
+@pytest.mark.parametrize(
+    ("first", "reply"),
+    [
+        (
+            "I'd like to book, my name is Laura Chen",
+            "Thanks, Laura Chen! What's your e-mail address?",
+        ),
+        ("quero marcar, meu nome é João Pereira", "Obrigado, João Pereira! Qual é o seu e-mail?"),
+        ("book for Maria please", "Great, let's get you booked. What's your name?"),  # no cue
+    ],
+)
+def test_a_name_given_with_the_request_is_not_asked_again(first: str, reply: str) -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    assert dialogue.say(first) == [reply]

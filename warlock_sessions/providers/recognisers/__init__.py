@@ -15,7 +15,7 @@ from .answers import boolean
 from .contacts import email, phone
 from .dates import when
 from .language import language_of
-from .names import name
+from .names import introduced_name, name
 from .numbers import number
 from .options import option
 
@@ -62,9 +62,9 @@ def value_for(
         return boolean(text) if asked else None
     if kind in ("number", "integer"):
         return number(text) if asked else None
+    if form == "name":
+        return name(text) if asked else introduced_name(text)
     if not asked:
         return None
-    if form == "name":
-        return name(text)
     stripped = text.strip()
     return stripped or None

@@ -70,6 +70,18 @@ def name(text: str) -> str | None:
     return None
 
 
+def introduced_name(text: str) -> str | None:
+    """The name a cue introduces ("I'd like to book, my name is Laura Chen"), in text that was
+    not an answer to the name's question: without a cue, words are not taken for a name."""
+    if any(char.isdigit() or char == "@" for char in text):
+        return None
+    for clause in reversed([clause for clause in _CLAUSES.split(text) if clause.strip()]):
+        cued = _cued_name(_WORD.findall(clause))
+        if cued is not None:
+            return cued or None
+    return None
+
+
 def _cued_name(words: list[str]) -> str | None:
     """The name a cue in this clause introduces ("" when the cue introduces no name), or
     ``None`` when the clause has no cue."""
