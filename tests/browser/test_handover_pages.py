@@ -102,3 +102,26 @@ class HandoverPagesTest(ChannelsLiveServerTestCase):
             browser.close()
         assert server_side(lambda: Session.objects.get(id=chat_id).handover) == ""
         print(f"screenshots in {shots}")
+
+    def test_a_portuguese_chat_has_the_page_in_portuguese(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.goto(self.live_server_url + "/")
+            expect(page.locator("#status")).to_have_text("online", timeout=15000)
+            expect(page.locator("#composer button")).to_have_text("Send")
+            say(page, "oi, quero marcar")
+            expect(page.locator(".messages li.bot").last).to_have_text(
+                "Ótimo, vamos agendar. Qual é o seu nome?", timeout=15000
+            )
+            expect(page.locator("#composer button")).to_have_text("Enviar")
+            expect(page.locator("#text")).to_have_attribute(
+                "placeholder", "Diga oi, ou “quero marcar”"
+            )
+            expect(page.locator("h1")).to_have_text("Assistente de agendamento")
+            assert page.evaluate("document.documentElement.lang") == "pt"
+            page.reload()  # the page remembers the conversation's language
+            expect(page.locator("#composer button")).to_have_text("Enviar", timeout=15000)
+            browser.close()

@@ -36,6 +36,8 @@ def turn_events(
                 "input": describe_input(turn_input),
                 "outcomes": [line["code"] for line in result.outcomes if line.get("code")],
                 "llmCalls": result.llm_calls,
+                # The conversation's language as the engine knows it, for a UI's own words.
+                "language": result.session["metadata"].get("language"),
             },
         )
     )
@@ -113,11 +115,14 @@ def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
             "after_ms": payload["afterMs"],
         }
     if kind == "turn":
-        return {
+        frame = {
             "version": payload["version"],
             "changed": payload["changed"],
             "outcomes": payload["outcomes"],
         }
+        if payload.get("language"):
+            frame["language"] = payload["language"]
+        return frame
     if kind == "handover":
         return {name: value for name, value in payload.items() if value is not None}
     return {"data": payload}

@@ -29,11 +29,44 @@
   let resendTimer = null;
   // Errors after which the same message, sent again, may go through.
   const RETRYABLE = ["unavailable", "throttled", "session-conflict", "server-error"];
-  // What the user is told as people take the chat over and hand it back.
+  // The page's own words, in the conversation's language (each turn frame says which).
+  const WORDS = {
+    en: {
+      title: "Booking assistant", online: "online", reconnecting: "reconnecting…",
+      typing: "the assistant is typing…", placeholder: "Say hi, or “I'd like to book”",
+      send: "Send", message: "Message", unsent: "not sent yet: it goes when the connection is back",
+      waiting: () => "A person will answer you here.",
+      taken: (by) => `${by} joined the chat.`,
+      released: (by) => `${by} handed you back to the assistant.`,
+    },
+    pt: {
+      title: "Assistente de agendamento", online: "online", reconnecting: "reconectando…",
+      typing: "o assistente está digitando…", placeholder: "Diga oi, ou “quero marcar”",
+      send: "Enviar", message: "Mensagem", unsent: "ainda não enviada: vai quando a conexão voltar",
+      waiting: () => "Uma pessoa vai responder aqui.",
+      taken: (by) => `${by} entrou na conversa.`,
+      released: (by) => `${by} devolveu você ao assistente.`,
+    },
+  };
+  const languageKey = `warlock-language:${chatId}`;
+  let words = WORDS[sessionStorage.getItem(languageKey)] || WORDS.en;
+
+  function speak(language) {  // the page's chrome in the conversation's language
+    if (!WORDS[language]) return;
+    words = WORDS[language];
+    sessionStorage.setItem(languageKey, language);
+    document.documentElement.lang = language;
+    document.querySelector(".chat h1").textContent = words.title;
+    typing.textContent = words.typing;
+    input.placeholder = words.placeholder;
+    input.setAttribute("aria-label", words.message);
+    form.querySelector("button").textContent = words.send;
+    if (status.classList.contains("online")) status.textContent = words.online;
+  }
   const HANDOVER_NOTICES = {
-    waiting: () => "A person will answer you here.",
-    taken: (by) => `${by} joined the chat.`,
-    released: (by) => `${by} handed you back to the assistant.`,
+    waiting: (by) => words.waiting(by),
+    taken: (by) => words.taken(by),
+    released: (by) => words.released(by),
   };
   const mine = new Set(JSON.parse(sessionStorage.getItem(`warlock-mine:${chatId}`) || "[]"));
 
@@ -86,7 +119,7 @@
   function showUnsent(message, sending) {
     const item = append(message.text, sending ? "me sending" : "me unsent", false);
     item.dataset.id = message.id;
-    item.title = "not sent yet: it goes when the connection is back";
+    item.title = words.unsent;
   }
 
   function markUnsent() {  // the connection dropped or the server could not take them
@@ -144,6 +177,7 @@
     }
     if (typeof event.seq !== "number" || event.seq <= lastSeq) return;  // already shown
     if (event.type === "turn") {
+      if (event.language) speak(event.language);
       lastVersion = event.version;
       sessionStorage.setItem(versionKey, String(lastVersion));
     }
@@ -183,11 +217,11 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${chatId}/?after_seq=${lastSeq}`);
-    socket.onopen = () => { retry = 0; status.textContent = "online"; status.className = "status online"; flush(); };
+    socket.onopen = () => { retry = 0; status.className = "status online"; status.textContent = words.online; flush(); };
     socket.onmessage = (message) => handle(JSON.parse(message.data));
     socket.onclose = () => {
       markUnsent();
-      status.textContent = "reconnecting…"; status.className = "status";
+      status.textContent = words.reconnecting; status.className = "status";
       setTimeout(connect, Math.min(5000, 250 * 2 ** retry++));
     };
   }
@@ -208,6 +242,7 @@
     socket.send(JSON.stringify({ type: "message", text, id }));
   });
 
+  speak(sessionStorage.getItem(languageKey) || "en");
   for (const [who, text, by] of shown.splice(0)) append(text, who, true, by);  // a reload keeps the transcript
   for (const message of unsent) showUnsent(message, false);
   window.warlockChat = { socket: () => socket, lastSeq: () => lastSeq };  // for the browser test
