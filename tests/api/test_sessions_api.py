@@ -336,3 +336,15 @@ def test_staff_hand_a_chat_over_answer_it_and_hand_it_back_over_http() -> None:
             format="json",
         )
         assert (refused.status_code, refused.json()["code"]) == (403, "input-not-allowed")
+
+
+def test_a_turn_answers_in_the_api_s_one_spelling_and_event_shape() -> None:
+    ana = user("ana")
+    body = say(ana, "chat-1", "I'd like to book", "m1").json()
+    [message] = body["messages"]
+    assert message["after_ms"] == message["afterMs"] == 0  # afterMs until 0.4
+    logged = ana.get("/api/sessions/chat-1/events/").json()["events"]
+    assert [
+        {k: v for k, v in event.items() if k != "payload"} for event in body["events"]
+    ] == logged
+    assert all("payload" in event for event in body["events"])  # until 0.4

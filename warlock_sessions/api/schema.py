@@ -64,15 +64,28 @@ class StartInputSerializer(Shape):
     input = serializers.JSONField(required=False, help_text="staff and server code only")
 
 
+class HandoverInputSerializer(Shape):
+    action = serializers.ChoiceField(
+        choices=["request", "take", "reply", "release"], help_text="docs/handover.md"
+    )
+    key = serializers.CharField(help_text="the action's id: a resend is answered, not repeated")
+    by = serializers.CharField(
+        required=False, help_text="the name the customer sees (default: the account's)"
+    )
+    text = serializers.CharField(required=False, help_text="a reply's message")
+    reason = serializers.CharField(required=False, help_text="why, for the inbox (request)")
+
+
 class TurnRequestSerializer(Shape):
-    """Exactly one of ``message``, ``event``, ``start``, ``wake``. What an end user may send is
-    limited by the trust model (docs/api.md): ``context``, ``agent``, ``wake`` and
-    ``message.at`` are for staff and server code."""
+    """Exactly one of ``message``, ``event``, ``start``, ``wake``, ``handover``. What an end
+    user may send is limited by the trust model (docs/api.md): ``context``, ``agent``, ``wake``,
+    ``handover`` and ``message.at`` are for staff and server code."""
 
     message = MessageInputSerializer(required=False)
     event = EventInputSerializer(required=False)
     start = StartInputSerializer(required=False)
     wake = serializers.CharField(required=False, help_text="a wake key (staff only)")
+    handover = HandoverInputSerializer(required=False, help_text="staff only")
     # A body field named like Serializer.context, which only this documentation shape has.
     context = serializers.JSONField(required=False, help_text="staff only")  # type: ignore[assignment]
     agent = serializers.CharField(
@@ -83,7 +96,15 @@ class TurnRequestSerializer(Shape):
 class TurnResultSerializer(Shape):
     version = serializers.IntegerField()
     changed = serializers.BooleanField()
-    messages = serializers.ListField(child=serializers.JSONField())
+    messages = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="each with after_ms (afterMs, the engine's spelling, until 0.4)",
+    )
+    events = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="the events the turn logged, as the events endpoint and the socket send them "
+        "(payload, the raw entry, until 0.4)",
+    )
     schedule = serializers.ListField(child=serializers.JSONField())
     outcomes = serializers.ListField(child=serializers.JSONField())
     started = serializers.ListField(child=serializers.JSONField())

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from ..engine import ProviderError
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
-from ..host import Host
+from ..host import Host, HostedTurn
 from ..host.events import event_frame
 from ..host.notify import forget_session
 from ..host.wire import (
@@ -266,7 +266,7 @@ class SessionViewSet(PolicyViewSet):
             if isinstance(error, ProviderError):
                 raise provider_failed(error) from None
             raise
-        return Response({**result.as_dict(), "version": result.session["version"]})
+        return Response(turn_body(result))
 
     @schema.EVENTS
     @action(detail=True, methods=["get"])
@@ -306,3 +306,16 @@ def session_of_body(data: Any, session_id: str) -> dict[str, Any]:
                 field=where,
             )
     return blob
+
+
+def turn_body(result: HostedTurn) -> dict[str, Any]:
+    """The turn's answer in the API's own spelling: each message with ``after_ms`` and the
+    logged events as the events endpoint and the socket send them. ``afterMs`` and each event's
+    raw ``payload`` stay beside them until 0.4, for clients written against 0.2."""
+    body = result.as_dict()
+    body["messages"] = [{**message, "after_ms": message["afterMs"]} for message in body["messages"]]
+    body["events"] = [
+        {**event_frame(event), "payload": event["payload"]} for event in result.events
+    ]
+    body["version"] = result.session["version"]
+    return body
