@@ -28,6 +28,7 @@ FIELDS = {
             "en": "Thanks, {{data.name|}}! What's your e-mail address?",
             "pt": "Obrigado, {{data.name|}}! Qual é o seu e-mail?",
         },
+        "askAgain": {"en": "What's your e-mail address?", "pt": "Qual é o seu e-mail?"},
     },
     "date": {
         "type": "string",

@@ -157,7 +157,7 @@ def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> No
     assert chat.advance("2m") == ["Are you still there? I'm here whenever you're ready."]
     assert chat.say("My name is Ana Souza") == ["Thanks, Ana Souza! What's your e-mail address?"]
     assert chat.say("ana at example dot com") == [
-        "That doesn't look like an e-mail address. Thanks, Ana Souza! What's your e-mail address?"
+        "That doesn't look like an e-mail address. What's your e-mail address?"
     ]
     assert chat.say("sorry: ana@example.com") == ["Which day would suit you?"]
     assert chat.say("hmm, whenever") == [

@@ -79,6 +79,7 @@ FIELD_KEYS = frozenset(
         "label",
         "invalid",
         "giveUp",
+        "askAgain",
         "description",
     }
 )
@@ -560,7 +561,7 @@ def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
             raise FlowConfigurationError(
                 f"{path}.pattern", f"not a regular expression: {error}"
             ) from None
-    for key in ("ask", "label", "invalid", "giveUp"):
+    for key in ("ask", "askAgain", "label", "invalid", "giveUp"):
         if key in definition:
             check_text(definition[key], f"{path}.{key}")
 
@@ -625,7 +626,7 @@ def _arrive(ways_in: dict[str, list[set[str]]], target: Any, known: set[str]) ->
 
 #: The texts a person reads: a step's, an interrupt's and a field's.
 READ_STEP_TEXTS = ("say", "question", "ask", "prompt", "giveUp")
-READ_FIELD_TEXTS = ("ask", "giveUp", "invalid")
+READ_FIELD_TEXTS = ("ask", "askAgain", "giveUp", "invalid")
 
 
 def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:

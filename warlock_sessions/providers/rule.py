@@ -268,7 +268,9 @@ class RuleModel:
         if not answering and step.raw.get("prompt") and not talk.run["asked"]:
             parts.append(render(localized(step.raw["prompt"], language), scope))
         if not parts or not parts[-1].rstrip().endswith("?"):
-            parts.append(self._ask(step, missing, request.fields, scope, language))
+            parts.append(
+                self._ask(step, missing, request.fields, scope, language, talk.run["asked"])
+            )
         return " ".join(part for part in parts if part)
 
     @staticmethod
@@ -288,13 +290,21 @@ class RuleModel:
         fields: Mapping[str, Mapping[str, Any]],
         scope: Mapping[str, Any],
         language: str,
+        asked: Mapping[str, int] | None = None,
     ) -> str:
         words = _words(language)
         if step.raw.get("ask"):
             return render(localized(step.raw["ask"], language), scope)
-        # A field that says how to ask for it is asked for alone, as written, one at a time.
+        # A field that says how to ask for it is asked for alone, as written, one at a time;
+        # once asked, as its askAgain says (the first ask's "Thanks, Ana!" is not said twice).
         own = next(
-            (fields[name]["ask"] for name in missing if (fields.get(name) or {}).get("ask")), None
+            (
+                (fields[name].get("askAgain") if (asked or {}).get(name) else None)
+                or fields[name]["ask"]
+                for name in missing
+                if (fields.get(name) or {}).get("ask")
+            ),
+            None,
         )
         if own is not None:
             return render(localized(own, language), scope)
