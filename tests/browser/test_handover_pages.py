@@ -125,3 +125,24 @@ class HandoverPagesTest(ChannelsLiveServerTestCase):
             page.reload()  # the page remembers the conversation's language
             expect(page.locator("#composer button")).to_have_text("Enviar", timeout=15000)
             browser.close()
+
+    def test_a_second_tab_of_the_assistant_shows_the_first_tab_s_turns_live(self) -> None:
+        from playwright.sync_api import expect, sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            context = browser.new_context(viewport={"width": 390, "height": 844})
+            first = context.new_page()
+            first.goto(self.live_server_url + "/assistant/")
+            expect(first.locator("#status")).to_have_text("online", timeout=15000)
+            say(first, "calculate 12*7")
+            answer = "The calculate tool says: 12*7 = 84"
+            expect(first.locator(".messages li.bot").last).to_have_text(answer, timeout=15000)
+            second = context.new_page()  # the same visitor, another tab
+            second.goto(first.url)
+            expect(second.locator("#status")).to_have_text("online", timeout=15000)
+            say(first, "calculate 6*7")
+            later = "The calculate tool says: 6*7 = 42"
+            expect(first.locator(".messages li.bot").last).to_have_text(later, timeout=15000)
+            expect(second.locator(".messages li.bot").last).to_have_text(later, timeout=15000)
+            browser.close()

@@ -153,3 +153,32 @@ async def test_one_turn_at_a_time_and_a_closed_socket_cancels_its_turn() -> None
         assert header.turns == 0 and header.pending is None
         count = ConversationMessage.objects.filter(conversation_id="slow").count
         assert await database_sync_to_async(count)() == 0
+
+
+async def test_another_tab_hears_of_each_stored_turn_and_a_stranger_does_not() -> None:
+    first = await connected("/ws/conversations/tabs/")
+    await first.send_json_to({"type": "send", "input": "hello"})
+    await until_result(first)
+    second = await connected("/ws/conversations/tabs/")  # the same user, another tab
+    mallory = await connected("/ws/conversations/tabs/", "mallory")
+    await first.send_json_to({"type": "send", "input": "My name is Sara."})
+    await until_result(first)
+    assert await second.receive_json_from(timeout=10) == {"type": "changed"}
+    assert await first.receive_nothing(timeout=0.3)  # its own turn: the result says it all
+    assert await mallory.receive_nothing(timeout=0.3)  # may not see it: hears nothing
+
+    def send_over_http() -> int:
+        from django.contrib.auth.models import User
+        from rest_framework.test import APIClient
+
+        client = APIClient()
+        client.force_authenticate(User.objects.get(username="ana"))
+        response = client.post("/api/conversations/tabs/send/", {"input": "hi"}, format="json")
+        return response.status_code
+
+    assert await database_sync_to_async(send_over_http)() == 200
+    assert await first.receive_json_from(timeout=10) == {"type": "changed"}
+    assert await second.receive_json_from(timeout=10) == {"type": "changed"}
+    assert await mallory.receive_nothing(timeout=0.3)
+    for communicator in (first, second, mallory):
+        await communicator.disconnect()

@@ -22,6 +22,7 @@ from ..conversations.wire import (
     send_input,
     truncate_input,
 )
+from ..host.notify import conversation_changed
 from ..models import Conversation
 from ..permissions import SessionAccess, owner_fields
 from . import schema
@@ -90,6 +91,7 @@ class ConversationViewSet(PolicyViewSet):
         result = chat.send(text)
         if result.error is not None:
             raise run_failure(result.error)
+        conversation_changed(conversation_id)
         return Response(result_json(result, store.header(conversation_id)))
 
     @schema.CONVERSATION_RESUME
@@ -102,6 +104,7 @@ class ConversationViewSet(PolicyViewSet):
             return Response({"resumed": False, "conversation": conversation_json(header)})
         if result.error is not None:
             raise run_failure(result.error)
+        conversation_changed(conversation_id)
         return Response({"resumed": True, **result_json(result, store.header(conversation_id))})
 
     @schema.CONVERSATION_FORK
@@ -123,10 +126,12 @@ class ConversationViewSet(PolicyViewSet):
         count = truncate_input(request.data)
         chat, store = self.open(request, conversation_id)
         chat.truncate(count)
+        conversation_changed(conversation_id)
         return Response(conversation_json(self.header(store, conversation_id)))
 
     @schema.CONVERSATION_DESTROY
     def destroy(self, request: Request, conversation_id: str) -> Response:
         chat, _store = self.open(request, conversation_id)
         chat.clear()
+        conversation_changed(conversation_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,5 +1,6 @@
 """What happens only after a turn commits: its signals and the push of its events to the
-session's channel-layer group; and telling a deleted session's sockets."""
+session's channel-layer group; telling a deleted session's sockets; and telling a
+conversation's other sockets that it changed."""
 
 from __future__ import annotations
 
@@ -104,3 +105,34 @@ async def _announce_forgotten(session_ids: list[str]) -> None:
         except Exception as error:
             push_outage.failed(error)
             return
+
+
+def conversation_group(conversation_id: str) -> str:
+    """The channel-layer group of a conversation's sockets."""
+    return "warlock_conversation_" + hashlib.sha256(conversation_id.encode()).hexdigest()[:40]
+
+
+async def aconversation_changed(conversation_id: str, sender: str = "") -> None:
+    """A conversation's turn was stored: its other sockets (another tab, another device) are
+    told, and read its history again (lossy, as every push: a tab that misses it sees the turn
+    on its next load). ``sender``: the channel of the socket that made the turn, told nothing."""
+    layer = _channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(
+            conversation_group(conversation_id),
+            {"type": "warlock.conversation_changed", "sender": sender},
+        )
+    except Exception as error:
+        push_outage.failed(error)
+    else:
+        push_outage.succeeded()
+
+
+def conversation_changed(conversation_id: str) -> None:
+    """``aconversation_changed`` for synchronous code (the HTTP API's send, fork, truncate)."""
+    if _channel_layer() is not None:
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(aconversation_changed)(conversation_id)

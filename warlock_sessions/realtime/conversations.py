@@ -5,7 +5,9 @@ events as they happen (``{"type": "delta", "text"}`` as the model writes, ``tool
 ``tool-result``, ``compaction``), then ``{"type": "result", "text", "run_id", "usage",
 "messages", "conversation"}`` once the turn is stored, or ``{"type": "error", "code",
 "detail"}`` (the conversation then unchanged). One turn at a time per socket: a ``send``
-while one runs gets ``conversation-busy``; closing the socket cancels the running turn.
+while one runs gets ``conversation-busy``; closing the socket cancels the running turn. A turn
+stored by another socket or over HTTP sends ``{"type": "changed"}`` (read the history again)
+to the conversation's other sockets that may see it.
 
 Access is the API's: a client with an identity (a user, or a visitor's existing Django
 session) is accepted whatever the id, so the handshake tells nothing. Its first send to an
@@ -25,6 +27,7 @@ from ..conversations.agent import stream_threads
 from ..conversations.configured import conversation_agent, conversation_store, open_conversation
 from ..conversations.wire import failure, result_json, run_failure, send_input
 from ..errors import AgentCancelledError, InvalidInputError
+from ..host.notify import aconversation_changed, conversation_group
 from ..host.threads import in_worker_thread
 from ..host.wire import session_id_input
 from ..locks import AbortSignal
@@ -50,7 +53,29 @@ class ConversationConsumer(WarlockConsumer):
             await self.refuse(UNAUTHORISED)  # as for any id it may not use
             return
         # Whatever the id: the handshake says nothing of whether the conversation exists.
-        await self.admit(await in_worker_thread(self.identity)())
+        self.following = False
+        if not await self.admit(await in_worker_thread(self.identity)()):
+            return
+        if await in_worker_thread(self.may_see)():
+            await self.follow()
+
+    def may_see(self) -> bool:
+        """Whether this client may see the conversation as it is now (it exists)."""
+        header = self.store(claim=False).header(self.conversation_id)
+        if header is None:
+            return False
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        return policy.can_see(self.requester, SessionAccess(self.conversation_id, header))
+
+    async def follow(self) -> None:
+        """Hear of turns other sockets (tabs, devices) store: only once it may see it."""
+        if not self.following:
+            self.following = True
+            await self.group_add(conversation_group(self.conversation_id))
+
+    async def warlock_conversation_changed(self, message: dict[str, Any]) -> None:
+        if message.get("sender") != self.channel_name:
+            await self.send_json({"type": "changed"})
 
     def work_in_hand(self) -> list[asyncio.Future[Any]]:
         """The turn that runs beside the socket, too."""
@@ -59,6 +84,8 @@ class ConversationConsumer(WarlockConsumer):
 
     async def disconnect(self, code: int) -> None:
         await super().disconnect(code)
+        if getattr(self, "following", False):
+            await self.group_discard(conversation_group(self.conversation_id))
         if self.signal is not None:  # nobody is listening: the turn stops, changing nothing
             self.signal.abort(AgentCancelledError("the socket closed"))
 
@@ -141,5 +168,7 @@ class ConversationConsumer(WarlockConsumer):
             if result.error is not None:
                 raise run_failure(result.error)
             await self.send_json({"type": "result", **result_json(result, header)})
+            await self.follow()  # it may see it now: it made it, if nobody had
+            await aconversation_changed(self.conversation_id, self.channel_name)
         except Exception as error:
             await self.report(error)

@@ -134,6 +134,12 @@
   }
 
   function handle(frame) {
+    if (frame.type === "changed") {
+      // Another tab or device stored a turn: show it (this tab's own turn, if one runs,
+      // brings the history with its result).
+      if (!busy) load();
+      return;
+    }
     if (frame.type === "delta") {
       if (!streaming) streaming = bubble("", "bot streaming");
       streaming.textContent += frame.text;
