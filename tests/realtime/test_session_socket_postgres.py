@@ -92,7 +92,7 @@ async def test_two_tabs_see_each_others_turns_once_in_order() -> None:
     cookie = await database_sync_to_async(cookie_for)(None)
     tabs = [await socket("/ws/sessions/pg2/", cookie=cookie) for _ in range(2)]
     for tab in tabs:
-        assert (await tab.connect())[0]
+        assert (await tab.connect(timeout=10))[0]  # a first connect opens pooled connections
 
     await tabs[0].send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
     sent = await until_turn(tabs[0])
