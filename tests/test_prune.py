@@ -229,3 +229,10 @@ def test_the_progress_bars_are_plain_and_one_a_line() -> None:
     lines = written.split("\n")
     assert lines[0].endswith("events   [###############---------------] 5/10")
     assert lines[1].endswith("outbox   [##############################] 3/3")
+
+
+def test_a_session_waiting_for_a_person_is_not_an_ended_one() -> None:
+    SessionFactory(id="with-people", updated_at=aged(100), handover="waiting")
+    SessionFactory(id="ended", updated_at=aged(100))
+    prune(Retention(), batch=7, pause=-1)
+    assert list(Session.objects.values_list("id", flat=True)) == ["with-people"]

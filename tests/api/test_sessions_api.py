@@ -316,10 +316,13 @@ def test_staff_hand_a_chat_over_answer_it_and_hand_it_back_over_http() -> None:
     assert say(ana, "chat-1", "Ana Souza", "m2").json()["messages"] == []
     events = ana.get("/api/sessions/chat-1/events/").json()["events"]
     handovers = [event for event in events if event["type"] == "handover"]
-    assert [(event["status"], event.get("by"), event.get("user")) for event in handovers] == [
-        ("waiting", None, str(root.pk)),  # her reply handed it over, then took it
-        ("taken", "Rita Lima", str(root.pk)),
+    assert [(event["status"], event.get("by")) for event in handovers] == [
+        ("waiting", None),  # her reply handed it over, then took it
+        ("taken", "Rita Lima"),
     ]
+    assert all("user" not in event and "reason" not in event for event in handovers)  # staff's
+    logged = SessionEvent.objects.filter(session_id="chat-1", type="handover").order_by("seq")
+    assert [event.payload["user"] for event in logged] == [str(root.pk)] * 2  # who did it
     staff_said = [event for event in events if event.get("role") == "staff"]
     assert [(event["by"], event["text"]) for event in staff_said] == [
         ("Rita Lima", "Hi, Rita here.")
@@ -348,3 +351,21 @@ def test_a_turn_answers_in_the_api_s_one_spelling_and_event_shape() -> None:
         {k: v for k, v in event.items() if k != "payload"} for event in body["events"]
     ] == logged
     assert all("payload" in event for event in body["events"])  # until 0.4
+
+
+def test_a_staff_turn_that_makes_nothing_leaves_the_id_unused() -> None:
+    staff = user("root", staff=True)
+    for body in ({"handover": {"action": "release", "key": "x"}}, {"wake": "some-timer"}):
+        response = staff.post("/api/sessions/fresh/turn/", body, format="json")
+        assert (response.status_code, response.json()["code"]) == (200, "no-session")
+    assert not SessionOwner.objects.filter(session_id="fresh").exists()
+    assert say(user("ana"), "fresh", "I'd like to book", "m1").status_code == 200  # hers to start
+
+
+@pytest.mark.parametrize(
+    "handover",
+    [{"action": "take", "key": "k"}, {"action": "grab"}, "release", {"action": "reply", "text": 1}],
+)
+def test_an_end_user_s_handover_is_not_allowed_however_it_is_written(handover: Any) -> None:
+    response = user("ana").post("/api/sessions/chat-1/turn/", {"handover": handover}, format="json")
+    assert (response.status_code, response.json()["code"]) == (403, "input-not-allowed")

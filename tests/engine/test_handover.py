@@ -224,3 +224,44 @@ def test_a_bad_handover_key_is_refused_with_its_path(
 ) -> None:
     with pytest.raises(FlowConfigurationError, match=path.replace("[", r"\[").replace("]", r"\]")):
         agent_with(interrupt=interrupt, steps=steps)
+
+
+def test_asking_again_after_a_hand_back_uses_up_no_ask() -> None:
+    chat = Chat(agent_with())
+    chat.say("book")
+    for round in range(4):  # more hand-backs than maxAsks
+        chat(handover={"action": "request", "key": f"q{round}"})
+        assert texts(chat(handover={"action": "release", "key": f"h{round}"})) == [
+            "What's your name?"
+        ]
+    assert texts(chat.say("Maria Silva")) == ["Booked, Maria Silva."]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{}, {"status": "done"}, {"status": {"a": 1}}, {"status": "waiting", "held": "abc"}, 5],
+)
+def test_a_handover_record_of_another_shape_is_none(record: Any) -> None:
+    chat = Chat(agent_with())
+    chat.say("book")
+    assert chat.session is not None
+    chat.session["metadata"]["handover"] = record  # a blob written by hand
+    assert texts(chat.say("Maria Silva")) == ["Booked, Maria Silva."]  # the bot has it
+    chat.say("book")
+    reply = chat(handover={"action": "reply", "key": "r1", "by": "Ana", "text": "Hi"})
+    assert codes(reply) == ["handed-over", "handover-taken"]  # a proper record replaces it
+    assert chat.handover["status"] == "taken"
+
+
+def test_a_reply_given_while_people_had_it_answers_a_reply_wait_at_the_hand_back() -> None:
+    steps = [
+        {"id": "hi", "say": "Will you come?"},
+        {"id": "w", "wait": "1d", "else": "yes"},
+        {"id": "no", "say": "No answer."},
+        {"id": "yes", "say": "Thanks for replying."},
+    ]
+    chat = Chat(agent_with(steps=steps))
+    chat.say("book")
+    chat(handover={"action": "request", "key": "q1"})
+    chat.say("I will")
+    assert texts(chat(handover={"action": "release", "key": "h1"})) == ["Thanks for replying."]

@@ -23,7 +23,8 @@ from ..engine.handover import handover_of
 from ..errors import InvalidInputError, InvalidSessionError, ServiceUnavailableError, WarlockError
 from ..host import Host
 from ..host.wire import admitted_turn
-from ..models import Session, SessionEvent, WaitingSession
+from ..models import Session, SessionEvent, SessionOwner, WaitingSession
+from ..permissions import TURN_ACTION, SessionAccess
 from .base import ReadOnlyAdmin
 
 
@@ -38,6 +39,8 @@ def handover_panel(row: Session) -> dict[str, Any]:
         "by": record.get("by", ""),
         "since": row.handover_since,
         "reason": record.get("reason", ""),
+        # Each form posts the key it was drawn with: sent twice, it is answered once.
+        "key": uuid.uuid4().hex,
         "last_seq": SessionEvent.objects.filter(session_id=row.id)
         .order_by("-seq")
         .values_list("seq", flat=True)
@@ -52,7 +55,9 @@ def handover_view(request: HttpRequest, object_id: str) -> HttpResponse:
     sends a key of its own, so a form sent twice answers once). JSON for the page's script, a
     redirect back with a message for a plain form."""
     row = get_object_or_404(Session, pk=object_id)
-    if not warlock_settings.PERMISSION().is_trusted(request):
+    policy = warlock_settings.PERMISSION()
+    access = SessionAccess(row.id, SessionOwner.objects.filter(session_id=row.id).first())
+    if not policy.is_trusted(request) or not policy.can_act(request, TURN_ACTION, access):
         return _answer(
             request, row, 403, "permission-denied", str(_("Only staff answer for the bot."))
         )

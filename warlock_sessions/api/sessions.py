@@ -266,6 +266,9 @@ class SessionViewSet(PolicyViewSet):
             if isinstance(error, ProviderError):
                 raise provider_failed(error) from None
             raise
+        if claimed is not None and not result.changed:
+            # Nothing was made (a wake or a handover for no session): the id stays unused.
+            release_claim(claimed, store)
         return Response(turn_body(result))
 
     @schema.EVENTS

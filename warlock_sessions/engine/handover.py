@@ -20,11 +20,23 @@ from .state import TurnState
 ACTIONS = ("request", "take", "reply", "release")
 
 
+#: Who has a session that people have.
+STATUSES = ("waiting", "taken")
+
+
 def handover_of(session: Session | None) -> dict[str, Any] | None:
     """The session's handover record while people have it: ``{status: "waiting"|"taken",
-    since, reason?, by?, takenAt?, held?}``; ``None`` while the bot has it."""
+    since, reason?, by?, takenAt?, held?}``; ``None`` while the bot has it. A record of
+    another shape (a blob written by hand) is none: the bot has the session, and the next
+    hand-over writes a proper one."""
     record = session["metadata"].get("handover") if session is not None else None
-    return record if isinstance(record, dict) else None
+    if not isinstance(record, dict) or record.get("status") not in STATUSES:
+        return None
+    held = record.get("held", [])
+    texts = all(isinstance(record.get(name, ""), str) for name in ("since", "by", "reason"))
+    if not texts or not isinstance(held, list) or not all(isinstance(k, str) for k in held):
+        return None
+    return record
 
 
 def hand_over(state: TurnState, reason: str | None, run: Run | None = None) -> None:
@@ -33,6 +45,7 @@ def hand_over(state: TurnState, reason: str | None, run: Run | None = None) -> N
     if handover_of(state.session) is not None:
         return
     record: dict[str, Any] = {"status": "waiting", "since": state.now_iso}
+    # A hand-written record of another shape is replaced: its wakes were never held.
     if reason:
         record["reason"] = reason
     state.session["metadata"]["handover"] = record

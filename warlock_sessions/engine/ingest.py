@@ -121,11 +121,24 @@ def _ingest_start(state: TurnState) -> None:
     )
 
 
-def resolve_reply_waits(state: TurnState) -> None:
-    """The lead wrote: every run parked on a timer wait with ``else`` takes it."""
+def _ingest_handover(state: TurnState) -> None:
+    apply_handover(state)
+    if state.handed_back:  # what the lead wrote meanwhile answers the runs waiting on it
+        resolve_reply_waits(state, only_written_since=True)
+
+
+def resolve_reply_waits(state: TurnState, only_written_since: bool = False) -> None:
+    """The lead wrote: every run parked on a timer wait with ``else`` takes it (with
+    ``only_written_since``: only those the lead wrote to since they began to wait)."""
     for run in list(state.runs):
         waiting = run.get("waiting")
         if run["status"] != "waiting" or not waiting or waiting.get("kind") != "timer":
+            continue
+        flow_of = state.flows.get(run["flowId"])
+        if only_written_since and (
+            flow_of is None
+            or not state.lead_wrote_since(waiting.get("setAt", run["startedAt"]), flow_of)
+        ):
             continue
         if run["stepId"] is None:
             continue
@@ -203,5 +216,5 @@ INGESTERS = {
     "wake": _ingest_wake,
     "event": _ingest_event,
     "start": _ingest_start,
-    "handover": apply_handover,
+    "handover": _ingest_handover,
 }

@@ -120,8 +120,9 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
         return
     # A field given up with an onGiveUp goes there, whatever else the step still asks.
     if retrying and not (gave_up and "onGiveUp" in step.raw):
-        for name in retrying:
-            run["asked"][name] = run["asked"].get(name, 0) + 1
+        if not state.handed_back:  # asking again after people had the chat uses up no ask
+            for name in retrying:
+                run["asked"][name] = run["asked"].get(name, 0) + 1
         run["status"] = "asking"
         return
     if run.get("staying"):

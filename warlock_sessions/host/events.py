@@ -123,6 +123,10 @@ def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
         if payload.get("language"):
             frame["language"] = payload["language"]
         return frame
-    if kind == "handover":
-        return {name: value for name, value in payload.items() if value is not None}
+    if kind == "handover":  # the reason and the account are for staff: the log keeps them
+        return {
+            name: payload[name]
+            for name in ("status", "by", "since")
+            if payload.get(name) is not None
+        }
     return {"data": payload}

@@ -31,7 +31,7 @@ def input_identity(turn_input: Mapping[str, Any]) -> list[str] | None:
     if kind == "start":
         return [kind, value["flow"], value["key"]]
     if kind == "handover":
-        return [kind, value["key"]]
+        return [kind, value["action"], value["key"]]
     return None
 
 

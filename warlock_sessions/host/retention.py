@@ -130,7 +130,9 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
         old_log = SessionEvent.objects.filter(created_at__lt=cutoff)
         kinds.append(("events", old_log, functools.partial(_old_log_pages, cutoff, keep, batch)))
     if retention.sessions is not None:
-        ended = Session.objects.filter(run_statuses="", updated_at__lt=now - retention.sessions)
+        ended = Session.objects.filter(
+            run_statuses="", handover="", updated_at__lt=now - retention.sessions
+        )
         kinds.append(("sessions", ended, _pages_of(ended, batch)))
     if retention.outbox is not None:
         finished = [OutboundMessage.Status.DELIVERED, OutboundMessage.Status.FAILED]

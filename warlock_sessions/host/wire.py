@@ -20,6 +20,8 @@ from ..stores.base import check_session_id
 logger = logging.getLogger("warlock_sessions.host")
 
 INPUT_KEYS = ("message", "event", "start", "wake", "handover")
+#: The longest name a customer sees a person by (a longer account name is cut).
+MAX_STAFF_NAME = 100
 #: How deeply a request body or websocket frame may nest (checked before it is parsed: the
 #: parser recurses, and a DEBUG error page would render every frame).
 MAX_BODY_DEPTH = 64
@@ -179,8 +181,10 @@ def admitted_turn(data: Any, *, trusted: bool, user: Any) -> tuple[dict[str, Any
     held to ``check_allowed``; a trusted requester's handover signed with who sent it: ``by``
     (the name the customer sees) unless the body names one, and ``user`` (the account, for the
     log)."""
-    account = staff_account(user) if trusted else None
     handover = data.get("handover") if isinstance(data, dict) else None
+    if not trusted and "handover" in (data if isinstance(data, dict) else {}):
+        check_allowed({"handover": handover}, None, None, get_agent(default_agent_name()))
+    account = staff_account(user) if trusted else None
     if account is not None and isinstance(handover, dict):
         data = {**data, "handover": {"by": account[1], **handover}}
     turn_input, context, agent_name = parse_turn(data)
@@ -195,7 +199,8 @@ def staff_account(user: Any) -> tuple[str, str] | None:
     """A signed-in user's id and the name people see them by (``None``: no one signed in)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return None
-    return str(user.pk), (user.get_full_name() or user.get_username()).strip()
+    name = (user.get_full_name() or user.get_username()).strip()
+    return str(user.pk), name[:MAX_STAFF_NAME] or str(user.pk)
 
 
 def provider_failure(error: ProviderError) -> str:

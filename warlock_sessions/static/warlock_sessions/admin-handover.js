@@ -1,7 +1,7 @@
 // A session's admin page, live: it follows the session's socket (ws/sessions/<id>/) from the
 // last event the page was drawn with, so the customer's messages and every handover appear as
-// they happen; take, reply and hand back are posted to the admin (a key of their own each, so
-// a form sent twice answers once). Without websockets the page reloads after each action.
+// they happen; take, reply and hand back are posted to the admin with their form's key, so a
+// form sent twice answers once. Without websockets the page reloads after each action.
 (() => {
   const panel = document.getElementById("handover");
   if (!panel) return;
@@ -66,7 +66,7 @@
   async function post(form, submitter) {
     const body = new FormData(form);
     if (submitter && submitter.name) body.set(submitter.name, submitter.value);
-    body.set("key", crypto.randomUUID());
+
     const response = await fetch(panel.dataset.url, {
       method: "POST", body, headers: { Accept: "application/json" }, credentials: "same-origin",
     }).catch(() => null);
@@ -75,6 +75,9 @@
       if (live) live.textContent = `Not done: ${answer.detail || "the server did not answer; try again."}`;
       return false;
     }
+    // Done: the form's next post is a new action (a retry or a double click before this was
+    // answered reused the key, so it was answered once).
+    form.elements.key.value = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
     if (panel.dataset.live !== "1") location.reload();  // no socket to show it: draw the page anew
     return true;
   }
