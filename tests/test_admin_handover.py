@@ -102,3 +102,15 @@ def test_only_staff_reach_it(client: Client) -> None:
     assert response.status_code == 302 and "/login/" in response["Location"]
     assert Session.objects.get(id="chat").handover == "waiting"
     assert client.get(INBOX).status_code == 302
+
+
+def test_an_id_the_admin_quotes_in_urls_is_answered_and_a_nul_is_404(staff_client: Client) -> None:
+    asks_for_a_person("chat_1/x")  # "_" and "/" are quoted in the admin's URLs
+    page = staff_client.get(INBOX).content.decode()
+    assert "/admin/warlock_sessions/session/chat_5F1_2Fx/change/" in page
+    url = "/admin/warlock_sessions/session/chat_5F1_2Fx/handover/"
+    response = staff_client.post(url, {"action": "take", "key": "t1"})
+    assert response["Location"] == "/admin/warlock_sessions/session/chat_5F1_2Fx/change/"
+    assert Session.objects.get(id="chat_1/x").handover == "taken"
+    nul = staff_client.post("/admin/warlock_sessions/session/a%00b/handover/", {"action": "take"})
+    assert nul.status_code == 404

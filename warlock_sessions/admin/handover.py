@@ -9,8 +9,9 @@ import uuid
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import format_html
@@ -20,12 +21,18 @@ from django.views.decorators.http import require_POST
 from ..agents import default_agent_name
 from ..conf import warlock_settings
 from ..engine.handover import handover_of
+from ..engine.session import text_problem
 from ..errors import InvalidInputError, InvalidSessionError, ServiceUnavailableError, WarlockError
 from ..host import Host
 from ..host.wire import admitted_turn
 from ..models import Session, SessionEvent, SessionOwner, WaitingSession
 from ..permissions import TURN_ACTION, SessionAccess
 from .base import ReadOnlyAdmin
+
+
+def session_page(session_id: str) -> str:
+    """The admin page of a session, its id quoted as the admin quotes ids in URLs."""
+    return reverse("admin:warlock_sessions_session_change", args=[quote(session_id)])
 
 
 def handover_panel(row: Session) -> dict[str, Any]:
@@ -54,7 +61,10 @@ def handover_view(request: HttpRequest, object_id: str) -> HttpResponse:
     """Take, answer or hand back the session (``action``, ``text``, ``key`` posted: the page
     sends a key of its own, so a form sent twice answers once). JSON for the page's script, a
     redirect back with a message for a plain form."""
-    row = get_object_or_404(Session, pk=object_id)
+    session_id = unquote(object_id)  # the admin's own quoting, as its change page's URL has it
+    if text_problem(session_id):
+        raise Http404  # no row has such an id, and PostgreSQL refuses to look for one
+    row = get_object_or_404(Session, pk=session_id)
     policy = warlock_settings.PERMISSION()
     access = SessionAccess(row.id, SessionOwner.objects.filter(session_id=row.id).first())
     if not policy.is_trusted(request) or not policy.can_act(request, TURN_ACTION, access):
@@ -88,7 +98,7 @@ def _answer(
         return JsonResponse({"code": code, "detail": str(detail)}, status=status)
     if detail:
         messages.error(request, detail)
-    return HttpResponseRedirect(reverse("admin:warlock_sessions_session_change", args=[row.pk]))
+    return HttpResponseRedirect(session_page(row.pk))
 
 
 @admin.register(WaitingSession)
@@ -123,14 +133,11 @@ class WaitingSessionAdmin(ReadOnlyAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         """A chat's page is its session's, where staff answer it."""
-        return HttpResponseRedirect(
-            reverse("admin:warlock_sessions_session_change", args=[object_id])
-        )
+        return HttpResponseRedirect(session_page(unquote(object_id)))
 
     @admin.display(description=_("chat"), ordering="id")
     def chat(self, obj: WaitingSession) -> str:
-        url = reverse("admin:warlock_sessions_session_change", args=[obj.pk])
-        return format_html('<a href="{}">{}</a>', url, obj.pk)
+        return format_html('<a href="{}">{}</a>', session_page(obj.pk), obj.pk)
 
     @admin.display(description=_("who answers"), ordering="handover")
     def who_answers(self, obj: WaitingSession) -> str:

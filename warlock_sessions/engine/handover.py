@@ -44,8 +44,8 @@ def hand_over(state: TurnState, reason: str | None, run: Run | None = None) -> N
     state.with_people = True
     if handover_of(state.session) is not None:
         return
+    # A hand-written record of another shape is replaced (no wake was ever held by it).
     record: dict[str, Any] = {"status": "waiting", "since": state.now_iso}
-    # A hand-written record of another shape is replaced: its wakes were never held.
     if reason:
         record["reason"] = reason
     state.session["metadata"]["handover"] = record

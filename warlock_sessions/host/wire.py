@@ -181,12 +181,13 @@ def admitted_turn(data: Any, *, trusted: bool, user: Any) -> tuple[dict[str, Any
     held to ``check_allowed``; a trusted requester's handover signed with who sent it: ``by``
     (the name the customer sees) unless the body names one, and ``user`` (the account, for the
     log)."""
-    handover = data.get("handover") if isinstance(data, dict) else None
-    if not trusted and "handover" in (data if isinstance(data, dict) else {}):
-        check_allowed({"handover": handover}, None, None, get_agent(default_agent_name()))
+    body = data if isinstance(data, dict) else {}
+    if not trusted and "handover" in body:
+        # Refused before its shape is read: writing it wrong tells an end user nothing more.
+        check_allowed({"handover": body["handover"]}, None, None, get_agent(default_agent_name()))
     account = staff_account(user) if trusted else None
-    if account is not None and isinstance(handover, dict):
-        data = {**data, "handover": {"by": account[1], **handover}}
+    if account is not None and isinstance(body.get("handover"), dict):
+        data = {**body, "handover": {"by": account[1], **body["handover"]}}
     turn_input, context, agent_name = parse_turn(data)
     if not trusted:
         check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
