@@ -1,11 +1,12 @@
 """The demo's booking assistant: runs on the offline RuleModel, so `make demo` needs no network.
 
 It exercises the engine for real: a catch-all greeting said once, a booking flow collecting
-name, e-mail and preferred date (validated, not in the past, re-asked up to three times and
-then given up out loud), a confirmation that takes a changed date or e-mail and asks again,
-and loops back to the date on "no", ways out at any step ("cancel", "start over"), a hand-over
-to people ("talk to a person": staff answer from the admin, then hand it back), one booking
-after another, and a reminder after two minutes of silence while a booking is open.
+name, e-mail, preferred date and time (validated: not in the past, within opening hours;
+re-asked up to three times and then given up out loud), a confirmation that takes a changed
+date, time or e-mail and asks again, and loops back to the date on "no", ways out at any step
+("cancel", "start over"), a hand-over to people ("talk to a person": staff answer from the
+admin, then hand it back), one booking after another, "cancel" after a booking naming it and
+asking first, and a reminder after two minutes of silence while a booking is open.
 """
 
 from __future__ import annotations
@@ -41,7 +42,25 @@ FIELDS = {
             "pt": "Esse dia já passou: qual dia, de hoje em diante, fica bom para você?",
         },
     },
+    "time": {
+        "type": "string",
+        "format": "time",
+        "label": {"en": "time", "pt": "horário"},
+        "ask": {
+            "en": "What time suits you? We're open from 09:00 to 17:00.",
+            "pt": "Que horário fica bom para você? Atendemos das 09:00 às 17:00.",
+        },
+        "askAgain": {"en": "What time suits you?", "pt": "Que horário fica bom para você?"},
+        # Opening hours: "at 3" is 15:00, "8am" is refused with this sentence.
+        "min": "09:00",
+        "max": "17:00",
+        "invalid": {
+            "en": "We're open from 09:00 to 17:00: which time in those hours suits you?",
+            "pt": "Atendemos das 09:00 às 17:00: que horário nesse intervalo fica bom?",
+        },
+    },
     "confirmed": {"type": "boolean"},
+    "unbook": {"type": "boolean"},
 }
 
 FLOWS = [
@@ -71,7 +90,7 @@ FLOWS = [
                     "reserve",
                     "agendar",
                     "marcar",
-                    # "thanks for the booking!" is not a new one
+                    # "thanks for the booking!" is not a new one, "cancel my booking" neither
                     "!thanks",
                     "!thank you",
                     "!obrigado",
@@ -79,12 +98,15 @@ FLOWS = [
                     "!cheers",
                     "!thx",
                     "!valeu",
+                    "!cancel",
+                    "!cancelar",
+                    "!desmarcar",
                 ],
                 # One booking after another: each starts afresh on the day, keeping who.
                 "repeat": "always",
             }
         ],
-        "clearOnStart": ["date", "confirmed"],
+        "clearOnStart": ["date", "time", "confirmed"],
         "interrupts": [
             {
                 "when": "cancel|never mind|forget it|stop|cancelar|deixa pra la|esquece",
@@ -96,7 +118,10 @@ FLOWS = [
             {
                 "when": "start over|start again|restart|recomecar|comecar de novo",
                 "say": {"en": "Sure, let's start again.", "pt": "Claro, vamos recomeçar."},
-                "then": {"step": "ask_name", "clear": ["name", "email", "date", "confirmed"]},
+                "then": {
+                    "step": "ask_name",
+                    "clear": ["name", "email", "date", "time", "confirmed"],
+                },
             },
             {
                 "when": "talk to a person|human|agent|falar com atendente|atendente",
@@ -128,16 +153,29 @@ FLOWS = [
                 "onGiveUp": "end",
             },
             {
+                "id": "ask_time",
+                "collect": ["time"],
+                "giveUp": {
+                    "en": "I couldn't get a time from that, so I haven't booked anything. "
+                    'Say "book" to try again.',
+                    "pt": "Não consegui entender o horário, então não agendei nada. "
+                    'Diga "marcar" para tentar de novo.',
+                },
+                "onGiveUp": "end",
+            },
+            {
                 "id": "confirm",
                 "collect": ["confirmed"],
                 "ask": {
-                    "en": "So that's {{data.date|the day you chose}} for {{data.name|you}} "
-                    "({{data.email|no e-mail}}). Shall I book it?",
-                    "pt": "Então fica {{data.date|o dia escolhido}} para {{data.name|você}} "
-                    "({{data.email|sem e-mail}}). Posso confirmar?",
+                    "en": "So that's {{data.date|the day you chose}} at {{data.time|the time "
+                    "you chose}} for {{data.name|you}} ({{data.email|no e-mail}}). "
+                    "Shall I book it?",
+                    "pt": "Então fica {{data.date|o dia escolhido}} às {{data.time|o horário "
+                    "escolhido}} para {{data.name|você}} ({{data.email|sem e-mail}}). "
+                    "Posso confirmar?",
                 },
-                # "Make it friday instead" or a new e-mail changes it, and it asks again.
-                "amend": ["date", "email", "name"],
+                # "Make it friday at 4 instead" or a new e-mail changes it, and it asks again.
+                "amend": ["date", "time", "email", "name"],
                 "giveUp": {
                     "en": "I'll leave it unbooked for now.",
                     "pt": "Vou deixar sem agendar por enquanto.",
@@ -148,15 +186,17 @@ FLOWS = [
                 "id": "check",
                 "if": {"equals": {"confirmed": True}},
                 "then": "done",
-                "else": {"step": "ask_date", "clear": ["date", "confirmed"]},
+                "else": {"step": "ask_date", "clear": ["date", "time", "confirmed"]},
             },
             {"id": "done", "if": {"known": ["email"]}, "then": "mailed", "else": "unmailed"},
             {
                 "id": "mailed",
                 "say": {
-                    "en": "Booked! See you on {{data.date|the day you chose}}, "
-                    "{{data.name|friend}}. A confirmation is on its way to {{data.email}}.",
-                    "pt": "Agendado! Até {{data.date|o dia escolhido}}, {{data.name|}}. "
+                    "en": "Booked! See you on {{data.date|the day you chose}} at "
+                    "{{data.time|the time you chose}}, {{data.name|friend}}. "
+                    "A confirmation is on its way to {{data.email}}.",
+                    "pt": "Agendado! Até {{data.date|o dia escolhido}} às "
+                    "{{data.time|o horário escolhido}}, {{data.name|}}. "
                     "A confirmação vai para {{data.email}}.",
                 },
                 "then": "end",
@@ -164,9 +204,73 @@ FLOWS = [
             {
                 "id": "unmailed",
                 "say": {
-                    "en": "Booked! See you on {{data.date|the day you chose}}, "
-                    "{{data.name|friend}}.",
-                    "pt": "Agendado! Até {{data.date|o dia escolhido}}, {{data.name|}}.",
+                    "en": "Booked! See you on {{data.date|the day you chose}} at "
+                    "{{data.time|the time you chose}}, {{data.name|friend}}.",
+                    "pt": "Agendado! Até {{data.date|o dia escolhido}} às "
+                    "{{data.time|o horário escolhido}}, {{data.name|}}.",
+                },
+            },
+        ],
+    },
+    {
+        # "Cancel" once a booking is made is about that booking: it is named, and kept
+        # unless the user says yes.
+        "id": "unbook",
+        "on": [
+            {
+                "message": [
+                    "cancel",
+                    "cancel my booking",
+                    "cancel the appointment",
+                    "cancelar",
+                    "desmarcar",
+                    "cancelar o agendamento",
+                ],
+                "if": {"equals": {"confirmed": True}},
+                "repeat": "always",
+            }
+        ],
+        "clearOnStart": ["unbook"],
+        "steps": [
+            {
+                "id": "sure",
+                "collect": ["unbook"],
+                "ask": {
+                    "en": "You're booked for {{data.date|the day you chose}} at "
+                    "{{data.time|the time you chose}}. Shall I cancel that booking?",
+                    "pt": "Você tem um agendamento para {{data.date|o dia escolhido}} às "
+                    "{{data.time|o horário escolhido}}. Quer que eu cancele?",
+                },
+                "giveUp": {
+                    "en": "I'll keep the booking as it is.",
+                    "pt": "Vou manter o agendamento como está.",
+                },
+                "onGiveUp": "end",
+            },
+            {
+                "id": "decide",
+                "if": {"equals": {"unbook": True}},
+                # No longer a confirmed booking: "cancel" again is not about it.
+                "then": {"step": "cancelled", "clear": ["confirmed"]},
+                "else": "kept",
+            },
+            {
+                "id": "cancelled",
+                "say": {
+                    "en": "Done: I've cancelled your booking for {{data.date|that day}} at "
+                    '{{data.time|that time}}. Say "book" whenever you want another.',
+                    "pt": "Pronto: cancelei o seu agendamento de {{data.date|esse dia}} às "
+                    '{{data.time|esse horário}}. Diga "marcar" quando quiser outro.',
+                },
+                "then": "end",
+            },
+            {
+                "id": "kept",
+                "say": {
+                    "en": "OK, it stays booked: see you on {{data.date|the day you chose}} at "
+                    "{{data.time|the time you chose}}.",
+                    "pt": "Certo, continua agendado: até {{data.date|o dia escolhido}} às "
+                    "{{data.time|o horário escolhido}}.",
                 },
             },
         ],

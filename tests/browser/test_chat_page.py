@@ -144,7 +144,8 @@ class ChatPageTest(ChannelsLiveServerTestCase):
 
             send("ana@example.com")
             expect(bot.last).to_have_text("Which day would suit you?", timeout=15000)
-            send("tomorrow")
+            send("tomorrow at 3")
+            expect(bot.last).to_contain_text("at 15:00", timeout=15000)
             expect(bot.last).to_contain_text("Shall I book it?", timeout=15000)
             send("yes")
             expect(bot.last).to_contain_text("Booked! See you on", timeout=15000)
@@ -484,7 +485,9 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 exchange("Ana", "Thanks, Ana! What's your e-mail address?")
                 exchange("ana@example.com", "Which day would suit you?")
                 exchange("2020-01-01", "That day has already passed")
-                exchange("tomorrow", "Shall I book it?")
+                exchange("tomorrow", "What time suits you? We're open from 09:00 to 17:00.")
+                exchange("8am", "We're open from 09:00 to 17:00: which time")
+                exchange("at 3", "at 15:00 for Ana (ana@example.com). Shall I book it?")
                 exchange("maybe", "Please answer yes or no.")
                 exchange("hmm", "Please answer yes or no.", "hesitant")
                 exchange("yes", "Booked! See you on")
@@ -495,9 +498,13 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 assert (" de " in readable) is (locale == "pt-BR"), readable
                 # A second booking, with a changed mind at its confirmation.
                 exchange("book another one", "Which day would suit you?")
-                exchange("friday", "Shall I book it?")
+                exchange("friday at 11am", "at 11:00 for Ana")
                 exchange("make it saturday instead", "Shall I book it?", "changed-mind")
                 exchange("yes", "Booked! See you on")
+                expect(bot.last).to_contain_text("at 11:00, Ana.")
+                # "cancel" after a booking is about that booking, and asks first.
+                exchange("cancel", "at 11:00. Shall I cancel that booking?")
+                exchange("no", "OK, it stays booked")
                 # Start over, a name given up out loud, then a way out.
                 exchange("book", "Which day would suit you?")
                 exchange("start over", "What's your name?")
@@ -603,15 +610,21 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 ("quero marcar um horário", "Ótimo, vamos agendar. Qual é o seu nome?"),
                 ("me chamo João", "Obrigado, João! Qual é o seu e-mail?"),
                 ("joao@exemplo.com.br", "Qual dia fica bom para você?"),
-                ("03/10/2030", "Posso confirmar?"),
+                ("03/10/2030", "Que horário fica bom para você? Atendemos das 09:00 às 17:00."),
+                ("às 8h", "Atendemos das 09:00 às 17:00: que horário"),
+                ("às 3 da tarde", "às 15:00 para João (joao@exemplo.com.br). Posso confirmar?"),
                 ("talvez", "Responda sim ou não, por favor."),
                 ("pode ser", "Agendado!"),
+                ("cancelar", "às 15:00. Quer que eu cancele?"),
+                ("sim", "Pronto: cancelei o seu agendamento"),
             ]:
                 say(page, text)
                 expect(bot.last).to_contain_text(reply, timeout=15000)
             # The bot wrote 2030-10-03: 3 October, read day-first, shown as Brazilians read it.
-            expect(bot.last.locator("time")).to_have_attribute("datetime", "2030-10-03")
-            expect(bot.last.locator("time")).to_have_text("quinta-feira, 3 de outubro de 2030")
+            booked = bot.filter(has_text="Agendado!").last
+            expect(booked.locator("time")).to_have_attribute("datetime", "2030-10-03")
+            expect(booked.locator("time")).to_have_text("quinta-feira, 3 de outubro de 2030")
+            expect(booked).to_contain_text("às 15:00")
             page.screenshot(path=str(shots / "portuguese-phone.png"))
             browser.close()
         print(f"\nscreenshot: {shots / 'portuguese-phone.png'}")

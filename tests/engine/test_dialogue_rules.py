@@ -392,7 +392,7 @@ def test_a_silenced_turn_neither_interrupts_nor_restarts_a_confirmation() -> Non
     booking = Dialogue(
         __import__("example_project.demo.agents", fromlist=["booking_agent"]).booking_agent()
     )
-    for text in ["book", "Ana", "ana@example.com", "tomorrow"]:
+    for text in ["book", "Ana", "ana@example.com", "tomorrow at 3"]:
         booking.say(text)
     said = booking.send(message={"text": "make it friday", "id": "y"}, silenced=SILENCED)
     assert said == [] and booking.step_of("booking") == "confirm"

@@ -124,7 +124,7 @@ def test_the_demo_reminds_during_a_booking_and_not_after_it() -> None:
     dialogue.say("book")
     assert dialogue.last is not None
     assert [wake["key"].split(":")[1] for wake in dialogue.last.schedule] == ["reminder"]
-    for text in ["Ana Souza", "ana@example.com", "2030-05-02"]:
+    for text in ["Ana Souza", "ana@example.com", "2030-05-02 at 10am"]:
         dialogue.say(text)
     assert "Booked!" in dialogue.say("yes")[-1]
     last = dialogue.last

@@ -64,7 +64,9 @@ def test_the_outbox_holds_every_message_every_committed_turn_returned_once(
 def test_the_demo_booking_queues_every_bot_message() -> None:
     host = Host(booking_agent(), DjangoStore(), clock=FakeClock(T0_MS))
     said: list[str] = []
-    for index, text in enumerate(["hi", "book", "Ana Souza", "ana@example.com", "2030-05-02"]):
+    for index, text in enumerate(
+        ["hi", "book", "Ana Souza", "ana@example.com", "2030-05-02 at 10am"]
+    ):
         said += [
             m["text"]
             for m in host.handle("b1", {"message": {"text": text, "id": f"m{index}"}}).messages
@@ -161,7 +163,7 @@ def test_sessions_a_host_creates_name_its_agent() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_finished_booking_leaves_no_reminder_pending() -> None:
     host = Host(booking_agent(), DjangoStore(), clock=FakeClock(T0_MS))
-    for index, text in enumerate(["book", "Ana Souza", "ana@example.com", "2030-05-02"]):
+    for index, text in enumerate(["book", "Ana Souza", "ana@example.com", "2030-05-02 at 10am"]):
         host.handle("done", {"message": {"text": text, "id": f"m{index}"}})
         host.clock.advance(1000)
         assert Wake.objects.filter(session_id="done", status="pending").count() == 1

@@ -30,14 +30,17 @@ def test_the_demo_converses_in_portuguese_end_to_end() -> None:
         "Esse dia já passou: qual dia, de hoje em diante, fica bom para você?"
     ]
     assert dialogue.say("03/10") == [
-        "Então fica 2026-10-03 para João (joao@exemplo.com.br). Posso confirmar?"
+        "Que horário fica bom para você? Atendemos das 09:00 às 17:00."
+    ]
+    assert dialogue.say("às duas") == [
+        "Então fica 2026-10-03 às 14:00 para João (joao@exemplo.com.br). Posso confirmar?"
     ]
     assert dialogue.say("talvez") == [
-        "Responda sim ou não, por favor. Então fica 2026-10-03 para João "
+        "Responda sim ou não, por favor. Então fica 2026-10-03 às 14:00 para João "
         "(joao@exemplo.com.br). Posso confirmar?"
     ]
     assert dialogue.say("pode ser") == [
-        "Agendado! Até 2026-10-03, João. A confirmação vai para joao@exemplo.com.br."
+        "Agendado! Até 2026-10-03 às 14:00, João. A confirmação vai para joao@exemplo.com.br."
     ]
     assert dialogue.session is not None
     assert dialogue.session["metadata"]["language"] == "pt"
@@ -92,7 +95,13 @@ def test_a_flow_pins_its_language() -> None:
                 "steps": [{"id": "q", "collect": ["ok"]}],
             }
         ],
-        fields={"ok": {"type": "boolean", "ask": {"en": "Right?", "pt": "Certo?"}}},
+        fields={
+            "ok": {
+                "type": "boolean",
+                "ask": {"en": "Right?", "pt": "Certo?"},
+                "label": {"en": "answer", "pt": "resposta"},
+            }
+        },
         model=RuleModel(),
         name="f",
     )
@@ -123,3 +132,82 @@ def test_every_language_of_a_text_is_checked_for_placeholders() -> None:
             ],
             fields={"n": {"type": "string"}},
         )
+
+
+def pizza_agent(**labels: object) -> Agent:
+    return Agent(
+        [
+            {
+                "id": "order",
+                "on": [{"message": ["pizza", "quero pizza"]}],
+                "steps": [{"id": "s", "prompt": "Pizza time!", "collect": ["size", "flavour"]}],
+            }
+        ],
+        fields={
+            "size": {"type": "string", "enum": ["small", "large"], **labels.get("size", {})},
+            "flavour": {
+                "type": "string",
+                "enum": ["margherita", "pepperoni"],
+                **labels.get("flavour", {}),
+            },
+        },
+        model=RuleModel(),
+    )
+
+
+def test_labels_in_one_language_are_never_mixed_into_another() -> None:
+    """A Portuguese user of an English-only agent read "Quais são os seus size e flavour?"."""
+    dialogue = Dialogue(pizza_agent(), clock=FakeClock(T0))
+    assert dialogue.say("quero pizza") == ["Pizza time! What are your size and flavour?"]
+    assert dialogue.say("large") == ["What is your flavour?"]
+    chat = Dialogue(
+        pizza_agent(
+            size={"label": {"en": "size", "pt": "tamanho"}},
+            flavour={"label": {"en": "flavour", "pt": "sabor"}},
+        ),
+        clock=FakeClock(T0),
+    )
+    chat.say("quero pizza")
+    assert chat.say("margherita") == ["Qual é o seu tamanho?"]  # each label has its Portuguese
+
+
+def test_a_give_up_names_the_field_in_its_labels_language() -> None:
+    dialogue = Dialogue(pizza_agent(), clock=FakeClock(T0))
+    dialogue.say("quero pizza")
+    for answer in ("hmm", "não sei", "talvez"):
+        said = dialogue.say(answer)
+    assert said[0].startswith("Sorry, I couldn't get your size, so let's go on without it.")
+
+
+@pytest.mark.parametrize(
+    ("label", "ok"),
+    [
+        (None, False),
+        ({"en": "size"}, False),
+        ({"en": "size", "pt": "tamanho"}, True),
+        ("tamanho / size", True),  # one text, the author's for every language
+    ],
+)
+def test_an_agent_written_in_two_languages_labels_its_fields_in_both(
+    label: object, ok: bool
+) -> None:
+    size: dict[str, object] = {"type": "string"} | ({"label": label} if label else {})
+    flows = [
+        {
+            "id": "order",
+            "steps": [{"id": "s", "prompt": {"en": "Hi", "pt": "Oi"}, "collect": ["size"]}],
+        }
+    ]
+    if ok:
+        Agent(flows, fields={"size": size})
+        return
+    with pytest.raises(FlowConfigurationError, match=r"fields\.size\.label: .*no label in"):
+        Agent(flows, fields={"size": size})
+
+
+def test_a_field_that_asks_and_gives_up_in_its_own_words_needs_no_label() -> None:
+    texts = {"ask": {"en": "Size?", "pt": "Tamanho?"}, "giveUp": {"en": "No size.", "pt": "Sem."}}
+    Agent(
+        [{"id": "o", "steps": [{"id": "s", "prompt": {"en": "Hi", "pt": "Oi"}, "collect": ["z"]}]}],
+        fields={"z": {"type": "string", **texts}},
+    )

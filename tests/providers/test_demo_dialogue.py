@@ -12,7 +12,7 @@ import pytest
 from example_project.demo.agents import booking_agent
 from warlock_sessions.testing import Dialogue, FakeClock
 
-CONFIRM = "So that's 2026-09-21 for Ana (ana@example.com). Shall I book it?"
+CONFIRM = "So that's 2026-09-21 at 15:00 for Ana (ana@example.com). Shall I book it?"
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def booked_up_to_the_confirmation() -> Dialogue:
     dialogue.say("book")
     dialogue.say("Ana")
     dialogue.say("ana@example.com")
-    assert dialogue.say("tomorrow") == [CONFIRM]
+    assert dialogue.say("tomorrow at 3") == [CONFIRM]
     return dialogue
 
 
@@ -30,7 +30,8 @@ def test_a_yes_after_two_hesitations_books(booked_up_to_the_confirmation: Dialog
     assert dialogue.say("maybe") == ["Please answer yes or no. " + CONFIRM]
     assert dialogue.say("hmm") == ["Please answer yes or no. " + CONFIRM]
     assert dialogue.say("yes") == [
-        "Booked! See you on 2026-09-21, Ana. A confirmation is on its way to ana@example.com."
+        "Booked! See you on 2026-09-21 at 15:00, Ana. "
+        "A confirmation is on its way to ana@example.com."
     ]
 
 
@@ -55,10 +56,11 @@ def test_an_e_mail_given_up_is_told_and_no_placeholder_shows() -> None:
         "Sorry, I couldn't get your e-mail, so let's go on without it.",
         "Which day would suit you?",
     ]
-    assert dialogue.say("tomorrow") == [
-        "So that's 2026-09-21 for Ana (no e-mail). Shall I book it?"
+    assert dialogue.say("tomorrow") == ["What time suits you? We're open from 09:00 to 17:00."]
+    assert dialogue.say("11am") == [
+        "So that's 2026-09-21 at 11:00 for Ana (no e-mail). Shall I book it?"
     ]
-    assert dialogue.say("yes") == ["Booked! See you on 2026-09-21, Ana."]
+    assert dialogue.say("yes") == ["Booked! See you on 2026-09-21 at 11:00, Ana."]
     assert not any("{{" in reply for reply in dialogue.replies)
 
 
@@ -100,12 +102,15 @@ def test_talk_to_a_person_in_portuguese_and_back() -> None:
 def test_a_changed_mind_at_the_confirmation(booked_up_to_the_confirmation: Dialogue) -> None:
     dialogue = booked_up_to_the_confirmation
     assert dialogue.say("make it friday instead") == [
-        "So that's 2026-09-25 for Ana (ana@example.com). Shall I book it?"
+        "So that's 2026-09-25 at 15:00 for Ana (ana@example.com). Shall I book it?"
     ]
     assert dialogue.say("use bob@example.com please") == [
-        "So that's 2026-09-25 for Ana (bob@example.com). Shall I book it?"
+        "So that's 2026-09-25 at 15:00 for Ana (bob@example.com). Shall I book it?"
     ]
-    assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25, Ana.")
+    assert dialogue.say("at 4:30 pm then") == [
+        "So that's 2026-09-25 at 16:30 for Ana (bob@example.com). Shall I book it?"
+    ]
+    assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25 at 16:30, Ana.")
 
 
 def test_a_day_in_the_past_is_refused_with_the_field_sentence() -> None:
@@ -125,10 +130,10 @@ def test_a_second_booking_in_the_same_conversation(
     dialogue = booked_up_to_the_confirmation
     dialogue.say("yes")
     assert dialogue.say("book another one") == ["Which day would suit you?"]
-    assert dialogue.say("friday") == [
-        "So that's 2026-09-25 for Ana (ana@example.com). Shall I book it?"
+    assert dialogue.say("friday at noon") == [
+        "So that's 2026-09-25 at 12:00 for Ana (ana@example.com). Shall I book it?"
     ]
-    assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25, Ana.")
+    assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25 at 12:00, Ana.")
 
 
 def test_the_same_conversation_on_the_database_with_the_fixture(
@@ -165,7 +170,7 @@ def test_impossible_or_past_days_are_not_booked() -> None:
     assert dialogue.say("yesterday") == [
         "That day has already passed: which day from today on would suit you?"
     ]
-    assert "2026-09-21" in dialogue.say("tomorrow")[0]
+    assert dialogue.say("tomorrow") == ["What time suits you? We're open from 09:00 to 17:00."]
 
 
 @pytest.mark.parametrize(
@@ -182,3 +187,90 @@ def test_impossible_or_past_days_are_not_booked() -> None:
 def test_a_name_given_with_the_request_is_not_asked_again(first: str, reply: str) -> None:
     dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
     assert dialogue.say(first) == [reply]
+
+
+def test_the_booking_has_a_time_within_opening_hours() -> None:
+    """ "tomorrow at 3" and "next monday at 10am" kept only the day and no time was asked."""
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    for said in ("book", "Ana", "ana@example.com"):
+        dialogue.say(said)
+    assert dialogue.say("next monday") == ["What time suits you? We're open from 09:00 to 17:00."]
+    assert dialogue.say("8am") == [
+        "We're open from 09:00 to 17:00: which time in those hours suits you?"
+    ]
+    assert dialogue.say("whenever") == ["I couldn't read a time in that. What time suits you?"]
+    assert dialogue.say("3") == [
+        "So that's 2026-09-21 at 15:00 for Ana (ana@example.com). Shall I book it?"
+    ]
+    assert dialogue.data["time"] == "15:00"
+
+
+@pytest.mark.parametrize(
+    ("said", "day", "time"),
+    [
+        ("next monday at 10am", "2026-09-21", "10:00"),
+        ("tomorrow at 3", "2026-09-21", "15:00"),
+        ("friday 2:30pm", "2026-09-25", "14:30"),
+        ("the 24th at half past 9", "2026-09-24", "09:30"),
+    ],
+)
+def test_a_day_with_a_time_is_read_at_once(said: str, day: str, time: str) -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    for first in ("book", "Ana", "ana@example.com"):
+        dialogue.say(first)
+    assert dialogue.say(said) == [
+        f"So that's {day} at {time} for Ana (ana@example.com). Shall I book it?"
+    ]
+
+
+def test_the_booking_with_a_time_in_portuguese() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    dialogue.say("quero marcar")
+    dialogue.say("João Pereira")
+    dialogue.say("joao@example.com")
+    assert dialogue.say("amanhã") == [
+        "Que horário fica bom para você? Atendemos das 09:00 às 17:00."
+    ]
+    assert dialogue.say("às 8h") == [
+        "Atendemos das 09:00 às 17:00: que horário nesse intervalo fica bom?"
+    ]
+    assert dialogue.say("às 3 da tarde") == [
+        "Então fica 2026-09-21 às 15:00 para João Pereira (joao@example.com). Posso confirmar?"
+    ]
+    assert dialogue.say("sim") == [
+        "Agendado! Até 2026-09-21 às 15:00, João Pereira. A confirmação vai para joao@example.com."
+    ]
+
+
+def test_cancel_after_a_booking_names_it_and_asks_first(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    """ "cancel" after a confirmed booking did not mention the booking."""
+    dialogue = booked_up_to_the_confirmation
+    dialogue.say("yes")
+    assert dialogue.say("cancel") == [
+        "You're booked for 2026-09-21 at 15:00. Shall I cancel that booking?"
+    ]
+    assert dialogue.say("no") == ["OK, it stays booked: see you on 2026-09-21 at 15:00."]
+    assert dialogue.data["confirmed"] is True
+    dialogue.say("cancel my booking")
+    assert dialogue.say("yes") == [
+        "Done: I've cancelled your booking for 2026-09-21 at 15:00. "
+        'Say "book" whenever you want another.'
+    ]
+    assert "confirmed" not in dialogue.data
+    # Nothing is booked now: "cancel" is about nothing.
+    assert "Shall I cancel" not in " ".join(dialogue.say("cancel"))
+
+
+def test_cancelar_after_a_booking_in_portuguese() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    for said in ("marcar", "Ana Souza", "ana@example.com", "amanhã às 10h", "sim"):
+        dialogue.say(said)
+    assert dialogue.say("cancelar") == [
+        "Você tem um agendamento para 2026-09-21 às 10:00. Quer que eu cancele?"
+    ]
+    assert dialogue.say("sim") == [
+        "Pronto: cancelei o seu agendamento de 2026-09-21 às 10:00. "
+        'Diga "marcar" quando quiser outro.'
+    ]

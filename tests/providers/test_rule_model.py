@@ -163,20 +163,23 @@ def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> No
     assert chat.say("hmm, whenever") == [
         "I couldn't read a date in that. Which day would suit you?"
     ]
-    assert chat.say("tomorrow") == [
-        "So that's 2026-09-21 for Ana Souza (ana@example.com). Shall I book it?"
+    assert chat.say("tomorrow") == ["What time suits you? We're open from 09:00 to 17:00."]
+    assert chat.say("at 2pm") == [
+        "So that's 2026-09-21 at 14:00 for Ana Souza (ana@example.com). Shall I book it?"
     ]
     assert chat.say("no") == ["Which day would suit you?"]
-    assert chat.say("the day after tomorrow") == [
-        "So that's 2026-09-22 for Ana Souza (ana@example.com). Shall I book it?"
+    assert chat.say("the day after tomorrow at 9:30") == [
+        "So that's 2026-09-22 at 09:30 for Ana Souza (ana@example.com). Shall I book it?"
     ]
     assert chat.say("yes please") == [
-        "Booked! See you on 2026-09-22, Ana Souza. A confirmation is on its way to ana@example.com."
+        "Booked! See you on 2026-09-22 at 09:30, Ana Souza. "
+        "A confirmation is on its way to ana@example.com."
     ]
     assert chat.data == {
         "name": "Ana Souza",
         "email": "ana@example.com",
         "date": "2026-09-22",
+        "time": "09:30",
         "confirmed": True,
     }
     assert chat.say("thanks!") == ['I can book an appointment for you: just say "book".']
@@ -188,11 +191,11 @@ def test_a_field_given_early_is_not_asked_again_and_portuguese_works() -> None:
         "Ótimo, vamos agendar. Qual é o seu nome?"
     ]
     assert chat.say("me chamo Ana") == ["Qual dia fica bom para você?"]
-    assert chat.say("amanhã") == [
-        "Então fica 2026-09-21 para Ana (ana@exemplo.com.br). Posso confirmar?"
+    assert chat.say("amanhã às 15h") == [
+        "Então fica 2026-09-21 às 15:00 para Ana (ana@exemplo.com.br). Posso confirmar?"
     ]
     assert chat.say("sim") == [
-        "Agendado! Até 2026-09-21, Ana. A confirmação vai para ana@exemplo.com.br."
+        "Agendado! Até 2026-09-21 às 15:00, Ana. A confirmação vai para ana@exemplo.com.br."
     ]
 
 

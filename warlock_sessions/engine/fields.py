@@ -14,13 +14,15 @@ DEFAULT_MAX_ASKS = 3
 FIELD_TYPES = frozenset({"string", "number", "integer", "boolean"})
 #: Optional ``format`` of a string field: a hint for models (the rule model's recognisers),
 #: and a rule every model's value must keep (``coerce_field``).
-FIELD_FORMATS = frozenset({"email", "phone", "date", "name"})
+FIELD_FORMATS = frozenset({"email", "phone", "date", "time", "name"})
 _TRUE_WORDS = frozenset({"true", "sim", "yes", "1"})
 _FALSE_WORDS = frozenset({"false", "não", "nao", "no", "0"})
 # A plain decimal (JavaScript's Number() also takes hex and empty text; a person never means those).
 #: How long a field's pattern may take on one value.
 PATTERN_TIMEOUT_S = 0.05
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: A time of day as a model may write it: "15:30", "9:05", "15:30:00".
+_CLOCK_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 _EMAIL = regex.compile(r"^[^@\s;,{}<>()\[\]]+@[^@\s;,{}<>()\[\]]+\.(?=[\w-]*\p{L})[\w-]{2,}$")
 #: A name is letters with what names hold between them (spaces of any kind, apostrophes,
 #: hyphens, dots, middle dots, commas, joiners); never a digit or a sign of markup or code.
@@ -35,6 +37,12 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
     ),
     "name": lambda text: _NAME.match(text) is not None,
     "date": lambda text: _real_date(text) is not None,
+    "time": lambda text: real_time(text) is not None,
+}
+#: The formats kept as their canonical text, whatever surrounded or padded the value.
+_CANONICAL: dict[str, Callable[[str], str | None]] = {
+    "date": lambda text: _real_date(text),
+    "time": lambda text: real_time(text),
 }
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -87,13 +95,16 @@ def coerce_field(
     (``"1.500,50"`` is a bad value); integers truncate; booleans accept true/sim/yes/1 and
     false/não/nao/no/0. Then the field's constraints: ``min``/``max`` for numbers and for
     dates (``format: "date"``, ISO dates or ``"today"``, which needs ``now``), and
-    ``pattern`` (a regular expression the whole text must match).
+    ``pattern`` (a regular expression the whole text must match). A time (``format:
+    "time"``) is 24-hour ``HH:MM``, bounded by ``min``/``max`` of the same form (opening
+    hours).
     """
     value = _coerce_scalar(field["type"], raw)
     if value is None or not _has_format(field, value):
         return False, "bad-value"
-    if field.get("format") == "date" and isinstance(value, str):
-        value = _real_date(value)  # kept as the ISO date it is, without what surrounded it
+    canonical = _CANONICAL.get(field.get("format") or "")
+    if canonical is not None and isinstance(value, str):
+        value = canonical(value)  # "9:05 " is kept as "09:05", an ISO date as just that
     allowed = field.get("enum")
     if allowed is not None and not any(
         type(value) is type(option) and value == option for option in allowed
@@ -112,6 +123,8 @@ def _constraint_problem(field: Mapping[str, Any], value: Any, now: datetime | No
         return None
     if field.get("format") == "date":  # a real ISO date by now (its format was checked)
         low, high = _date_bound(low, now), _date_bound(high, now)
+    elif field.get("format") == "time":  # "HH:MM" by now: compared as text, like ISO dates
+        low, high = real_time(low), real_time(high)
     elif isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if (low is not None and value < low) or (high is not None and value > high):
@@ -133,6 +146,15 @@ def _real_date(value: Any) -> str | None:
         return date.fromisoformat(value.strip()).isoformat()
     except ValueError:
         return None
+
+
+def real_time(value: Any) -> str | None:
+    """``value`` as a 24-hour ``HH:MM``, if it is a time of day that exists ("24:00" and
+    "9:75" are not); seconds are dropped."""
+    match = _CLOCK_TIME.match(value.strip()) if isinstance(value, str) else None
+    if match is None or int(match[1]) > 23 or int(match[2]) > 59 or int(match[3] or 0) > 59:
+        return None
+    return f"{int(match[1]):02d}:{match[2]}"
 
 
 def _matches(pattern: str, value: str) -> bool:

@@ -17,9 +17,9 @@ import regex
 
 from ..errors import FlowConfigurationError
 from .durations import is_duration, parse_duration
-from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES
+from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES, real_time
 from .predicates import BUILT_IN, Predicate
-from .templates import placeholders, texts_of
+from .templates import placeholders, texts_of, written_in
 
 TRIGGER_KINDS = ("message", "mention", "silence", "event")
 #: Every key each part of a definition takes (docs/agents.md is checked against these): a key
@@ -536,19 +536,23 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
 
 
 def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
-    """``min``/``max`` fit the field (numbers, or ISO dates and "today" for a date),
+    """``min``/``max`` fit the field (numbers, ISO dates and "today" for a date, "HH:MM"
+    for a time),
     ``pattern`` compiles, and the sentences are text."""
-    is_date = definition.get("format") == "date"
+    form = definition.get("format")
     for key in ("min", "max"):
         if key not in definition:
             continue
         bound = definition[key]
-        if is_date:
+        if form == "date":
             if bound != "today" and not (isinstance(bound, str) and _ISO_DATE.fullmatch(bound)):
                 raise FlowConfigurationError(f"{path}.{key}", "expected an ISO date or 'today'")
+        elif form == "time":
+            if real_time(bound) != bound:
+                raise FlowConfigurationError(f"{path}.{key}", "expected a time like '09:00'")
         elif definition["type"] not in ("number", "integer"):
             raise FlowConfigurationError(
-                f"{path}.{key}", "only number fields and date fields take min and max"
+                f"{path}.{key}", "only number, date and time fields take min and max"
             )
         elif isinstance(bound, bool) or not isinstance(bound, int | float):
             raise FlowConfigurationError(f"{path}.{key}", "expected a number")
@@ -584,6 +588,7 @@ def compile_flows(
             raise FlowConfigurationError(f"flows[{index}].id", f"flow id {flow.id!r} is used twice")
         compiled[flow.id] = flow
     check_templates(compiled, fields)
+    check_labels(compiled, fields)
     return compiled
 
 
@@ -646,6 +651,50 @@ def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> Non
                     f"{{{{{placeholder}|...}}}}, or reach the step only through an if that "
                     f"checks it is known",
                 )
+
+
+def check_labels(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
+    """An agent that writes in several languages names its fields in each: a field whose
+    label a sentence of the engine or model says (no ``ask`` asks for it, or no ``giveUp``
+    tells its give-up) has it in every language written (a plain string is one for all)."""
+    languages = sorted(_languages_written(flows, fields))
+    if len(languages) < 2:
+        return
+    for flow in flows.values():
+        for step in flow.steps:
+            for name in step.collect:
+                definition = fields[name]
+                asked = "ask" in step.raw or "ask" in definition
+                told = "giveUp" in step.raw or "giveUp" in definition
+                label = definition.get("label")
+                lacking = [
+                    language
+                    for language in languages
+                    if label is None or not written_in(label, language)
+                ]
+                if (asked and told) or not lacking:
+                    continue
+                example = ", ".join(f"{code!r}: ..." for code in languages)
+                raise FlowConfigurationError(
+                    f"fields.{name}.label",
+                    f"the agent is written in {' and '.join(languages)}, and a sentence the "
+                    f"engine writes names this field, which has no label in "
+                    f"{' and '.join(lacking)}; give it one per language, like "
+                    f"{{{example}}}, or its own ask and giveUp",
+                )
+
+
+def _languages_written(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> set[str]:
+    """Every language a text of the agent is given in (``{"en": …, "pt": …}``)."""
+    texts: list[Any] = [
+        definition.get(key)
+        for definition in fields.values()
+        for key in (*READ_FIELD_TEXTS, "label")
+    ]
+    for flow in flows.values():
+        texts += [step.raw.get(key) for step in flow.steps for key in READ_STEP_TEXTS]
+        texts += [interrupt.get("say") for interrupt in flow.raw.get("interrupts") or []]
+    return {language for text in texts if isinstance(text, Mapping) for language in text}
 
 
 def _read_texts(

@@ -20,7 +20,7 @@ from .ports import (
 )
 from .session import Run
 from .state import TurnState, next_label
-from .templates import localized, render_deep
+from .templates import label_language, localized, render_deep
 
 #: What the user is told when a field is given up and neither the step nor the field says.
 DEFAULT_GIVE_UP = {
@@ -418,8 +418,9 @@ def give_up_sentence(state: TurnState, run: Run, step: Step, names: list[str]) -
         if "giveUp" in definition:
             sentences.append(state.render(definition["giveUp"], run, "collect"))
         else:
-            label = localized(definition.get("label") or name, state.language)
-            sentences.append(localized(DEFAULT_GIVE_UP, state.language).format(label=label))
+            language = label_language([definition.get("label")], state.language)
+            label = localized(definition.get("label") or name, language)
+            sentences.append(localized(DEFAULT_GIVE_UP, language).format(label=label))
     return " ".join(dict.fromkeys(sentences))
 
 

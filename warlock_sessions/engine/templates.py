@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([^}|\s]+)\s*(?:\|([^}]*))?\}\}")
@@ -65,6 +65,25 @@ def localized(text: Text, language: str | None) -> str:
     if language in text:
         return text[language]  # type: ignore[index]
     return text.get("en") or next(iter(text.values()), "")
+
+
+def written_in(text: Text, language: str | None) -> bool:
+    """Whether ``text`` has its own words for ``language``: one string is the author's for
+    every language; of several, one must be in it."""
+    return isinstance(text, str) or language in text
+
+
+def label_language(labels: Sequence[Text | None], language: str | None) -> str | None:
+    """The language a sentence naming these labels is written in: ``language`` when each
+    has its words for it, else the one ``localized`` falls back to, so that no sentence mixes
+    two ("Qual é o seu size?"). A missing label is the field's name: English, as code is."""
+    for label in labels:
+        if label is None:
+            if language not in (None, "en"):
+                return "en"
+        elif not written_in(label, language):
+            return "en" if "en" in label else next(iter(label), language)
+    return language
 
 
 def texts_of(text: Text) -> list[str]:

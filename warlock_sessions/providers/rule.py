@@ -22,7 +22,7 @@ from ..engine.ports import (
     UnderstandRequest,
 )
 from ..engine.predicates import BUILT_IN, PredicateContext, evaluate
-from ..engine.templates import localized, render
+from ..engine.templates import label_language, localized, render
 from .recognisers import heard, language_of, value_for
 from .text import phrases_score, tokens
 
@@ -40,6 +40,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "email": "That doesn't look like an e-mail address.",
         "phone": "That doesn't look like a phone number.",
         "date": "I couldn't read a date in that.",
+        "time": "I couldn't read a time in that.",
         "name": "I didn't catch your name.",
         "number": "I need a number.",
         "boolean": "Please answer yes or no.",
@@ -56,6 +57,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "email": "Isso não parece um e-mail.",
         "phone": "Isso não parece um telefone.",
         "date": "Não consegui entender a data.",
+        "time": "Não consegui entender o horário.",
         "name": "Não entendi o seu nome.",
         "number": "Preciso de um número.",
         "boolean": "Responda sim ou não, por favor.",
@@ -79,8 +81,8 @@ class RuleModel:
     and to reply. A message that shows its own language is read in it; replies are in the
     conversation's (English until it is known). Field definitions may carry ``label`` (how
     the field is named when asked), ``ask`` (the question, a template), ``invalid`` and
-    ``format`` (``email``, ``phone``, ``date``, ``name``) to choose a recogniser; any text may
-    be given per language (``{"en": ..., "pt": ...}``). It makes no LLM calls.
+    ``format`` (``email``, ``phone``, ``date``, ``time``, ``name``) to choose a recogniser;
+    any text may be given per language (``{"en": ..., "pt": ...}``). It makes no LLM calls.
     """
 
     #: It computes in memory, so an async host may run its turns on the event loop.
@@ -292,7 +294,6 @@ class RuleModel:
         language: str,
         asked: Mapping[str, int] | None = None,
     ) -> str:
-        words = _words(language)
         if step.raw.get("ask"):
             return render(localized(step.raw["ask"], language), scope)
         # A field that says how to ask for it is asked for alone, as written, one at a time;
@@ -308,6 +309,11 @@ class RuleModel:
         )
         if own is not None:
             return render(localized(own, language), scope)
+        # Named by labels in one language: a label the conversation's language lacks makes
+        # the whole question English, never "Quais são os seus size e flavour?".
+        labels_of = [(fields.get(name) or {}).get("label") for name in missing]
+        language = label_language(labels_of, language) or language
+        words = _words(language)
         labels = [self._label(name, fields.get(name) or {}, language) for name in missing]
         if len(labels) == 1:
             return words["ask"].format(label=labels[0])

@@ -370,11 +370,15 @@ def nullable(definition: Mapping[str, Any]) -> dict[str, Any]:
     return schema
 
 
+#: How a value of a format is written, where its name alone does not say.
+_FORMAT_HINTS = {"time": "time of day as HH:MM, 24-hour"}
+
+
 def describe_field(definition: Mapping[str, Any], language: str | None = None) -> str:
     """A field as a line of the prompt; texts given per language in the conversation's."""
     parts = [definition.get("type", "string")]
     if definition.get("format"):
-        parts.append(definition["format"])
+        parts.append(_FORMAT_HINTS.get(definition["format"], definition["format"]))
     if definition.get("enum"):
         parts.append("one of " + ", ".join(map(str, definition["enum"])))
     described = definition.get("description") or definition.get("label")

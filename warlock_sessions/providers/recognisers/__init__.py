@@ -18,10 +18,12 @@ from .language import language_of
 from .names import introduced_name, name
 from .numbers import number
 from .options import option
+from .times import clock_time
 
 __all__ = [
     "MAX_RECOGNISED_CHARS",
     "boolean",
+    "clock_time",
     "email",
     "heard",
     "language_of",
@@ -58,6 +60,10 @@ def value_for(
         return phone(text)
     if form == "date":
         return when(text, now, language)
+    if form == "time":
+        return clock_time(
+            text, asked=asked, language=language, low=field.get("min"), high=field.get("max")
+        )
     if kind == "boolean":
         return boolean(text) if asked else None
     if kind in ("number", "integer"):

@@ -1,0 +1,116 @@
+"""The time-of-day recogniser and the ``time`` format: times as people write them in English
+and Portuguese, what is no time at all, and the morning or afternoon read by opening hours."""
+
+from __future__ import annotations
+
+import pytest
+
+from warlock_sessions.engine import Agent
+from warlock_sessions.engine.fields import coerce_field
+from warlock_sessions.errors import FlowConfigurationError
+from warlock_sessions.providers.recognisers import clock_time
+
+OPEN = {"low": "09:00", "high": "17:00"}
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "expected"),
+    [
+        ("3pm", "en", "15:00"),
+        ("3 p.m.", "en", "15:00"),
+        ("at 10am", "en", "10:00"),
+        ("15:30", None, "15:30"),
+        ("9:05", None, "09:05"),
+        ("tomorrow at 3", "en", "15:00"),  # by the opening hours
+        ("next monday at 10", "en", "10:00"),
+        ("at ten", "en", "10:00"),
+        ("at one o'clock", "en", "13:00"),
+        ("half past 2", "en", "14:30"),
+        ("around noon", "en", "12:00"),
+        ("at 8 tonight", "en", "20:00"),
+        ("12am", "en", "00:00"),
+        ("12pm", "en", "12:00"),
+        ("at 3 a.m.", "en", "03:00"),  # said: kept, and the bounds refuse it
+        ("15h", "pt", "15:00"),
+        ("15h30", "pt", "15:30"),
+        ("às 3 da tarde", "pt", "15:00"),
+        ("as 10 da manhã", "pt", "10:00"),
+        ("às duas", "pt", "14:00"),
+        ("às 10 horas", "pt", "10:00"),
+        ("amanhã às 3 e meia", "pt", "15:30"),
+        ("meio-dia", "pt", "12:00"),
+        ("dia 15 às 16h", "pt", "16:00"),
+    ],
+)
+def test_a_time_as_people_write_it(text: str, language: str | None, expected: str) -> None:
+    assert clock_time(text, asked=False, language=language, **OPEN) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm out 3 days",
+        "in 3 days",
+        "03/10",
+        "2026-12-03",
+        "at 3/10",
+        "the 15th",
+        "at 3rd",
+        "at one point I wanted to",
+        "as two of us",
+        "at 3 people",
+        "ana3@example.com",
+        "+55 11 91234-5678",
+        "this afternoon",
+        "3",  # a bare number is an hour only as the answer to "what time?"
+    ],
+)
+def test_what_is_no_time(text: str) -> None:
+    assert clock_time(text, asked=False, language="en", **OPEN) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "bounds", "expected"),
+    [
+        ("3", OPEN, "15:00"),
+        ("10", OPEN, "10:00"),
+        ("9h", OPEN, "09:00"),
+        ("três", OPEN, "15:00"),
+        ("10 horas", OPEN, "10:00"),
+        ("8", {"low": "18:00", "high": "23:00"}, "20:00"),  # an evening place
+        ("8", {}, "08:00"),  # no bounds: eight is as likely the morning
+        ("3", {}, "15:00"),  # ...but nobody books at three in the night
+    ],
+)
+def test_an_answer_to_what_time(text: str, bounds: dict[str, str], expected: str) -> None:
+    assert clock_time(text, asked=True, **bounds) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("15:00", (True, "15:00")),
+        ("9:05 ", (True, "09:05")),
+        ("15:30:00", (True, "15:30")),
+        ("17:00", (True, "17:00")),
+        ("08:59", (False, "out-of-range")),
+        ("17:01", (False, "out-of-range")),
+        ("24:00", (False, "bad-value")),
+        ("9:75", (False, "bad-value")),
+        ("3pm", (False, "bad-value")),  # a model's value must be HH:MM
+    ],
+)
+def test_a_time_field_keeps_hh_mm_within_its_bounds(raw: str, expected: object) -> None:
+    field = {"type": "string", "format": "time", "min": "09:00", "max": "17:00"}
+    assert coerce_field(field, raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("bound", "message"),
+    [("9am", "expected a time like '09:00'"), ("9:00", "expected a time like '09:00'")],
+)
+def test_a_time_bound_is_refused_unless_hh_mm(bound: str, message: str) -> None:
+    fields = {"at": {"type": "string", "format": "time", "min": bound}}
+    with pytest.raises(FlowConfigurationError, match=r"fields\.at\.min") as raised:
+        Agent([{"id": "f", "steps": [{"id": "s", "collect": ["at"]}]}], fields=fields)
+    assert message in str(raised.value)
