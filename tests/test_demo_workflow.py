@@ -1,5 +1,6 @@
 """The demo's durable workflow survives its process being killed mid-run (SIGKILL, a real
-child process) and is resumed from the admin, as the example project's README says."""
+child process) and is resumed from the admin by a worker, as the example project's README
+says."""
 
 from __future__ import annotations
 
@@ -45,12 +46,21 @@ def test_killed_mid_run_then_resumed_from_the_admin(monkeypatch: pytest.MonkeyPa
     admin.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
     listed = admin.get("/admin/warlock_sessions/snapshot/?status=running")
     assert b"demo-1" in listed.content and b"fulfil-order" in listed.content
+    assert b"1 of 3 steps; next: pack" in listed.content  # its progress
     resumed = admin.post(
         "/admin/warlock_sessions/snapshot/",
         {"action": "resume_runs", "_selected_action": ["demo-1"]},
         follow=True,
     )
-    assert [str(m) for m in resumed.context["messages"]] == ["demo-1: completed"]
+    # The request only queues it: a long run never holds the admin's page.
+    assert [str(m) for m in resumed.context["messages"]] == [
+        "demo-1: queued; a worker resumes it (reload to follow its progress)."
+    ]
+    assert b"queued for a worker by root" in resumed.content
+    assert store.load("demo-1")["next"] == "pack"  # type: ignore[index]
+    call_command("warlock_worker", "--until-idle", verbosity=0)
+    after = admin.get("/admin/warlock_sessions/snapshot/")
+    assert b"3 of 3 steps" in after.content and b"queued for a worker" not in after.content
     done = default_snapshot_store().load("demo-1")  # type: ignore[union-attr]
     assert done is not None and done["state"] == {
         "reserve": "reserved order 7",

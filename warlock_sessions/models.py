@@ -387,12 +387,23 @@ class Snapshot(models.Model):
     payload = models.JSONField(_("snapshot"))
     version = models.PositiveIntegerField(_("version"), default=1)
     saved_at = models.DateTimeField(_("saved"), db_index=True)
+    #: A resume asked for in the admin, which a worker does (``workflows.resumes``):
+    #: ``{"status": "queued" | "resuming" | "failed", "by", "force", "askedAt", …}``; null
+    #: when none is asked. The store's saves leave it alone.
+    resume = models.JSONField(_("resume"), null=True, blank=True)
 
     class Meta:
         db_table = "warlock_snapshots"
         verbose_name = _("snapshot")
         verbose_name_plural = _("snapshots")
         ordering = ["-saved_at"]
+        indexes = [
+            models.Index(
+                fields=["saved_at"],
+                name="warlock_snapshot_resume",
+                condition=models.Q(resume__isnull=False),
+            )
+        ]
 
     def __str__(self) -> str:
         return self.key

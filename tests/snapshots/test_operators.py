@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from warlock_sessions.snapshots import default_snapshot_store
 from warlock_sessions.workflows import Step, StepContext, Workflow
+from warlock_sessions.workflows.resumes import run_asked_resumes
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),  # snapshots are never saved inside a transaction
@@ -119,8 +120,10 @@ def test_the_admin_shows_drift_and_resumes_after_confirmation(
         follow=True,
     )
     said = [str(message) for message in resumed.context["messages"]]
-    assert "admin-1: completed" in said, said
+    assert "admin-1: queued; a worker resumes it (reload to follow its progress)." in said, said
     assert "mystery: no workflow or supervisor of that name is loaded here." in said
+    assert django_snapshots.load("admin-1")["status"] == "failed"  # until a worker resumes it
+    assert run_asked_resumes() == 1
     assert django_snapshots.load("admin-1")["status"] == "completed"
 
     # The definition changes: admin-2 now drifts; forcing needs a confirmation first.
@@ -151,6 +154,7 @@ def test_the_admin_shows_drift_and_resumes_after_confirmation(
         "/admin/warlock_sessions/snapshot/",
         {"action": "force_resume_runs", "_selected_action": ["admin-2"], "confirmed": "yes"},
     )
+    assert run_asked_resumes() == 1
     saved = django_snapshots.load("admin-2")
     assert saved["status"] == "completed" and saved["signature"] == changed.signature
 

@@ -1,5 +1,5 @@
-"""Durable runs in the admin: snapshots (resumed from here, past drift only once confirmed) and
-orchestrators' checkpoints."""
+"""Durable runs in the admin: snapshots (their progress; resumed by a worker when asked for
+here, past drift only once confirmed) and orchestrators' checkpoints."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from ..errors import WarlockError
 from ..models import Checkpoint, Snapshot
 from ..snapshots.db import DjangoSnapshotStore
 from ..workflows.registry import definition_of, drift_of
-from ..workflows.runs import cancel_saved
+from ..workflows.resumes import FAILED, QUEUED, ask_resume
+from ..workflows.runs import cancel_saved, refuse_cancelled
 from .base import ReadOnlyAdmin, pretty_json
 
 
@@ -57,10 +58,19 @@ class SnapshotAdmin(ReadOnlyAdmin):
     would refuse, resume them (forcing past drift only after a confirmation), cancel running
     ones, delete them."""
 
-    list_display = ["key", "run_name", "run_status", "definition", "version", "saved_at"]
+    list_display = [
+        "key",
+        "run_name",
+        "run_status",
+        "progress",
+        "resume_state",
+        "definition",
+        "version",
+        "saved_at",
+    ]
     list_filter = (SnapshotStatusFilter, SnapshotDriftFilter, "saved_at")
     search_fields = ["^key"]  # by prefix
-    fields = ("key", "version", "saved_at", "pretty_payload")
+    fields = ("key", "version", "saved_at", "progress", "resume_state", "pretty_payload")
     readonly_fields = fields
     actions = ["resume_runs", "force_resume_runs", "cancel_runs"]
 
@@ -80,6 +90,22 @@ class SnapshotAdmin(ReadOnlyAdmin):
     @admin.display(description=_("definition"))
     def definition(self, obj: Snapshot) -> str:
         return drift_of(obj.payload) if isinstance(obj.payload, dict) else "unknown"
+
+    @admin.display(description=_("progress"))
+    def progress(self, obj: Snapshot) -> str:
+        return progress_of(obj.payload) if isinstance(obj.payload, dict) else ""
+
+    @admin.display(description=_("resume"))
+    def resume_state(self, obj: Snapshot) -> str:
+        ask = obj.resume if isinstance(obj.resume, dict) else None
+        if ask is None:
+            return ""
+        status = ask.get("status")
+        if status == QUEUED:
+            return str(_("queued for a worker by %(by)s") % {"by": ask.get("by", "")})
+        if status == FAILED:
+            return str(_("failed: %(error)s") % {"error": ask.get("error", "")})
+        return str(_("a worker is resuming it since %(at)s") % {"at": ask.get("startedAt", "")})
 
     @admin.display(description=_("snapshot"))
     def pretty_payload(self, obj: Snapshot) -> str:
@@ -133,23 +159,65 @@ class SnapshotAdmin(ReadOnlyAdmin):
         return admin.ModelAdmin.has_change_permission(self, request, obj)
 
     def _resume(self, request: HttpRequest, queryset: QuerySet[Any], *, force: bool) -> None:
+        """Each run this process can resume is queued for a worker (a long run must not hold
+        the request); one it would refuse (no definition of that name here, a changed
+        definition or a cancel without ``force``) is refused now, and stays as it was."""
         for row in queryset.order_by("key"):
             payload = row.payload if isinstance(row.payload, dict) else {}
-            definition = definition_of(payload)
-            if definition is None:
-                self.message_user(
-                    request,
-                    _("%(key)s: no workflow or supervisor of that name is loaded here.")
-                    % {"key": row.key},
-                    messages.WARNING,
+            refusal = self._refusal(row.key, payload, force)
+            if refusal:
+                self.message_user(request, f"{row.key}: {refusal}", messages.ERROR)
+                continue
+            ask_resume(row.key, by=str(request.user), force=force, using=queryset.db)
+            self.message_user(
+                request,
+                _("%(key)s: queued; a worker resumes it (reload to follow its progress).")
+                % {"key": row.key},
+                messages.SUCCESS,
+            )
+
+    @staticmethod
+    def _refusal(key: str, payload: dict[str, Any], force: bool) -> str:
+        if definition_of(payload) is None:
+            return str(_("no workflow or supervisor of that name is loaded here."))
+        try:
+            refuse_cancelled(payload, key, force)
+        except WarlockError as error:
+            return str(error)
+        if drift_of(payload) == "drifted" and not force:
+            return str(
+                _(
+                    "was saved with signature %(saved)s, which the definition loaded here "
+                    "no longer accepts; resume it with the action that resumes past a "
+                    "changed definition"
                 )
-                continue
-            try:
-                status = definition.resume_saved(row.key, payload, force=force)
-            except WarlockError as error:  # drift, or no store: the run stays as it was
-                self.message_user(request, f"{row.key}: {error}", messages.ERROR)
-                continue
-            self.message_user(request, f"{row.key}: {status}", messages.SUCCESS)
+                % {"saved": payload.get("signature")}
+            )
+        return ""
+
+
+def progress_of(payload: dict[str, Any]) -> str:
+    """How far a run got, from its snapshot: a workflow's steps done (of its definition's,
+    when loaded here) and the next; a supervisor's iteration."""
+    steps = payload.get("steps")
+    if isinstance(steps, dict):
+        done = sum(
+            isinstance(record, dict) and record.get("status") in ("completed", "skipped")
+            for record in steps.values()
+        )
+        total = len(getattr(definition_of(payload), "steps", ()) or ())
+        text = (
+            _("%(done)s of %(total)s steps") % {"done": done, "total": total}
+            if total
+            else _("%(done)s steps") % {"done": done}
+        )
+        following = payload.get("next")
+        if payload.get("status") == "running" and isinstance(following, str):
+            return str(_("%(text)s; next: %(step)s") % {"text": text, "step": following})
+        return str(text)
+    if isinstance(payload.get("iteration"), int):
+        return str(_("iteration %(number)s") % {"number": payload["iteration"] + 1})
+    return ""
 
 
 @admin.register(Checkpoint)

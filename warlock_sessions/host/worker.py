@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -273,7 +273,10 @@ class Worker:
     in hand first). ``once`` makes one pass; ``until_idle`` stops at the first empty pass.
 
     ``before_work`` runs before the first pass and again before each pass until it has once
-    succeeded (the command drains the orchestrators' unfinished turns with it). A pass that
+    succeeded (the command drains the orchestrators' unfinished turns with it). Each of
+    ``more_work`` is called in every pass as ``run_due_wakes`` is (``limit``, ``using=``,
+    ``should_stop=``) and answers how much it did (the command resumes the runs asked for in
+    the admin with ``workflows.resumes.run_asked_resumes``). A pass that
     fails, whatever the error, is logged and tried again after a back-off: the worker never
     exits on a database outage."""
 
@@ -284,6 +287,7 @@ class Worker:
         poll_interval: float | None = None,
         using: str | None = None,
         before_work: Callable[[], Any] | None = None,
+        more_work: Sequence[Callable[..., int]] = (),
     ) -> None:
         self.batch = batch
         self.poll_interval = (
@@ -291,6 +295,7 @@ class Worker:
         )
         self.using = using
         self.before_work = before_work
+        self.more_work = tuple(more_work)
         self.stopping = False
         self.outage = OutageLog(logger, "the worker's pass (database unavailable)")
 
@@ -336,7 +341,10 @@ class Worker:
             self.before_work()
             self.before_work = None
         worked = run_due_wakes(self.batch, using=self.using, should_stop=lambda: self.stopping)
-        return worked + deliver_due_messages(self.batch, using=self.using)
+        worked += deliver_due_messages(self.batch, using=self.using)
+        for work in self.more_work:
+            worked += work(self.batch, using=self.using, should_stop=lambda: self.stopping)
+        return worked
 
     def _failed(self, error: Exception) -> None:
         if unavailable(error):

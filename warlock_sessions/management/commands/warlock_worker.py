@@ -1,4 +1,5 @@
-"""``manage.py warlock_worker``: fire due wakes and deliver the outbox until stopped."""
+"""``manage.py warlock_worker``: fire due wakes, deliver the outbox and resume the runs asked
+for in the admin, until stopped."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...backends.outages import unavailable
 from ...host import Worker
 from ...workflows.orchestrator import drain_configured
+from ...workflows.resumes import run_asked_resumes
 
 logger = logging.getLogger("warlock_sessions.worker")
 
 
 class Command(BaseCommand):
     help = (
-        "Fire due wakes (timers, retries, silence reminders) and deliver outbox messages. "
+        "Fire due wakes (timers, retries, silence reminders), deliver outbox messages and "
+        "resume the workflow runs asked for in the admin. "
         "Several workers may run at once. SIGTERM or Ctrl-C finish the wake in hand, then stop."
     )
 
@@ -44,6 +47,7 @@ class Command(BaseCommand):
             poll_interval=options["poll_interval"],
             using=options["database"],
             before_work=self.drain_orchestrators,
+            more_work=[run_asked_resumes],
         )
         if options["verbosity"] >= 2:  # each wake fired and message delivered, as it happens
             handler = logging.StreamHandler(self.stdout)
