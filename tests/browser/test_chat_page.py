@@ -44,6 +44,20 @@ ARGS = [
 ]
 
 
+def seed_searchable_sessions() -> None:
+    from warlock_sessions.models import SessionEvent
+    from warlock_sessions.testing.factories import SessionFactory
+
+    SessionFactory(id="chat-7f3a91", data={"name": "João Pereira"})
+    SessionFactory(id="chat-cleared", data={})
+    SessionEvent.objects.create(
+        session_id="chat-cleared",
+        seq=1,
+        type="message",
+        payload={"role": "user", "text": "my order number is XK-2291"},
+    )
+
+
 def server_side(function: Any, *args: Any) -> Any:
     """``function`` in a thread of its own: Playwright's sync API runs an event loop in this
     one, where Django refuses database calls."""
@@ -591,6 +605,21 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 assert box.evaluate("b => b.scrollLeft") > before, width
                 page.get_by_role("button", name="Fit").click()
                 page.screenshot(path=str(shots / f"admin-graph-{width}.png"), full_page=False)
+            # Search as staff type it: without accents, an id's start, what a visitor said
+            # after their data was cleared ("start over").
+            server_side(seed_searchable_sessions)
+            for query, found in (
+                ("Joao", "chat-7f3a91"),
+                ("chat-7f3", "chat-7f3a91"),
+                ("XK-2291", "chat-cleared"),
+            ):
+                page.goto(f"{self.live_server_url}/admin/warlock_sessions/session/")
+                page.fill("#searchbar", query)
+                page.press("#searchbar", "Enter")
+                rows = page.locator("#result_list tbody tr")
+                expect(rows).to_have_count(1, timeout=15000)
+                expect(rows.first).to_contain_text(found)
+            page.screenshot(path=str(shots / "admin-search-390.png"), full_page=True)
             browser.close()
         print(f"\nscreenshot: {shots / 'admin-session.png'}")
 
