@@ -11,8 +11,13 @@ asking first, and a reminder after two minutes of silence while a booking is ope
 
 from __future__ import annotations
 
+import os
+
 from warlock_sessions.engine import Agent
 from warlock_sessions.providers import RuleModel
+
+#: How long the reminder waits for a silent user; the cluster tests make it seconds.
+REMINDER_AFTER = os.environ.get("DEMO_REMINDER_AFTER", "2m")
 
 FIELDS = {
     "name": {
@@ -292,7 +297,7 @@ FLOWS = [
     {
         "id": "reminder",
         # Only while a booking waits on the user: a finished booking wants no reminder.
-        "on": [{"silence": "2m", "if": {"running": ["booking"]}}],
+        "on": [{"silence": REMINDER_AFTER, "if": {"running": ["booking"]}}],
         "steps": [
             {
                 "id": "nudge",

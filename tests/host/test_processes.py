@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from warlock_sessions import signals
 from warlock_sessions.errors import SessionConflictError
-from warlock_sessions.host import Host, Worker, run_due_wakes
+from warlock_sessions.host import Host, Shard, Worker, run_due_wakes
 from warlock_sessions.models import OutboundMessage, SessionEvent, Wake
 from warlock_sessions.stores import DjangoStore
 from warlock_sessions.testing.wakes import seed_due_wakes
@@ -225,3 +225,41 @@ def test_a_timer_fires_through_the_worker_process_which_stops_on_sigterm(alias: 
     assert (message.key, message.text) == ("lembrete#k:aviso:1", "Hora do lembrete!")
     assert SessionEvent.objects.using(alias).filter(session_id="t1", type="message").count() == 1
     assert Wake.objects.using(alias).get().status == "fired"
+
+
+def _sharded_worker(alias: str, shard: str) -> None:
+    from django.core.management import call_command
+
+    call_command("warlock_worker", poll_interval=0.05, database=alias, shard=shard, verbosity=0)
+
+
+def test_sharded_workers_each_fire_only_their_sessions_wakes(alias: str) -> None:
+    """``--shard k/n``: workers of different shards never claim from the same sessions."""
+    seed_due_wakes(DjangoStore(using=alias, agent="timer"), sessions=40, flows=3, agent="timer")
+    first, second = Shard(0, 2), Shard(1, 2)
+    sessions = set(Wake.objects.using(alias).values_list("session_id", flat=True))
+    mine = {session for session in sessions if first.holds(session)}
+    assert 0 < len(mine) < len(sessions)  # both shards hold some of the 40
+    with override_settings(WARLOCK_SESSIONS=worker_settings(alias)):
+        assert run_due_wakes(500, using=alias, shard=first) == 3 * len(mine)
+        left = set(Wake.objects.using(alias).filter(status="pending").values_list("session_id"))
+        assert {session for (session,) in left} == sessions - mine
+        workers = [forked(_sharded_worker, alias, str(shard)) for shard in (first, second)]
+        deadline = time.monotonic() + 60
+        while Wake.objects.using(alias).filter(status="pending").exists():
+            assert time.monotonic() < deadline, "wakes left due"
+            time.sleep(0.1)
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGTERM)
+            worker.join(30)
+            assert worker.exitcode == 0
+    keys = Counter(OutboundMessage.objects.using(alias).values_list("session_id", "key"))
+    assert len(keys) == 120 and set(keys.values()) == {1}
+
+
+@pytest.mark.parametrize("text", ["2/2", "1", "a/b", "0/0", "0/257", "-1/2"])
+def test_a_shard_is_index_over_count(text: str) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--shard: "):
+        call_command("warlock_worker", shard=text, once=True, verbosity=0)

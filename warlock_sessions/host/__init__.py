@@ -3,6 +3,14 @@ outbox, an event log and durable wakes; ``run_due_wakes`` and the ``Worker`` fir
 
 from .notify import group_name
 from .turns import Host, HostedTurn
-from .worker import Worker, deliver_due_messages, run_due_wakes
+from .worker import Shard, Worker, deliver_due_messages, run_due_wakes
 
-__all__ = ["Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes"]
+__all__ = [
+    "Host",
+    "HostedTurn",
+    "Shard",
+    "Worker",
+    "deliver_due_messages",
+    "group_name",
+    "run_due_wakes",
+]

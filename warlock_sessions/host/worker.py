@@ -19,6 +19,7 @@ whose work failed only because a service was unavailable does not count an attem
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import signal
 import time
@@ -29,6 +30,8 @@ from typing import Any, TypeVar
 from django.db import connections, models, router, transaction
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import MD5, Substr
+from django.db.models.lookups import In
 from django.utils import timezone
 
 from .. import signals
@@ -61,16 +64,20 @@ def claim(
     now: datetime | None = None,
     order: str = "pk",
     one_session: bool = False,
+    shard: Shard | None = None,
 ) -> list[RowT]:
     """Lease up to ``limit`` rows of ``model`` matching ``due`` whose lease has run out, the
     first by ``order`` (a column the due index leads with: the search then starts at the due
     rows instead of walking past every row fired before). With ``one_session``, only rows of
-    the first one's session (on PostgreSQL, in the same statement)."""
+    the first one's session (on PostgreSQL, in the same statement); with ``shard``, only
+    rows of the sessions in that shard."""
     now = now or timezone.now()
     using = using or router.db_for_write(model)
     lease_until = now + timedelta(seconds=warlock_settings.LEASE_SECONDS)
     free = due & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     rows = model._default_manager.using(using).filter(free).order_by(order, "pk")
+    if shard is not None:
+        rows = shard.of(rows)
     if connections[using].vendor == "postgresql":
         if one_session:  # the session of the first free row, picked as the rows are locked
             first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
@@ -96,6 +103,41 @@ def claim(
         == 1
     ]
     return list(model._default_manager.using(using).filter(pk__in=won).order_by(order, "pk"))
+
+
+class Shard:
+    """One of ``count`` parts of the sessions (``warlock_worker --shard index/count``), so that
+    workers of different shards never claim from the same rows: a session's part is the first
+    byte of its id's MD5, modulo ``count`` (uniform, whatever the ids look like, and the same
+    on every database Django computes ``MD5`` on)."""
+
+    MAX_COUNT = 256
+
+    def __init__(self, index: int, count: int) -> None:
+        if not 0 <= index < count <= self.MAX_COUNT:
+            raise ValueError(
+                f"a shard is index/count with 0 <= index < count <= {self.MAX_COUNT}, "
+                f"not {index}/{count}"
+            )
+        self.index, self.count = index, count
+        self.prefixes = [f"{byte:02x}" for byte in range(256) if byte % count == index]
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"1/4"``: the second of four shards; ``ValueError`` saying what is wrong."""
+        index, slash, count = text.partition("/")
+        if not (slash and index.strip().isdigit() and count.strip().isdigit()):
+            raise ValueError(f"a shard is written index/count, like 0/2, not {text!r}")
+        return cls(int(index), int(count))
+
+    def of(self, rows: models.QuerySet[RowT]) -> models.QuerySet[RowT]:
+        return rows.filter(In(Substr(MD5("session_id"), 1, 2), self.prefixes))
+
+    def holds(self, session_id: str) -> bool:
+        return hashlib.md5(session_id.encode()).hexdigest()[:2] in self.prefixes
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 def _lease_in_one_statement(
@@ -134,7 +176,11 @@ def _give_up_or_retry(
 
 
 def run_due_wakes(
-    limit: int = 100, *, using: str | None = None, should_stop: Callable[[], bool] = lambda: False
+    limit: int = 100,
+    *,
+    using: str | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    shard: Shard | None = None,
 ) -> int:
     """Fire up to ``limit`` due wakes, claimed a session at a time just before they are fired
     (the first due wake, then the other due wakes of its session): a worker killed meanwhile
@@ -147,7 +193,14 @@ def run_due_wakes(
         now = timezone.now()
         due = Q(status=Wake.Status.PENDING, due_at__lte=now)
         wakes = claim(
-            Wake, due, limit - fired, using=using, now=now, order="due_at", one_session=True
+            Wake,
+            due,
+            limit - fired,
+            using=using,
+            now=now,
+            order="due_at",
+            one_session=True,
+            shard=shard,
         )
         if not wakes:
             break
@@ -227,7 +280,9 @@ def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
     )
 
 
-def deliver_due_messages(limit: int = 100, *, using: str | None = None) -> int:
+def deliver_due_messages(
+    limit: int = 100, *, using: str | None = None, shard: Shard | None = None
+) -> int:
     """Send up to ``limit`` due outbox messages through ``WARLOCK_SESSIONS["DELIVER"]``."""
     deliver = warlock_settings.DELIVER
     if deliver is None:
@@ -236,7 +291,9 @@ def deliver_due_messages(limit: int = 100, *, using: str | None = None) -> int:
     due = Q(status=OutboundMessage.Status.PENDING, deliver_after__lte=now)
     delivered = 0
     while delivered < limit:
-        messages = claim(OutboundMessage, due, 1, using=using, now=now, order="deliver_after")
+        messages = claim(
+            OutboundMessage, due, 1, using=using, now=now, order="deliver_after", shard=shard
+        )
         if not messages:
             break
         deliver_message(messages[0], deliver)
@@ -276,7 +333,8 @@ class Worker:
     succeeded (the command drains the orchestrators' unfinished turns with it). Each of
     ``more_work`` is called in every pass as ``run_due_wakes`` is (``limit``, ``using=``,
     ``should_stop=``) and answers how much it did (the command resumes the runs asked for in
-    the admin with ``workflows.resumes.run_asked_resumes``). A pass that
+    the admin with ``workflows.resumes.run_asked_resumes``). With ``shard``, it claims only
+    the wakes and messages of that shard's sessions. A pass that
     fails, whatever the error, is logged and tried again after a back-off: the worker never
     exits on a database outage."""
 
@@ -288,6 +346,7 @@ class Worker:
         using: str | None = None,
         before_work: Callable[[], Any] | None = None,
         more_work: Sequence[Callable[..., int]] = (),
+        shard: Shard | None = None,
     ) -> None:
         self.batch = batch
         self.poll_interval = (
@@ -296,6 +355,7 @@ class Worker:
         self.using = using
         self.before_work = before_work
         self.more_work = tuple(more_work)
+        self.shard = shard
         self.stopping = False
         self.outage = OutageLog(logger, "the worker's pass (database unavailable)")
 
@@ -340,8 +400,10 @@ class Worker:
         if self.before_work is not None:
             self.before_work()
             self.before_work = None
-        worked = run_due_wakes(self.batch, using=self.using, should_stop=lambda: self.stopping)
-        worked += deliver_due_messages(self.batch, using=self.using)
+        worked = run_due_wakes(
+            self.batch, using=self.using, should_stop=lambda: self.stopping, shard=self.shard
+        )
+        worked += deliver_due_messages(self.batch, using=self.using, shard=self.shard)
         for work in self.more_work:
             worked += work(self.batch, using=self.using, should_stop=lambda: self.stopping)
         return worked

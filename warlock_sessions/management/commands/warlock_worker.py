@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backends.outages import unavailable
-from ...host import Worker
+from ...host import Shard, Worker
 from ...workflows.orchestrator import drain_configured
 from ...workflows.resumes import run_asked_resumes
 
@@ -38,16 +38,28 @@ class Command(BaseCommand):
         parser.add_argument(
             "--database", default=None, help="database alias of the wakes and outbox"
         )
+        parser.add_argument(
+            "--shard",
+            metavar="K/N",
+            default=None,
+            help="claim only the wakes and messages of the sessions in shard K of N (0/2 and "
+            "1/2 split them between two workers); all of them by default",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1")
+        try:
+            shard = Shard.parse(options["shard"]) if options["shard"] else None
+        except ValueError as error:
+            raise CommandError(f"--shard: {error}") from None
         worker = Worker(
             batch=options["batch"],
             poll_interval=options["poll_interval"],
             using=options["database"],
             before_work=self.drain_orchestrators,
             more_work=[run_asked_resumes],
+            shard=shard,
         )
         if options["verbosity"] >= 2:  # each wake fired and message delivered, as it happens
             handler = logging.StreamHandler(self.stdout)
@@ -57,7 +69,8 @@ class Command(BaseCommand):
             worker_log.setLevel(logging.INFO)
         if options["verbosity"] >= 1:
             how = "once" if options["once"] or options["until_idle"] else "(Ctrl-C to stop)"
-            self.stdout.write(f"warlock_worker: firing due wakes {how}")
+            part = f" of shard {shard}" if shard else ""
+            self.stdout.write(f"warlock_worker: firing due wakes{part} {how}")
         done = worker.run(once=options["once"], until_idle=options["until_idle"])
         if options["verbosity"] >= 1:
             self.stdout.write(f"warlock_worker: stopped after {done} wakes and messages")
