@@ -180,20 +180,25 @@ def _work(alias: str) -> None:
     Worker(batch=50, poll_interval=0.05, using=alias).run()
 
 
+def fire_all_then_stop(alias: str, workers: list[Any], timeout: float) -> None:
+    """Wait until no wake is pending, then stop the worker processes with SIGTERM."""
+    deadline = time.monotonic() + timeout
+    while Wake.objects.using(alias).filter(status="pending").exists():
+        assert time.monotonic() < deadline, "wakes left due"
+        time.sleep(0.1)
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGTERM)
+        worker.join(30)
+        assert worker.exitcode == 0
+
+
 @pytest.mark.parametrize("alias", [pytest.param("postgres", marks=POSTGRES_ONLY)])
 def test_two_workers_fire_2000_wakes_on_200_sessions_each_exactly_once(alias: str) -> None:
     seed_due_wakes(DjangoStore(using=alias, agent="timer"), sessions=200, flows=10, agent="timer")
 
     with override_settings(WARLOCK_SESSIONS=worker_settings(alias)):
         workers = [forked(_work, alias) for _ in range(2)]
-        deadline = time.monotonic() + 240
-        while Wake.objects.using(alias).filter(status="pending").exists():
-            assert time.monotonic() < deadline, "wakes left due"
-            time.sleep(0.2)
-        for worker in workers:
-            os.kill(worker.pid, signal.SIGTERM)
-            worker.join(30)
-            assert worker.exitcode == 0
+        fire_all_then_stop(alias, workers, timeout=240)
 
     assert Wake.objects.using(alias).filter(status="fired").count() == 2000
     keys = Counter(OutboundMessage.objects.using(alias).values_list("session_id", "key"))
@@ -245,14 +250,7 @@ def test_sharded_workers_each_fire_only_their_sessions_wakes(alias: str) -> None
         left = set(Wake.objects.using(alias).filter(status="pending").values_list("session_id"))
         assert {session for (session,) in left} == sessions - mine
         workers = [forked(_sharded_worker, alias, str(shard)) for shard in (first, second)]
-        deadline = time.monotonic() + 60
-        while Wake.objects.using(alias).filter(status="pending").exists():
-            assert time.monotonic() < deadline, "wakes left due"
-            time.sleep(0.1)
-        for worker in workers:
-            os.kill(worker.pid, signal.SIGTERM)
-            worker.join(30)
-            assert worker.exitcode == 0
+        fire_all_then_stop(alias, workers, timeout=60)
     keys = Counter(OutboundMessage.objects.using(alias).values_list("session_id", "key"))
     assert len(keys) == 120 and set(keys.values()) == {1}
 
