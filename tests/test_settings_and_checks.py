@@ -305,3 +305,57 @@ def test_a_conversation_lock_missing_its_server_is_reported_at_start_up() -> Non
         lock = conversation_lock()
         assert isinstance(lock, RedisLock) and lock.key("c") == "app:lock:c"
         assert lock.timeout == warlock_settings.LOCK_TIMEOUT and conversation_lock() is lock
+
+
+POOLED = {"ENGINE": "django.db.backends.postgresql", "HOST": "pgbouncer", "PORT": 6432}
+
+
+@pytest.mark.parametrize(
+    ("database", "lock", "said"),
+    [
+        (POOLED, None, ["prepares statements", "server-side cursors"]),
+        (
+            {
+                **POOLED,
+                "OPTIONS": {"server_side_binding": True, "assume_role": "app"},
+            },
+            None,
+            ["server-side binding", "SET ROLE"],
+        ),
+        (
+            {
+                **POOLED,
+                "PORT": 5432,
+                "DISABLE_SERVER_SIDE_CURSORS": True,
+                "OPTIONS": {"prepare_threshold": None},
+            },
+            "warlock_sessions.locks.PostgresAdvisoryLock",
+            ["session-level lock"],
+        ),
+    ],
+    ids=["defaults", "binding", "advisory-lock"],
+)
+def test_a_database_behind_pgbouncer_is_warned_of_what_breaks_there(
+    monkeypatch: pytest.MonkeyPatch, database: dict[str, Any], lock: str | None, said: list[str]
+) -> None:
+    from django.conf import settings
+
+    from warlock_sessions.checks import check_transaction_pooler
+
+    monkeypatch.setitem(settings.DATABASES, "pooled", database)
+    options = {"CONVERSATION_LOCK": lock, "CONVERSATION_LOCK_OPTIONS": {"connection": "x"}}
+    with override_settings(WARLOCK_SESSIONS=options if lock else {}):
+        [warning] = check_transaction_pooler()
+    assert warning.id == "warlock_sessions.W006" and "DATABASES['pooled']" in warning.msg
+    assert all(words in warning.msg for words in said), warning.msg
+
+
+def test_a_database_set_up_for_pgbouncer_is_not_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.conf import settings
+
+    from warlock_sessions.checks import check_transaction_pooler
+
+    ready = {**POOLED, "DISABLE_SERVER_SIDE_CURSORS": True, "OPTIONS": {"prepare_threshold": None}}
+    monkeypatch.setitem(settings.DATABASES, "pooled", ready)
+    assert check_transaction_pooler() == []
+    assert "warlock_sessions.W006" not in warlock_check_ids()

@@ -168,6 +168,71 @@ def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
     return []
 
 
+#: PgBouncer's port: a database on it is taken to be behind a pooler.
+PGBOUNCER_PORT = 6432
+
+
+@register(Tags.database, deploy=True)
+def check_transaction_pooler(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A deployment check: a PostgreSQL database behind a transaction pooler (PgBouncer's
+    port, or ``DISABLE_SERVER_SIDE_CURSORS``, which Django asks for there) gives each
+    transaction whichever server connection is free, so what lives on one server connection
+    across transactions breaks: prepared statements and server-side binding, server-side
+    cursors, and a session-level advisory lock (``PostgresAdvisoryLock``)."""
+    try:
+        lock = VALIDATORS["CONVERSATION_LOCK"](
+            "CONVERSATION_LOCK", configured_settings().get("CONVERSATION_LOCK")
+        )
+    except SettingError:  # check_settings reports it
+        lock = None
+    advisory = lock is not None and lock.cls.__name__ == "PostgresAdvisoryLock"
+    messages: list[CheckMessage] = []
+    for alias, database in settings.DATABASES.items():
+        if "postgresql" not in str(database.get("ENGINE", "")):
+            continue
+        pooled = str(database.get("PORT") or "") == str(PGBOUNCER_PORT)
+        if not (pooled or database.get("DISABLE_SERVER_SIDE_CURSORS")):
+            continue
+        problems = _pooler_problems(database, advisory)
+        if problems:
+            messages.append(
+                Warning(
+                    f"DATABASES[{alias!r}] looks like PostgreSQL behind a transaction pooler "
+                    f"(PgBouncer), where {'; '.join(problems)}.",
+                    hint="Behind PgBouncer in transaction mode: DISABLE_SERVER_SIDE_CURSORS: "
+                    "True, OPTIONS prepare_threshold: None (or PgBouncer 1.21+ with "
+                    "max_prepared_statements) and no server_side_binding, and a "
+                    "DatabaseLock or RedisLock, or a PostgresAdvisoryLock whose conninfo "
+                    "reaches PostgreSQL directly (docs/deployment.md).",
+                    id="warlock_sessions.W006",
+                )
+            )
+    return messages
+
+
+def _pooler_problems(database: dict[str, Any], advisory_lock: bool) -> list[str]:
+    options = database.get("OPTIONS") or {}
+    problems = []
+    if options.get("server_side_binding"):
+        problems.append("server-side binding prepares statements on one server connection")
+    elif options.get("prepare_threshold", 5) is not None:
+        problems.append(
+            "psycopg prepares statements (prepare_threshold is "
+            f"{options.get('prepare_threshold', 5)}) that another client's transaction may "
+            "not find"
+        )
+    if options.get("assume_role"):
+        problems.append("assume_role's SET ROLE stays on a server connection others get")
+    if not database.get("DISABLE_SERVER_SIDE_CURSORS"):
+        problems.append("server-side cursors (.iterator()) outlive their transaction")
+    if advisory_lock:
+        problems.append(
+            "CONVERSATION_LOCK's PostgresAdvisoryLock holds a session-level lock that a "
+            "pooled connection loses"
+        )
+    return problems
+
+
 def _check_models(configured: dict[str, Any]) -> list[CheckMessage]:
     from .agents import model_options
     from .providers.endpoints import check_base_url
