@@ -58,6 +58,10 @@ DATABASES = {
 }
 if postgres_unreachable() is None:
     DATABASES["postgres"] = postgres_database_settings()  # type: ignore[assignment]
+    # A read replica of it, as READ_REPLICA names one: the same test database, its own
+    # connections (tests/test_read_replica.py).
+    replica: dict[str, object] = {**postgres_database_settings(), "TEST": {"MIRROR": "postgres"}}
+    DATABASES["replica"] = replica  # type: ignore[assignment]
 # Tests create users and the fuzz test sends generated Basic credentials: a fast hasher keeps
 # each from costing a PBKDF2 run.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

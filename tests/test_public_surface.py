@@ -33,7 +33,7 @@ PUBLIC = {
         "semantic_cache",
     },
     "warlock_sessions.host": {
-        "Host", "HostedTurn", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
+        "Host", "HostedTurn", "Shard", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
     },
     "warlock_sessions.snapshots": {
         "ConditionalSaveUnsupportedError", "DjangoSnapshotStore", "FileSnapshotStore",

@@ -100,6 +100,10 @@ DEFAULTS: dict[str, Any] = {
     # Messages of the row store's conversations each process keeps as it last saw them, so
     # a send reads only what changed; 0: none (every send reads the whole history).
     "CONVERSATION_CACHE_MESSAGES": 20_000,
+    # A database alias (a read replica) the API's session list and the admin's lists and
+    # search read from. One session's reads and every write stay on its own database (no
+    # stale version to conflict with). None: lists read where the router says.
+    "READ_REPLICA": None,
 }
 
 
@@ -362,6 +366,17 @@ def _agent_name(name: str, value: Any) -> Any:
     return value
 
 
+def _database_alias(name: str, value: Any) -> Any:
+    if value is not None and value not in settings.DATABASES:
+        raise SettingError(
+            name,
+            f"= {value!r} is not a database alias of DATABASES "
+            f"({', '.join(map(repr, settings.DATABASES))})",
+            check_id="warlock_sessions.E026",
+        )
+    return value
+
+
 def _deliver(name: str, value: Any) -> Any:
     if value is None:
         return None
@@ -410,6 +425,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "POLL_INTERVAL": _number(0.01, whole=False),
     "PERMISSION": _permission,
     "MAX_BODY_BYTES": _number(1, whole=True),
+    "READ_REPLICA": _database_alias,
     "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
     "LOCK_TIMEOUT": _number(0, whole=False),
     "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),

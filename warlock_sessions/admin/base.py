@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
+from ..backends.replica import list_database
 from ..engine.session import text_problem
 
 if TYPE_CHECKING:  # the stubs make ModelAdmin generic; Django's class is not subscriptable
@@ -77,7 +78,16 @@ class ReadOnlyAdmin(BaseAdmin):
         if any(text_problem(text) for name, values in given for text in [name, *values]):
             # A filter, search or selected id PostgreSQL cannot compare with (a 500 otherwise).
             return HttpResponseBadRequest("A filter, search or selection holds a NUL.")
+        if request.method in ("GET", "HEAD"):  # a list to read; an action acts on the primary
+            request.warlock_list_database = list_database(self.model)  # type: ignore[attr-defined]
         return super().changelist_view(request, extra_context)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        """On a list page, the rows as ``READ_REPLICA`` has them (a row's own page, and
+        every action, read and write the primary)."""
+        rows = super().get_queryset(request)
+        alias = getattr(request, "warlock_list_database", None)
+        return rows.using(alias) if alias else rows
 
 
 def pretty_json(value: Any) -> str:

@@ -183,7 +183,8 @@ class SessionAdmin(ReadOnlyAdmin):
             return super().get_search_results(request, queryset, term)
         sessions = cast(SessionQuerySet, queryset)
         said = (
-            SessionEvent.objects.filter(type="message", payload__text__icontains=term)
+            SessionEvent.objects.using(queryset.db)
+            .filter(type="message", payload__text__icontains=term)
             .order_by("-seq")
             .values_list("session_id", flat=True)[:TRANSCRIPT_SEARCH]
         )

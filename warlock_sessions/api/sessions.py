@@ -14,6 +14,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ..backends.replica import list_database
 from ..engine import ProviderError
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
@@ -156,7 +157,9 @@ class SessionViewSet(PolicyViewSet):
 
     @schema.LIST
     def list(self, request: Request) -> Response:
-        rows: SessionQuerySet = self.policy().visible(request, Session.objects.all())
+        rows: SessionQuerySet = self.policy().visible(
+            request, Session.objects.using(list_database(Session)).all()
+        )
         params = {
             name: clean_text_param(name, str(value)) for name, value in request.query_params.items()
         }
