@@ -227,11 +227,9 @@ def test_a_conversation_is_a_transcript_with_tool_calls_folded_and_forks_linked(
     )
 
 
-def test_search_ignores_accents_matches_id_starts_and_finds_what_was_said(
-    staff_client: Client,
-) -> None:
-    """ "Joao" did not find "João", a visitor whose data was cleared could not be found, and
-    an id had to be whole."""
+def seed_searchable_sessions() -> None:
+    """A visitor with an accented name, and one whose data was cleared but who said an order
+    number: what staff search for (here and in the browser test)."""
     from warlock_sessions.models import SessionEvent
 
     SessionFactory(id="chat-7f3a91", data={"name": "João Pereira"})
@@ -242,6 +240,14 @@ def test_search_ignores_accents_matches_id_starts_and_finds_what_was_said(
         type="message",
         payload={"role": "user", "text": "my order number is XK-2291"},
     )
+
+
+def test_search_ignores_accents_matches_id_starts_and_finds_what_was_said(
+    staff_client: Client,
+) -> None:
+    """ "Joao" did not find "João", a visitor whose data was cleared could not be found, and
+    an id had to be whole."""
+    seed_searchable_sessions()
     SessionFactory(id="other", data={"name": "Bob"})
     for query, found in (
         ("Joao", "chat-7f3a91"),

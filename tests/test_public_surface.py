@@ -33,7 +33,8 @@ PUBLIC = {
         "semantic_cache",
     },
     "warlock_sessions.host": {
-        "Host", "HostedTurn", "Shard", "Worker", "deliver_due_messages", "group_name", "run_due_wakes",
+        "Host", "HostedTurn", "Shard", "Worker", "deliver_due_messages", "group_name",
+        "run_due_wakes",
     },
     "warlock_sessions.snapshots": {
         "ConditionalSaveUnsupportedError", "DjangoSnapshotStore", "FileSnapshotStore",

@@ -170,6 +170,8 @@ def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
 
 #: PgBouncer's port: a database on it is taken to be behind a pooler.
 PGBOUNCER_PORT = 6432
+#: psycopg's default ``prepare_threshold``.
+PSYCOPG_PREPARE_THRESHOLD = 5
 
 
 @register(Tags.database, deploy=True)
@@ -212,14 +214,15 @@ def check_transaction_pooler(app_configs: Any = None, **kwargs: Any) -> list[Che
 
 def _pooler_problems(database: dict[str, Any], advisory_lock: bool) -> list[str]:
     options = database.get("OPTIONS") or {}
+    # psycopg prepares a statement run this many times unless told None.
+    threshold = options.get("prepare_threshold", PSYCOPG_PREPARE_THRESHOLD)
     problems = []
     if options.get("server_side_binding"):
         problems.append("server-side binding prepares statements on one server connection")
-    elif options.get("prepare_threshold", 5) is not None:
+    elif threshold is not None:
         problems.append(
-            "psycopg prepares statements (prepare_threshold is "
-            f"{options.get('prepare_threshold', 5)}) that another client's transaction may "
-            "not find"
+            f"psycopg prepares statements (prepare_threshold is {threshold}) that another "
+            "client's transaction may not find"
         )
     if options.get("assume_role"):
         problems.append("assume_role's SET ROLE stays on a server connection others get")

@@ -20,6 +20,7 @@ from channels.testing import ChannelsLiveServerTestCase
 from django.test import override_settings
 
 from tests.services import REQUIRE_SERVICES
+from tests.test_admin import seed_searchable_sessions
 from warlock_sessions.host import Host, run_due_wakes
 from warlock_sessions.models import Wake
 
@@ -42,20 +43,6 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def seed_searchable_sessions() -> None:
-    from warlock_sessions.models import SessionEvent
-    from warlock_sessions.testing.factories import SessionFactory
-
-    SessionFactory(id="chat-7f3a91", data={"name": "João Pereira"})
-    SessionFactory(id="chat-cleared", data={})
-    SessionEvent.objects.create(
-        session_id="chat-cleared",
-        seq=1,
-        type="message",
-        payload={"role": "user", "text": "my order number is XK-2291"},
-    )
 
 
 def server_side(function: Any, *args: Any) -> Any:

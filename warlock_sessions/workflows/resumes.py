@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from ..backends.outages import unavailable
 from ..conf import warlock_settings
+from ..engine.isotime import datetime_from_iso
 from ..models import Snapshot
 from .registry import definition_of
 from .runs import now_iso
@@ -112,7 +113,7 @@ def _failed(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any], error: 
 
 def _parsed(text: Any) -> datetime | None:
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return datetime_from_iso(str(text))
     except ValueError:
         return None
 

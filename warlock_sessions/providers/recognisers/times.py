@@ -44,6 +44,16 @@ _NOT_A_TIME = re.compile(
     r"^(?:[/.-]\d|(?:st|nd|rd|th|o|a)\b|%|\s*(?:days?|dias?|people|pessoas|persons|guests|vezes)\b)"
 )
 
+
+def _either(words: tuple[str, ...]) -> str:
+    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+
+
+#: Morning or afternoon said after an hour ("3 pm", "10 horas da manhã"), in one pattern.
+_MERIDIEM = re.compile(
+    rf"\s(?:o'clock\s+|horas?\s+)?(?:(?P<afternoon>{_either(AFTERNOON)})|{_either(MORNING)})(?!\w)"
+)
+
 Candidate = tuple[int, int, bool]  # hour, minute, whether morning or afternoon was said
 
 
@@ -128,12 +138,8 @@ def _settled(hour: int, minute: int, rest: str) -> Candidate:
 
 def _meridiem(rest: str) -> bool | None:
     """``True`` for the afternoon, ``False`` for the morning, ``None`` when not said."""
-    rest = " " + rest.lstrip()
-    for words, afternoon in ((AFTERNOON, True), (MORNING, False)):
-        for word in words:
-            if re.match(rf"\s(?:o'clock\s+|horas?\s+)?{re.escape(word)}(?!\w)", rest):
-                return afternoon
-    return None
+    said = _MERIDIEM.match(" " + rest.lstrip())
+    return None if said is None else said["afternoon"] is not None
 
 
 def _hour(text: str) -> int:
