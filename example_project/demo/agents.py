@@ -5,8 +5,8 @@ name, e-mail, preferred date and time (validated: not in the past, within openin
 re-asked up to three times and then given up out loud), a confirmation that takes a changed
 date, time or e-mail and asks again, and loops back to the date on "no", ways out at any step
 ("cancel", "start over"), a hand-over to people ("talk to a person": staff answer from the
-admin, then hand it back), one booking after another, "cancel" after a booking naming it and
-asking first, and a reminder after two minutes of silence while a booking is open.
+admin, then hand it back), a new booking while one is booked asking first whether to cancel
+it, "cancel" after a booking naming it and asking first, and a reminder after two minutes of silence while a booking is open.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ FIELDS = {
     "email": {
         "type": "string",
         "format": "email",
-        "label": "e-mail",
+        "label": {"en": "e-mail", "pt": "e-mail"},
         "ask": {
             "en": "Thanks, {{data.name|}}! What's your e-mail address?",
             "pt": "Obrigado, {{data.name|}}! Qual é o seu e-mail?",
@@ -66,6 +66,21 @@ FIELDS = {
     },
     "confirmed": {"type": "boolean"},
     "unbook": {"type": "boolean"},
+    "rebook": {"type": "boolean"},
+}
+
+#: What starts a booking: "thanks for the booking!" is not a new one, "cancel my booking"
+#: neither.
+BOOK = [
+    "book", "booking", "appointment", "schedule", "reserve", "agendar", "marcar", "!thanks",
+    "!thank you", "!obrigado", "!obrigada", "!cheers", "!thx", "!valeu", "!cancel",
+    "!cancelar", "!desmarcar",
+]  # fmt: skip
+KEPT = {
+    "en": "OK, it stays booked: see you on {{data.date|the day you chose}} at "
+    "{{data.time|the time you chose}}.",
+    "pt": "Certo, continua agendado: até {{data.date|o dia escolhido}} às "
+    "{{data.time|o horário escolhido}}.",
 }
 
 FLOWS = [
@@ -87,30 +102,15 @@ FLOWS = [
         "id": "booking",
         "on": [
             {
-                "message": [
-                    "book",
-                    "booking",
-                    "appointment",
-                    "schedule",
-                    "reserve",
-                    "agendar",
-                    "marcar",
-                    # "thanks for the booking!" is not a new one, "cancel my booking" neither
-                    "!thanks",
-                    "!thank you",
-                    "!obrigado",
-                    "!obrigada",
-                    "!cheers",
-                    "!thx",
-                    "!valeu",
-                    "!cancel",
-                    "!cancelar",
-                    "!desmarcar",
-                ],
+                "message": BOOK,
+                # Not while one is booked: "rebook" asks first whether to cancel it.
+                "if": {"equals": {"confirmed": None}},
                 # One booking after another: each starts afresh on the day, keeping who.
                 "repeat": "always",
             }
         ],
+        # The trigger's condition is for starting only: the run goes on once it books.
+        "while": {},
         "clearOnStart": ["date", "time", "confirmed"],
         "interrupts": [
             {
@@ -218,6 +218,48 @@ FLOWS = [
         ],
     },
     {
+        # A new booking while one is booked would replace it: that is said, and asked first,
+        # so "cancel my booking" later is never about a booking the user thinks they have.
+        "id": "rebook",
+        "on": [{"message": BOOK, "if": {"equals": {"confirmed": True}}, "repeat": "always"}],
+        "clearOnStart": ["rebook"],
+        "steps": [
+            {
+                "id": "replace",
+                "collect": ["rebook"],
+                "ask": {
+                    "en": "You're booked for {{data.date|the day you chose}} at "
+                    "{{data.time|the time you chose}}. Shall I cancel it and make a new "
+                    "booking?",
+                    "pt": "Você tem um agendamento para {{data.date|o dia escolhido}} às "
+                    "{{data.time|o horário escolhido}}. Quer que eu cancele e faça um novo?",
+                },
+                "giveUp": {
+                    "en": "I'll keep the booking as it is.",
+                    "pt": "Vou manter o agendamento como está.",
+                },
+                "onGiveUp": "end",
+            },
+            {
+                "id": "decide",
+                "if": {"equals": {"rebook": True}},
+                "then": "replaced",
+                "else": "kept",
+            },
+            {
+                "id": "replaced",
+                "say": {
+                    "en": "I've cancelled your booking for {{data.date|that day}} at "
+                    "{{data.time|that time}}. Which day would suit you for the new one?",
+                    "pt": "Cancelei o seu agendamento de {{data.date|esse dia}} às "
+                    "{{data.time|esse horário}}. Qual dia fica bom para o novo?",
+                },
+                "then": {"flow": "booking"},
+            },
+            {"id": "kept", "say": KEPT},
+        ],
+    },
+    {
         # "Cancel" once a booking is made is about that booking: it is named, and kept
         # unless the user says yes.
         "id": "unbook",
@@ -269,15 +311,7 @@ FLOWS = [
                 },
                 "then": "end",
             },
-            {
-                "id": "kept",
-                "say": {
-                    "en": "OK, it stays booked: see you on {{data.date|the day you chose}} at "
-                    "{{data.time|the time you chose}}.",
-                    "pt": "Certo, continua agendado: até {{data.date|o dia escolhido}} às "
-                    "{{data.time|o horário escolhido}}.",
-                },
-            },
+            {"id": "kept", "say": KEPT},
         ],
     },
     {

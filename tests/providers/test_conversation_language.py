@@ -185,7 +185,9 @@ def test_a_give_up_names_the_field_in_its_labels_language() -> None:
         (None, False),
         ({"en": "size"}, False),
         ({"en": "size", "pt": "tamanho"}, True),
-        ("tamanho / size", True),  # one text, the author's for every language
+        ({"en": "size", "pt": "size"}, True),  # the same word, said to be right in both
+        ("size", False),  # it would be said in a Portuguese sentence
+        ("tamanho / size", False),
     ],
 )
 def test_an_agent_written_in_two_languages_labels_its_fields_in_both(
@@ -211,3 +213,13 @@ def test_a_field_that_asks_and_gives_up_in_its_own_words_needs_no_label() -> Non
         [{"id": "o", "steps": [{"id": "s", "prompt": {"en": "Hi", "pt": "Oi"}, "collect": ["z"]}]}],
         fields={"z": {"type": "string", **texts}},
     )
+
+
+def test_an_agent_written_in_one_language_may_label_a_field_in_several() -> None:
+    """An English agent with one bilingual label was refused for its other fields' labels."""
+    flows = [{"id": "order", "steps": [{"id": "s", "prompt": "Hi", "collect": ["size", "kind"]}]}]
+    fields = {
+        "size": {"type": "string", "label": {"en": "size", "pt": "tamanho"}},
+        "kind": {"type": "string", "label": "kind"},
+    }
+    Agent(flows, fields=fields)

@@ -129,11 +129,78 @@ def test_a_second_booking_in_the_same_conversation(
 ) -> None:
     dialogue = booked_up_to_the_confirmation
     dialogue.say("yes")
-    assert dialogue.say("book another one") == ["Which day would suit you?"]
+    assert dialogue.say("book another one") == [
+        "You're booked for 2026-09-21 at 15:00. Shall I cancel it and make a new booking?"
+    ]
+    assert dialogue.say("yes") == [
+        "I've cancelled your booking for 2026-09-21 at 15:00. "
+        "Which day would suit you for the new one?"
+    ]
     assert dialogue.say("friday at noon") == [
         "So that's 2026-09-25 at 12:00 for Ana (ana@example.com). Shall I book it?"
     ]
     assert dialogue.say("yes")[0].startswith("Booked! See you on 2026-09-25 at 12:00, Ana.")
+
+
+def test_a_new_booking_never_drops_the_one_booked_unasked(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    """A new booking cleared a confirmed one without a word, so "cancel my booking" then
+    cancelled the new one in progress while the user thought of the first."""
+    dialogue = booked_up_to_the_confirmation
+    dialogue.say("yes")
+    dialogue.say("book")
+    assert dialogue.say("no") == ["OK, it stays booked: see you on 2026-09-21 at 15:00."]
+    assert dialogue.data["confirmed"] is True
+    assert dialogue.say("cancel my booking") == [
+        "You're booked for 2026-09-21 at 15:00. Shall I cancel that booking?"
+    ]
+
+
+def test_a_new_booking_in_portuguese_asks_before_replacing() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    for said in ("marcar", "Ana Souza", "ana@example.com", "amanhã às 10h", "sim"):
+        dialogue.say(said)
+    assert dialogue.say("quero marcar outro") == [
+        "Você tem um agendamento para 2026-09-21 às 10:00. Quer que eu cancele e faça um novo?"
+    ]
+    assert dialogue.say("sim") == [
+        "Cancelei o seu agendamento de 2026-09-21 às 10:00. Qual dia fica bom para o novo?"
+    ]
+
+
+def test_a_change_out_of_hours_at_the_confirmation_is_refused_out_loud(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    """ "make it 6pm" at the confirmation was dropped without a word."""
+    dialogue = booked_up_to_the_confirmation
+    assert dialogue.say("make it 6pm") == [
+        "We're open from 09:00 to 17:00: which time in those hours suits you?"
+    ]
+    assert dialogue.data["time"] == "15:00"
+    assert dialogue.say("4pm") == [
+        "So that's 2026-09-21 at 16:00 for Ana (ana@example.com). Shall I book it?"
+    ]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "yes, I may be 2 hrs late",
+        "yes, as 2 of us",
+        "yes, at 3 stars it's fine",
+        "yes, mail a@3pm.com too",
+        "yes, 3,5 is fine",
+    ],
+)
+def test_a_number_at_the_confirmation_is_no_new_time(
+    booked_up_to_the_confirmation: Dialogue, said: str
+) -> None:
+    """Durations, counts and addresses were read as times and changed the booking."""
+    dialogue = booked_up_to_the_confirmation
+    [reply] = dialogue.say(said)  # the address is a new e-mail: it is confirmed again
+    assert "2026-09-21 at 15:00" in reply, reply
+    assert dialogue.data["time"] == "15:00"
 
 
 def test_the_same_conversation_on_the_database_with_the_fixture(

@@ -40,6 +40,25 @@ OPEN = {"low": "09:00", "high": "17:00"}
         ("amanhã às 3 e meia", "pt", "15:30"),
         ("meio-dia", "pt", "12:00"),
         ("dia 15 às 16h", "pt", "16:00"),
+        ("half past 3pm", "en", "15:30"),
+        ("half past noon", "en", "12:30"),
+        ("meio-dia e meia", "pt", "12:30"),
+        ("meia-noite e meia", "pt", "00:30"),
+        ("às 3 e meia da tarde", "pt", "15:30"),
+        ("tonight at 8", "en", "20:00"),  # said: kept, and the bounds refuse it
+        ("at 8 this evening", "en", "20:00"),
+        ("hoje à noite às 8", "pt", "20:00"),
+        ("this morning at 10", "en", "10:00"),
+        ("3pm, not noon", "en", "15:00"),
+        ("not noon, 3pm", "en", "15:00"),
+        ("noon, not 3pm", "en", "12:00"),
+        ("make it 4pm instead of 3pm", "en", "16:00"),
+        ("book it for 3pm", "en", "15:00"),
+        ("at 3 on friday", "en", "15:00"),
+        ("meet at 3 please", "en", "15:00"),
+        ("at 10 for 2 people", "en", "10:00"),
+        ("às duas", "en", "14:00"),  # the accent says Portuguese whatever the conversation
+        ("as 3", "pt", "15:00"),
     ],
 )
 def test_a_time_as_people_write_it(text: str, language: str | None, expected: str) -> None:
@@ -63,10 +82,32 @@ def test_a_time_as_people_write_it(text: str, language: str | None, expected: st
         "+55 11 91234-5678",
         "this afternoon",
         "3",  # a bare number is an hour only as the answer to "what time?"
+        # durations
+        "2 hrs late",
+        "I'll be 2 hours late",
+        "it takes 3 hours",
+        "for 2h",
+        "2h de atraso",
+        # counts and other numbers after "at" / "as"
+        "as 2 of us",
+        "at 3 stars",
+        "at 3 kids",
+        "at 3,5",
+        "3,5",
+        # addresses
+        "a@3pm.com",
+        "see https://example.com/at/3pm",
     ],
 )
 def test_what_is_no_time(text: str) -> None:
     assert clock_time(text, asked=False, language="en", **OPEN) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["dura 2 horas", "dura 2h", "as duas opções", "às duas opções", "às 3,5", "há 3h"]
+)
+def test_what_is_no_time_in_portuguese(text: str) -> None:
+    assert clock_time(text, asked=False, language="pt", **OPEN) is None
 
 
 @pytest.mark.parametrize(
@@ -114,3 +155,12 @@ def test_a_time_bound_is_refused_unless_hh_mm(bound: str, message: str) -> None:
     with pytest.raises(FlowConfigurationError, match=r"fields\.at\.min") as raised:
         Agent([{"id": "f", "steps": [{"id": "s", "collect": ["at"]}]}], fields=fields)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", ["integer", "number", "boolean"])
+def test_a_format_on_a_field_that_is_not_text_is_refused_at_load(kind: str) -> None:
+    """An integer field with format time passed the load check, then raised TypeError when a
+    value came."""
+    fields = {"at": {"type": kind, "format": "time"}}
+    with pytest.raises(FlowConfigurationError, match=r"fields\.at\.format.*only text fields"):
+        Agent([{"id": "f", "steps": [{"id": "s", "collect": ["at"]}]}], fields=fields)

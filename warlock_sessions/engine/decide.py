@@ -367,5 +367,6 @@ def write_field(state: TurnState, name: str, raw: Any) -> None:
     ok, value = coerce_field(definition, raw, state.now)
     if not ok:
         state.outcome(None, "collect", "skipped", code=value, detail=name)
+        state.refused[name] = value
         return
     state.session["data"][name] = value

@@ -19,7 +19,7 @@ from ..errors import FlowConfigurationError
 from .durations import is_duration, parse_duration
 from .fields import DEFAULT_MAX_ASKS, FIELD_FORMATS, FIELD_TYPES, real_time
 from .predicates import BUILT_IN, Predicate
-from .templates import placeholders, texts_of, written_in
+from .templates import placeholders, texts_of
 
 TRIGGER_KINDS = ("message", "mention", "silence", "event")
 #: Every key each part of a definition takes (docs/agents.md is checked against these): a key
@@ -531,6 +531,10 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
             raise FlowConfigurationError(
                 f"{path}.format", f"expected one of {', '.join(sorted(FIELD_FORMATS))}"
             )
+        if "format" in definition and definition["type"] != "string":
+            raise FlowConfigurationError(
+                f"{path}.format", "only text fields take a format: give it type 'string'"
+            )
         _check_constraints(definition, path)
     return dict(fields)
 
@@ -654,9 +658,11 @@ def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> Non
 
 
 def check_labels(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
-    """An agent that writes in several languages names its fields in each: a field whose
-    label a sentence of the engine or model says (no ``ask`` asks for it, or no ``giveUp``
-    tells its give-up) has it in every language written (a plain string is one for all)."""
+    """An agent that writes its sentences in several languages names its fields in each: a
+    field whose label a sentence of the engine or model says (no ``ask`` asks for it, or no
+    ``giveUp`` tells its give-up) has one per language written. A plain string is refused
+    there: "size" would be said in a Portuguese sentence; ``{"en": "e-mail", "pt": "e-mail"}``
+    says the same word is right in both. Labels alone make no agent multilingual."""
     languages = sorted(_languages_written(flows, fields))
     if len(languages) < 2:
         return
@@ -670,7 +676,7 @@ def check_labels(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
                 lacking = [
                     language
                     for language in languages
-                    if label is None or not written_in(label, language)
+                    if not isinstance(label, Mapping) or language not in label
                 ]
                 if (asked and told) or not lacking:
                     continue
@@ -685,11 +691,10 @@ def check_labels(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
 
 
 def _languages_written(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> set[str]:
-    """Every language a text of the agent is given in (``{"en": …, "pt": …}``)."""
+    """Every language a sentence of the agent is given in (``{"en": …, "pt": …}``); its
+    labels are names, not sentences, and do not count."""
     texts: list[Any] = [
-        definition.get(key)
-        for definition in fields.values()
-        for key in (*READ_FIELD_TEXTS, "label")
+        definition.get(key) for definition in fields.values() for key in READ_FIELD_TEXTS
     ]
     for flow in flows.values():
         texts += [step.raw.get(key) for step in flow.steps for key in READ_STEP_TEXTS]

@@ -74,7 +74,8 @@ class TalkRequest:
     ``answering``: the message answers this step's question (the run was asking it when the
     message came), so a model reads the pending fields from it. ``final`` names the pending
     fields on their last ask: if this answer does not give them, they are given up and the
-    engine tells the user so in place of the reply."""
+    engine tells the user so in place of the reply. ``refused``: values the message gave for
+    other fields that their constraints refused."""
 
     run: Run
     flow: Flow
@@ -82,6 +83,10 @@ class TalkRequest:
     pending: Sequence[str]
     answering: bool = False
     final: Sequence[str] = ()
+    #: Other fields the message gave values for that their constraints refused, with why
+    #: (``{"time": "out-of-range"}`` for "make it 6pm" at a confirmation): the reply says so
+    #: rather than ask again as if nothing was said.
+    refused: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

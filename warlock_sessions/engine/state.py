@@ -140,6 +140,7 @@ class TurnState:
         self.started: list[dict[str, Any]] = []  # runs started, with their claims
         self.ended: list[dict[str, Any]] = []  # runs ended, with the reason
         self.skipped: list[dict[str, Any]] = []  # runs refused a start, with the code
+        self.refused: dict[str, str] = {}  # fields the message gave values they refused
         self.llm_calls = 0
         # Who holds the floor: the run the lead's message is about.
         self.floor_run_id: str | None = None

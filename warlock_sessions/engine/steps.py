@@ -168,8 +168,17 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
         _ask_fixed_question(state, run, step, pending)
     else:
         final = [name for name in pending if run["asked"].get(name, 0) >= step.max_asks]
+        refused = {
+            name: why for name, why in state.refused.items() if name not in pending and answering
+        }
         state.talk = TalkRequest(
-            run=run, flow=flow, step=step, pending=pending, answering=answering, final=final
+            run=run,
+            flow=flow,
+            step=step,
+            pending=pending,
+            answering=answering,
+            final=final,
+            refused=refused,
         )
 
 

@@ -195,6 +195,14 @@ class RuleModel:
         found, problem = self._heard_fields(
             request, talk, answering, self._reading(text, request.language), language
         )
+        if talk.refused and not found:
+            # "Make it 6pm" at a confirmation: the change is refused out loud, and the step
+            # asks again with what it had.
+            name, why = next(iter(talk.refused.items()))
+            problem = render(
+                self._problem(request.fields.get(name) or {}, language, why),
+                self._scope(request, request.data),
+            )
         data = {**request.data, **found}
         scope = self._scope(request, data)
         # A field on its last ask that this answer did not give is given up (the engine

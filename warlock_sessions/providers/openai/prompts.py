@@ -259,6 +259,12 @@ def _talk_lines(request: SpeakRequest, talk: TalkRequest, scope: dict[str, Any])
             + ", ".join(talk.final)
             + ": if the message does not give it, do not ask for it again; go on without it."
         )
+    if talk.refused:
+        lines.append(
+            "The customer's message tried to change "
+            + ", ".join(f"{name} ({why})" for name, why in talk.refused.items())
+            + ", which was refused: say so, with the allowed values, and ask again."
+        )
     known = {k: v for k, v in request.data.items() if v not in (None, "")}
     if known:
         lines.append("Known so far: " + json.dumps(known, ensure_ascii=False, default=str))
