@@ -6,7 +6,8 @@ re-asked up to three times and then given up out loud), a confirmation that take
 date, time or e-mail and asks again, and loops back to the date on "no", ways out at any step
 ("cancel", "start over"), a hand-over to people ("talk to a person": staff answer from the
 admin, then hand it back), a new booking while one is booked asking first whether to cancel
-it, "cancel" after a booking naming it and asking first, and a reminder after two minutes of silence while a booking is open.
+it, "cancel" after a booking naming it and asking first, and a reminder after two minutes of
+silence while a booking is open.
 """
 
 from __future__ import annotations

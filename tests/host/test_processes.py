@@ -261,3 +261,38 @@ def test_a_shard_is_index_over_count(text: str) -> None:
 
     with pytest.raises(CommandError, match="--shard: "):
         call_command("warlock_worker", shard=text, once=True, verbosity=0)
+
+
+@pytest.mark.parametrize("alias", [pytest.param("postgres", marks=POSTGRES_ONLY)])
+def test_long_work_beside_the_wakes_does_not_hold_them_up(alias: str) -> None:
+    """A long resume ran inside the pass: no wake fired until it was done."""
+    import threading
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    Host(timer_agent(), DjangoStore(using=alias)).handle(
+        "c1", {"start": {"flow": "lembrete", "key": "k1"}}
+    )
+    fired = threading.Event()
+
+    def on_fired(**kwargs: Any) -> None:
+        fired.set()
+
+    signals.wake_fired.connect(on_fired, weak=False)
+    seen: list[bool] = []
+
+    def long_resume(limit: int, *, using: str | None, should_stop: Any) -> int:
+        if not seen:  # the first call: a run whose step takes long
+            Wake.objects.using(alias).update(due_at=timezone.now() + timedelta(seconds=0.3))
+            seen.append(fired.wait(10))
+            worker.stop()
+        return 1
+
+    worker = Worker(batch=10, poll_interval=0.05, using=alias, more_work=[long_resume])
+    try:
+        with override_settings(WARLOCK_SESSIONS=worker_settings(alias)):
+            worker.run()
+    finally:
+        signals.wake_fired.disconnect(on_fired)
+    assert seen == [True]

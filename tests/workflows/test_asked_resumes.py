@@ -61,14 +61,14 @@ def test_an_asked_run_is_resumed_once_and_its_ask_cleared(store: DjangoSnapshotS
     workflow, carrier = halted_order("asked-order", shipped)
     workflow.execute(run_id="o-1")
     carrier["down"] = False
-    assert ask_resume("o-1", using=db, by="root") is True
+    assert ask_resume("o-1", using=db, by="root") == "queued"
     assert ask("o-1", db)["status"] == "queued" and ask("o-1", db)["by"] == "root"
     assert store.load("o-1")["status"] == "failed"  # type: ignore[index] (not in the request)
     assert run_asked_resumes(using=db) == 1
     assert store.load("o-1")["status"] == "completed"  # type: ignore[index]
     assert Snapshot.objects.using(db).get(key="o-1").resume is None
     assert run_asked_resumes(using=db) == 0 and shipped == ["o-1"]
-    assert ask_resume("nothing-saved", using=db, by="root") is False
+    assert ask_resume("nothing-saved", using=db, by="root") is None
 
 
 def test_two_workers_never_both_resume_one_run(store: DjangoSnapshotStore) -> None:
@@ -141,3 +141,79 @@ def test_a_resume_left_by_a_dead_worker_is_taken_over_after_a_lease(
         )
     assert run_asked_resumes(using=db) == 1  # a-1's worker is gone; a-2's started a moment ago
     assert shipped == ["a-1"] and ask("a-2", db)["status"] == "resuming"
+
+
+def test_an_ask_while_a_worker_resumes_the_run_is_not_queued_beside_it(
+    store: DjangoSnapshotStore,
+) -> None:
+    """Asking again while a worker resumed the run queued a second ask, which a second
+    worker then claimed: two resumes of one run at once."""
+    db = store.using
+    workflow, _ = halted_order("busy-order", [])
+    workflow.execute(run_id="b-1")
+    resuming = {"status": "resuming", "by": "w", "askedAt": "2030-01-01T00:00:00.000Z"}
+    Snapshot.objects.using(db).filter(key="b-1").update(
+        resume={**resuming, "startedAt": timezone.now().isoformat()}
+    )
+    assert ask_resume("b-1", using=db, by="root") == "resuming"
+    assert ask("b-1", db)["status"] == "resuming" and ask("b-1", db)["by"] == "w"
+    assert run_asked_resumes(using=db) == 0  # its worker is alive: nobody takes it
+
+
+def test_a_cancel_after_a_forced_ask_wins(store: DjangoSnapshotStore) -> None:
+    """A force-resume queued before a cancel ran the cancelled run on."""
+    from warlock_sessions.workflows.runs import cancel_saved
+
+    db = store.using
+    shipped: list[str] = []
+    workflow, carrier = halted_order("changed-mind-order", shipped)
+    workflow.execute(run_id="m-1")
+    carrier["down"] = False
+    store.save({**store.load("m-1"), "status": "running"})  # type: ignore[dict-item]
+    ask_resume("m-1", using=db, by="root", force=True)
+    cancel_saved(store, "m-1", "changed my mind")
+    assert run_asked_resumes(using=db) == 1
+    assert shipped == [] and store.load("m-1")["status"] == "cancelled"  # type: ignore[index]
+    assert "cancelled after this resume was asked" in ask("m-1", db)["error"]
+    ask_resume("m-1", using=db, by="root", force=True)  # asked after the cancel: it runs on
+    assert run_asked_resumes(using=db) == 1 and shipped == ["m-1"]
+
+
+def test_failed_asks_never_crowd_out_queued_ones(store: DjangoSnapshotStore) -> None:
+    """The pass read the oldest asks of any kind, limit * 4 of them: that many failed ones
+    starved every queued ask behind them."""
+    db = store.using
+    shipped: list[str] = []
+    workflow, carrier = halted_order("crowded-order", shipped)
+    for number in range(9):
+        workflow.execute(run_id=f"f-{number}")
+    workflow.execute(run_id="q-1")
+    carrier["down"] = False
+    failed = {"status": "failed", "by": "root", "askedAt": "2020-01-01T00:00:00.000Z"}
+    Snapshot.objects.using(db).filter(key__startswith="f-").update(
+        resume=failed, saved_at=timezone.now() - timedelta(days=1)
+    )
+    ask_resume("q-1", using=db, by="root")
+    assert run_asked_resumes(limit=2, using=db) == 1 and shipped == ["q-1"]
+
+
+@needs_postgres
+def test_the_worker_finds_the_asks_with_the_snapshots_whatever_its_database() -> None:
+    """``warlock_worker --database`` named where the sessions are, and the pass looked for
+    the asks there, not with the snapshots."""
+    from django.core.management import call_command
+
+    shipped: list[str] = []
+    with override_settings(
+        WARLOCK_SESSIONS={
+            "SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore",
+            "SNAPSHOT_STORE_OPTIONS": {"using": "postgres"},
+        }
+    ):
+        workflow, carrier = halted_order("elsewhere-order", shipped)
+        workflow.execute(run_id="e-1")
+        carrier["down"] = False
+        ask_resume("e-1", by="root")  # on the snapshot store's database
+        assert ask("e-1", "postgres")["status"] == "queued"
+        call_command("warlock_worker", "--once", "--database", "default", verbosity=0)
+    assert shipped == ["e-1"]

@@ -16,7 +16,7 @@ from ..errors import WarlockError
 from ..models import Checkpoint, Snapshot
 from ..snapshots.db import DjangoSnapshotStore
 from ..workflows.registry import definition_of, drift_of
-from ..workflows.resumes import FAILED, QUEUED, ask_resume
+from ..workflows.resumes import FAILED, QUEUED, RESUMING, ask_resume
 from ..workflows.runs import cancel_saved, refuse_cancelled
 from .base import ReadOnlyAdmin, pretty_json
 
@@ -168,7 +168,15 @@ class SnapshotAdmin(ReadOnlyAdmin):
             if refusal:
                 self.message_user(request, f"{row.key}: {refusal}", messages.ERROR)
                 continue
-            ask_resume(row.key, by=str(request.user), force=force, using=queryset.db)
+            asked = ask_resume(row.key, by=str(request.user), force=force, using=queryset.db)
+            if asked == RESUMING:
+                self.message_user(
+                    request,
+                    _("%(key)s: a worker is resuming it now; this ask was not queued.")
+                    % {"key": row.key},
+                    messages.WARNING,
+                )
+                continue
             self.message_user(
                 request,
                 _("%(key)s: queued; a worker resumes it (reload to follow its progress).")

@@ -24,6 +24,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -331,9 +332,11 @@ class Worker:
 
     ``before_work`` runs before the first pass and again before each pass until it has once
     succeeded (the command drains the orchestrators' unfinished turns with it). Each of
-    ``more_work`` is called in every pass as ``run_due_wakes`` is (``limit``, ``using=``,
-    ``should_stop=``) and answers how much it did (the command resumes the runs asked for in
-    the admin with ``workflows.resumes.run_asked_resumes``). With ``shard``, it claims only
+    ``more_work`` is called as ``run_due_wakes`` is (``limit``, ``using=``, ``should_stop=``)
+    and answers how much it did (the command resumes the runs asked for in the admin with
+    ``workflows.resumes.run_asked_resumes``). It may take long (a workflow's steps), so the
+    running loop does it on a thread of its own, one call at a time, and wakes keep firing
+    meanwhile; ``once`` and ``until_idle`` do it within the pass. With ``shard``, it claims only
     the wakes and messages of that shard's sessions. A pass that
     fails, whatever the error, is logged and tried again after a back-off: the worker never
     exits on a database outage."""
@@ -358,6 +361,9 @@ class Worker:
         self.shard = shard
         self.stopping = False
         self.outage = OutageLog(logger, "the worker's pass (database unavailable)")
+        self.aside: ThreadPoolExecutor | None = None
+        self.aside_work: Future[int] | None = None
+        self.inline = True  # more_work within the pass, until run() says otherwise
 
     def stop(self, *args: Any) -> None:
         self.stopping = True
@@ -368,6 +374,8 @@ class Worker:
         }
         done = 0
         failures = 0
+        self.inline = once or until_idle
+        self.aside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warlock-worker")
         try:
             while not self.stopping:
                 try:
@@ -389,6 +397,8 @@ class Worker:
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
+            self.aside.shutdown(wait=True)  # what it has in hand stops at its next check
+            self.aside, self.aside_work, self.inline = None, None, True
         return done
 
     def run_pass(self) -> int:
@@ -404,9 +414,32 @@ class Worker:
             self.batch, using=self.using, should_stop=lambda: self.stopping, shard=self.shard
         )
         worked += deliver_due_messages(self.batch, using=self.using, shard=self.shard)
-        for work in self.more_work:
-            worked += work(self.batch, using=self.using, should_stop=lambda: self.stopping)
-        return worked
+        if self.inline:
+            return worked + self._do_more_work()
+        return worked + self._more_work_aside()
+
+    def _more_work_aside(self) -> int:
+        """What the thread did since the last pass (its failure fails this pass, and so is
+        logged and backed off as any); started again once it is done."""
+        done = 0
+        if self.aside_work is not None and self.aside_work.done():
+            finished, self.aside_work = self.aside_work, None
+            done = finished.result()
+        if self.aside_work is None and self.more_work and self.aside is not None:
+            self.aside_work = self.aside.submit(self._more_work_on_thread)
+        return done
+
+    def _more_work_on_thread(self) -> int:
+        try:
+            return self._do_more_work()
+        finally:
+            connections.close_all()  # this thread's own: the next call opens fresh ones
+
+    def _do_more_work(self) -> int:
+        return sum(
+            work(self.batch, using=self.using, should_stop=lambda: self.stopping)
+            for work in self.more_work
+        )
 
     def _failed(self, error: Exception) -> None:
         if unavailable(error):

@@ -17,13 +17,14 @@ from datetime import datetime, timedelta
 from typing import Any, TypeGuard
 
 from django.db import router
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ..backends.outages import unavailable
 from ..conf import warlock_settings
 from ..engine.isotime import datetime_from_iso
 from ..models import Snapshot
+from ..snapshots import DjangoSnapshotStore, default_snapshot_store
 from .registry import definition_of
 from .runs import now_iso
 
@@ -34,12 +35,18 @@ QUEUED, RESUMING, FAILED = "queued", "resuming", "failed"
 MAX_BY = 150
 
 
-def ask_resume(key: str, *, by: str, force: bool = False, using: str | None = None) -> bool:
+def ask_resume(key: str, *, by: str, force: bool = False, using: str | None = None) -> str | None:
     """Queue the saved run ``key`` for a worker to resume (past a changed definition or a
-    cancel with ``force``); ``False`` when nothing is saved under ``key``. Asking again
-    replaces an earlier ask, a failed one included."""
+    cancel with ``force``): ``"queued"``; ``"resuming"`` when a worker is resuming it now
+    (the ask is left to it: a second ask would start a second resume beside the first);
+    ``None`` when nothing is saved under ``key``. Asking again replaces an earlier queued or
+    failed ask."""
     ask = {"status": QUEUED, "by": by[:MAX_BY], "force": force, "askedAt": now_iso()}
-    return bool(_rows(using).filter(key=key).update(resume=ask))
+    rows = _rows(using).filter(key=key)
+    replaceable = Q(resume__isnull=True) | Q(resume__status__in=[QUEUED, FAILED])
+    if rows.filter(replaceable).update(resume=ask):
+        return QUEUED
+    return RESUMING if rows.exists() else None
 
 
 def run_asked_resumes(
@@ -50,9 +57,11 @@ def run_asked_resumes(
     taken."""
     rows = _rows(using)
     stale = timezone.now() - timedelta(seconds=warlock_settings.LEASE_SECONDS)
-    asked = rows.filter(resume__isnull=False).order_by("saved_at")
+    # Only asks a worker may take are read: failed ones, however many, never crowd them out.
+    takeable = Q(resume__status=QUEUED) | Q(resume__status=RESUMING, saved_at__lt=stale)
+    asked = rows.filter(takeable).order_by("saved_at")
     taken = 0
-    for key, ask, saved_at in asked.values_list("key", "resume", "saved_at")[: limit * 4]:
+    for key, ask, saved_at in asked.values_list("key", "resume", "saved_at")[: limit * 2]:
         if taken >= limit or should_stop():
             break
         if not _takeable(ask, saved_at, stale):
@@ -85,6 +94,15 @@ def _takeable(ask: Any, saved_at: datetime, stale: datetime) -> TypeGuard[dict[s
 def _resume(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any]) -> None:
     payload = rows.filter(key=key).values_list("payload", flat=True).first()
     definition = definition_of(payload) if isinstance(payload, dict) else None
+    if isinstance(payload, dict) and _cancelled_since(payload, claimed):
+        _failed(
+            rows,
+            key,
+            claimed,
+            "the run was cancelled after this resume was asked for: ask again to resume it "
+            "past the cancel",
+        )
+        return
     if definition is None:
         _failed(
             rows,
@@ -111,6 +129,15 @@ def _failed(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any], error: 
     rows.filter(key=key, resume__startedAt=claimed["startedAt"]).update(resume=failed)
 
 
+def _cancelled_since(payload: dict[str, Any], ask: dict[str, Any]) -> bool:
+    """Whether the run was cancelled after ``ask`` was made: a force asked before a cancel
+    is not a decision to run past that cancel."""
+    if payload.get("status") != "cancelled":
+        return False
+    cancelled, asked = _parsed(payload.get("savedAt")), _parsed(ask.get("askedAt"))
+    return cancelled is None or asked is None or cancelled >= asked
+
+
 def _parsed(text: Any) -> datetime | None:
     try:
         return datetime_from_iso(str(text))
@@ -119,4 +146,8 @@ def _parsed(text: Any) -> datetime | None:
 
 
 def _rows(using: str | None) -> QuerySet[Snapshot]:
+    """The snapshot rows on ``using``, else where the configured snapshot store keeps them."""
+    if using is None:
+        store = default_snapshot_store()
+        using = store.using if isinstance(store, DjangoSnapshotStore) else None
     return Snapshot.objects.using(using or router.db_for_write(Snapshot) or "default")

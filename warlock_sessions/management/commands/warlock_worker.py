@@ -4,6 +4,7 @@ for in the admin, until stopped."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -58,7 +59,7 @@ class Command(BaseCommand):
             poll_interval=options["poll_interval"],
             using=options["database"],
             before_work=self.drain_orchestrators,
-            more_work=[run_asked_resumes],
+            more_work=[resume_asked_runs],
             shard=shard,
         )
         if options["verbosity"] >= 2:  # each wake fired and message delivered, as it happens
@@ -89,3 +90,9 @@ class Command(BaseCommand):
             return
         if finished:
             self.stdout.write(f"resumed {len(finished)} unfinished orchestrator turn(s)")
+
+
+def resume_asked_runs(limit: int, *, using: str | None, should_stop: Callable[[], bool]) -> int:
+    """The resumes asked for in the admin. Their asks live with the snapshots, in the
+    snapshot store's database, wherever ``--database`` puts the sessions."""
+    return run_asked_resumes(limit, should_stop=should_stop)
