@@ -34,9 +34,14 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-# Two workers (pytest-xdist): this machine has two cores.
+# Two workers (pytest-xdist): this machine has two cores. Then the store, host, conversation
+# and worker tests on PostgreSQL again, with the hot tables hash-partitioned by session (the
+# key rule Citus enforces; tests/partitioned.py), and the plans of their hot statements.
 test: lint test-core
 	$(BIN)/pytest -n 2
+	WARLOCK_TEST_PARTITIONED=1 $(BIN)/pytest -n 2 -k "postgres or partitioned or distribution" \
+		tests/stores tests/host tests/conversations tests/workflows \
+		tests/test_partitioned_plans.py tests/test_distribution_keys.py
 
 # The provider against a real OpenAI-compatible server: llama-cpp-python's (built from source
 # once, about 8 minutes on two cores, then cached in .venv-llm) with the Gemma 3 270M model

@@ -1,5 +1,10 @@
-import pytest
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
+from django.db import connections
+
+from tests.partitioned import partition_hot_tables, partitioned
 from tests.services import REQUIRE_SERVICES, postgres_unreachable, redis_unreachable
 
 pytest_plugins = ["warlock_sessions.testing.fixtures"]
@@ -10,3 +15,15 @@ def pytest_configure(config: pytest.Config) -> None:
         down = [reason for reason in (postgres_unreachable(), redis_unreachable()) if reason]
         if down:
             pytest.exit("WARLOCK_REQUIRE_SERVICES=1 but: " + "; ".join(down), returncode=3)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """With ``WARLOCK_TEST_PARTITIONED=1``, the PostgreSQL test database's hot tables are
+    made anew hash-partitioned by their distribution column (tests/partitioned.py)."""
+    if partitioned():
+        if "postgres" not in connections.databases:
+            pytest.exit("WARLOCK_TEST_PARTITIONED=1 needs PostgreSQL", returncode=3)
+        with django_db_blocker.unblock():
+            partition_hot_tables(connections["postgres"])
+    yield

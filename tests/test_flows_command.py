@@ -28,15 +28,16 @@ def test_each_flow_is_a_subgraph_with_its_moves_and_the_current_step_highlighted
     assert [line.strip() for line in lines if "subgraph" in line] == [
         'subgraph f0_box["welcome"]',
         'subgraph f1_box["booking"]',
-        'subgraph f2_box["unbook"]',
-        'subgraph f3_box["offer"]',
-        'subgraph f4_box["reminder"]',
+        'subgraph f2_box["rebook"]',
+        'subgraph f3_box["unbook"]',
+        'subgraph f4_box["offer"]',
+        'subgraph f5_box["reminder"]',
     ]
     assert '    f1_s4["confirm: ask confirmed"]' in lines
     assert '  f1_s5 -->|"no"| f1_s2' in lines  # the {step, clear} move back to the date
     assert '  f1_s4 -.->|"gives up"| f1_end' in lines
     assert "  f1_stop1 -.-> f1_s0" in lines  # "start over" goes back to the name
-    assert lines[-2:] == ["  class f1_s4 current", "  class f4_on current"]
+    assert lines[-2:] == ["  class f1_s4 current", "  class f5_on current"]
 
 
 def test_labels_cannot_break_out_of_their_quotes() -> None:
@@ -94,7 +95,7 @@ def test_check_reports_each_agent_and_fails_on_a_broken_one() -> None:
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="1 of 2 agents are broken"):
         call_command("warlock_flows", "check", stdout=out, stderr=err)
-    assert out.getvalue() == "booking: ok (5 flows)\n"
+    assert out.getvalue() == "booking: ok (6 flows)\n"
     assert err.getvalue() == (
         "broken: flows[0].steps[0].say: expected the text to send, or one per language like "
         "{'en': ..., 'pt': ...}\n"

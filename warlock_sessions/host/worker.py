@@ -84,7 +84,11 @@ def claim(
             first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
             rows = rows.filter(session_id=RawSQL(f"{first} FOR UPDATE SKIP LOCKED", params))
         leased = _lease_in_one_statement(rows, limit, lease_until, using)
-        return list(model._default_manager.using(using).filter(pk__in=leased).order_by(order, "pk"))
+        # Named by session too, so that a table spread by session reads only theirs.
+        sessions = {session for _, session in leased}
+        keys = [pk for pk, _ in leased]
+        mine = model._default_manager.using(using).filter(session_id__in=sessions, pk__in=keys)
+        return list(mine.order_by(order, "pk"))
     if one_session:
         first_session = rows.values_list("session_id", flat=True).first()
         rows = rows.filter(session_id=first_session)
@@ -143,10 +147,10 @@ class Shard:
 
 def _lease_in_one_statement(
     rows: models.QuerySet[Any], limit: int, lease_until: datetime, using: str
-) -> list[Any]:
+) -> list[tuple[Any, str]]:
     """PostgreSQL: ``UPDATE … SET lease_until WHERE pk IN (SELECT … LIMIT n FOR UPDATE SKIP
-    LOCKED) RETURNING pk``; one round trip, no transaction of its own (a worker claims one row
-    before each it fires). The keys leased."""
+    LOCKED) RETURNING pk, session_id``; one round trip, no transaction of its own (a worker
+    claims one row before each it fires). The keys leased, with their sessions."""
     connection = connections[using]
     inner, params = rows.values("pk")[:limit].query.get_compiler(using).as_sql()
     meta = rows.model._meta
@@ -154,11 +158,11 @@ def _lease_in_one_statement(
     pk = quote(meta.pk.column)
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {quote('lease_until')} = %s "
-        f"WHERE {pk} IN ({inner} FOR UPDATE SKIP LOCKED) RETURNING {pk}"
+        f"WHERE {pk} IN ({inner} FOR UPDATE SKIP LOCKED) RETURNING {pk}, {quote('session_id')}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [lease_until, *params])
-        return [row[0] for row in cursor.fetchall()]
+        return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
 def _give_up_or_retry(
@@ -173,7 +177,14 @@ def _give_up_or_retry(
     row.last_error = f"{type(error).__name__}: {error}"[:2000]
     row.status = failed if row.attempts >= limit else pending
     row.lease_until = now + _backoff(row.attempts)
-    row.save(update_fields=["attempts", "last_error", "status", "lease_until"])
+    type(row)._default_manager.using(row._state.db).filter(
+        session_id=row.session_id, pk=row.pk
+    ).update(
+        attempts=row.attempts,
+        last_error=row.last_error,
+        status=row.status,
+        lease_until=row.lease_until,
+    )
 
 
 def run_due_wakes(
@@ -258,7 +269,7 @@ def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
             },
         )
         return
-    Wake.objects.using(wake._state.db).filter(pk=wake.pk).update(
+    Wake.objects.using(wake._state.db).filter(session_id=wake.session_id, pk=wake.pk).update(
         status=Wake.Status.FIRED, fired_at=timezone.now(), lease_until=None
     )
     signals.wake_fired.send(sender=None, session_id=wake.session_id, key=wake.key, result=result)
@@ -321,9 +332,9 @@ def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage
             extra={"event": "delivery_failed", "key": message.key},
         )
         return
-    OutboundMessage.objects.using(message._state.db).filter(pk=message.pk).update(
-        status=OutboundMessage.Status.DELIVERED, delivered_at=timezone.now(), lease_until=None
-    )
+    OutboundMessage.objects.using(message._state.db).filter(
+        session_id=message.session_id, pk=message.pk
+    ).update(status=OutboundMessage.Status.DELIVERED, delivered_at=timezone.now(), lease_until=None)
 
 
 class Worker:

@@ -1,0 +1,78 @@
+"""The hot tables hash-partitioned by their distribution column, in plain PostgreSQL: the key
+rule Citus enforces (every primary and unique key contains the distribution column), checked
+by PostgreSQL itself when the tables are made, and partitions to count in query plans.
+
+``make test`` runs the store, host, conversation and worker tests once more with
+``WARLOCK_TEST_PARTITIONED=1``: the test database's tables are then made anew as
+``PARTITION BY HASH`` right after its migrations (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+#: Each hot table and the column its rows are spread by (docs/scaling.md).
+HOT_TABLES = {
+    "warlock_sessions_sessionevent": "session_id",
+    "warlock_sessions_wake": "session_id",
+    "warlock_sessions_outboundmessage": "session_id",
+    "warlock_sessions_appliedinput": "session_id",
+    "warlock_sessions_sessionowner": "session_id",
+    "warlock_checkpoints": "session_id",
+    "warlock_conversation_messages": "conversation_id",
+}
+PARTITIONS = 4
+PARTITION = re.compile(r"^(?P<table>.+)_p(?P<number>\d+)$")
+
+
+def partitioned() -> bool:
+    return os.environ.get("WARLOCK_TEST_PARTITIONED") == "1"
+
+
+def partition_hot_tables(connection: Any) -> None:
+    """Make each hot table anew, hash-partitioned, with its columns, defaults, identity,
+    indexes, keys and foreign keys (creating a unique key without the partition column is an
+    error here, as it is on Citus)."""
+    with connection.cursor() as cursor:
+        for table, column in HOT_TABLES.items():
+            cursor.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conrelid = %s::regclass AND contype = 'f'",
+                [table],
+            )
+            foreign_keys = [row[0] for row in cursor.fetchall()]
+            cursor.execute(f'ALTER TABLE "{table}" RENAME TO "{table}_plain"')
+            cursor.execute(
+                f'CREATE TABLE "{table}" (LIKE "{table}_plain" INCLUDING ALL) '
+                f'PARTITION BY HASH ("{column}")'
+            )
+            for number in range(PARTITIONS):
+                cursor.execute(
+                    f'CREATE TABLE "{table}_p{number}" PARTITION OF "{table}" '
+                    f"FOR VALUES WITH (MODULUS {PARTITIONS}, REMAINDER {number})"
+                )
+            cursor.execute(f'INSERT INTO "{table}" SELECT * FROM "{table}_plain"')
+            cursor.execute(f'DROP TABLE "{table}_plain"')
+            for definition in foreign_keys:
+                cursor.execute(f'ALTER TABLE "{table}" ADD {definition}')
+
+
+def partitions_scanned(plan: Any) -> dict[str, set[str]]:
+    """The partitions of each hot table a plan (``EXPLAIN (FORMAT JSON)``) reads."""
+    found: dict[str, set[str]] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            relation = node.get("Relation Name")
+            match = PARTITION.match(relation) if isinstance(relation, str) else None
+            if match and match["table"] in HOT_TABLES:
+                found.setdefault(match["table"], set()).add(relation)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(plan)
+    return found

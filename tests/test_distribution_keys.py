@@ -1,0 +1,47 @@
+"""The per-session tables' primary keys contain the column a distributed PostgreSQL spreads
+their rows by (migration 0020), on a live table and back."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+
+from tests.host.conftest import needs_postgres
+from tests.partitioned import HOT_TABLES, partitioned
+from warlock_sessions.models import SessionEvent
+
+pytestmark = [
+    needs_postgres,
+    pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+]
+
+
+def primary_keys() -> dict[str, list[str]]:
+    with connections["postgres"].cursor() as cursor:
+        cursor.execute(
+            "SELECT c.conrelid::regclass::text, array_agg(a.attname::text ORDER BY k.n) "
+            "FROM pg_constraint c, unnest(c.conkey) WITH ORDINALITY AS k(attnum, n) "
+            "JOIN pg_attribute a ON a.attnum = k.attnum "
+            "WHERE c.contype = 'p' AND a.attrelid = c.conrelid "
+            "AND c.conrelid::regclass::text = ANY(%s) GROUP BY 1",
+            [list(HOT_TABLES)],
+        )
+        return {table: list(columns) for table, columns in cursor.fetchall()}
+
+
+def test_each_per_session_table_is_keyed_with_its_distribution_column() -> None:
+    assert primary_keys() == {table: [column, "id"] for table, column in HOT_TABLES.items()}
+
+
+@pytest.mark.skipif(partitioned(), reason="a partitioned table cannot be keyed by id alone")
+def test_the_keys_go_back_and_forth_with_the_rows_kept() -> None:
+    events = SessionEvent.objects.using("postgres")
+    events.create(session_id="s1", seq=1, type="message", payload={"text": "hi"})
+    try:
+        call_command("migrate", "warlock_sessions", "0019", database="postgres", verbosity=0)
+        assert primary_keys() == {table: ["id"] for table in HOT_TABLES}
+    finally:
+        call_command("migrate", "warlock_sessions", database="postgres", verbosity=0)
+    assert primary_keys() == {table: [column, "id"] for table, column in HOT_TABLES.items()}
+    assert list(events.values_list("session_id", "seq")) == [("s1", 1)]
