@@ -175,9 +175,13 @@ def test_a_change_out_of_hours_at_the_confirmation_is_refused_out_loud(
     """ "make it 6pm" at the confirmation was dropped without a word."""
     dialogue = booked_up_to_the_confirmation
     assert dialogue.say("make it 6pm") == [
-        "We're open from 09:00 to 17:00: which time in those hours suits you?"
+        "We're open from 09:00 to 17:00: which time in those hours suits you? " + CONFIRM
     ]
     assert dialogue.data["time"] == "15:00"
+    # A "yes" with a refused change confirms nothing: what it meant is not on offer.
+    assert dialogue.say("yes, at 6pm") == [
+        "We're open from 09:00 to 17:00: which time in those hours suits you? " + CONFIRM
+    ]
     assert dialogue.say("4pm") == [
         "So that's 2026-09-21 at 16:00 for Ana (ana@example.com). Shall I book it?"
     ]
@@ -340,4 +344,14 @@ def test_cancelar_after_a_booking_in_portuguese() -> None:
     assert dialogue.say("sim") == [
         "Pronto: cancelei o seu agendamento de 2026-09-21 às 10:00. "
         'Diga "marcar" quando quiser outro.'
+    ]
+
+
+def test_a_time_with_a_dot_is_a_time_not_a_new_day(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    """ "at 3.30" at the confirmation moved the booking to the 30th of March."""
+    dialogue = booked_up_to_the_confirmation
+    assert dialogue.say("at 3.30") == [
+        "So that's 2026-09-21 at 15:30 for Ana (ana@example.com). Shall I book it?"
     ]

@@ -59,6 +59,8 @@ OPEN = {"low": "09:00", "high": "17:00"}
         ("at 10 for 2 people", "en", "10:00"),
         ("às duas", "en", "14:00"),  # the accent says Portuguese whatever the conversation
         ("as 3", "pt", "15:00"),
+        ("at 3.30", "en", "15:30"),
+        ("às 10.15", "pt", "10:15"),
     ],
 )
 def test_a_time_as_people_write_it(text: str, language: str | None, expected: str) -> None:
@@ -104,7 +106,16 @@ def test_what_is_no_time(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["dura 2 horas", "dura 2h", "as duas opções", "às duas opções", "às 3,5", "há 3h"]
+    "text",
+    [
+        "dura 2 horas",
+        "dura 2h",
+        "as duas opções",
+        "às duas opções",
+        "às 3,5",
+        "há 3h",
+        "moro a 2h daqui",
+    ],
 )
 def test_what_is_no_time_in_portuguese(text: str) -> None:
     assert clock_time(text, asked=False, language="pt", **OPEN) is None
@@ -120,6 +131,7 @@ def test_what_is_no_time_in_portuguese(text: str) -> None:
         ("10 horas", OPEN, "10:00"),
         ("8", {"low": "18:00", "high": "23:00"}, "20:00"),  # an evening place
         ("8", {}, "08:00"),  # no bounds: eight is as likely the morning
+        ("10.30", OPEN, "10:30"),
         ("3", {}, "15:00"),  # ...but nobody books at three in the night
     ],
 )
@@ -164,3 +176,15 @@ def test_a_format_on_a_field_that_is_not_text_is_refused_at_load(kind: str) -> N
     fields = {"at": {"type": kind, "format": "time"}}
     with pytest.raises(FlowConfigurationError, match=r"fields\.at\.format.*only text fields"):
         Agent([{"id": "f", "steps": [{"id": "s", "collect": ["at"]}]}], fields=fields)
+
+
+def test_a_day_written_with_dots_is_no_time_unless_after_at() -> None:
+    from datetime import UTC, datetime
+
+    from warlock_sessions.providers.recognisers import when
+
+    now = datetime(2026, 9, 20, 10, tzinfo=UTC)
+    assert clock_time("3.10", asked=False, language="en", **OPEN) is None
+    assert when("3.10", now, "en") == "2027-03-10"
+    assert when("at 3.30", now, "en") is None
+    assert when("3.30pm", now, "en") is None

@@ -195,9 +195,11 @@ class RuleModel:
         found, problem = self._heard_fields(
             request, talk, answering, self._reading(text, request.language), language
         )
-        if talk.refused and not found:
+        if talk.refused:
             # "Make it 6pm" at a confirmation: the change is refused out loud, and the step
-            # asks again with what it had.
+            # asks again with what it had; a "yes" in the same message is no answer to a
+            # question about what it no longer means ("yes, at 6pm").
+            found = {}
             name, why = next(iter(talk.refused.items()))
             problem = render(
                 self._problem(request.fields.get(name) or {}, language, why),
@@ -277,7 +279,9 @@ class RuleModel:
         parts = [problem] if problem else []
         if not answering and step.raw.get("prompt") and not talk.run["asked"]:
             parts.append(render(localized(step.raw["prompt"], language), scope))
-        if not parts or not parts[-1].rstrip().endswith("?"):
+        # After a refused change the step's own question follows, so that what a "yes" then
+        # confirms is on the screen.
+        if not parts or not parts[-1].rstrip().endswith("?") or talk.refused:
             parts.append(
                 self._ask(step, missing, request.fields, scope, language, talk.run["asked"])
             )

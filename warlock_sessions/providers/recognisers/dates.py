@@ -58,6 +58,8 @@ _NUMERIC = re.compile(
     r"\b(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\b|\b(\d{1,2})-(\d{1,2})-(\d{2,4})\b"
 )
 _WORDS = re.compile(r"[a-z]+|\d+(?:st|nd|rd|th|o|a)?")
+#: "at 3.30", "às 10.15", "3.30pm": a time of day written with a dot, not a date.
+_CLOCK_LIKE = re.compile(r"\b(?:at|as) \|\d{1,2}\.\d{2}\b|\|\d{1,2}\.\d{2}\s?[ap]\.?m\b")
 _ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th|o|a)?$")
 #: "dia primeiro": the first of the month.
 _DIA_WORDS = {"primeiro": 1}
@@ -77,8 +79,10 @@ def when(text: str, now: datetime, language: str | None) -> str | None:
     iso = _ISO.search(folded)
     if iso:
         found = _safe_date(int(iso[1]), int(iso[2]), int(iso[3]))
-    elif _NUMERIC.search(folded):
-        found = _numeric(_NUMERIC.search(folded), today, language)  # type: ignore[arg-type]
+    elif (numeric := _NUMERIC.search(folded)) and not _CLOCK_LIKE.search(
+        folded[: numeric.start()] + "|" + numeric[0] + folded[numeric.end() :][:6]
+    ):
+        found = _numeric(numeric, today, language)
     else:
         words = _WORDS.findall(folded)
         found = _named(words, today) or _relative(folded, words, today)

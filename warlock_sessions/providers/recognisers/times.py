@@ -54,7 +54,7 @@ _NAMED = "|".join(re.escape(name) for name in sorted(NAMED_TIMES, key=len, rever
 #: What may follow an hour: minutes (":30", "h30", ".30" before am/pm), "h", "horas",
 #: "o'clock", then what says morning or afternoon.
 _AFTER = (
-    r"(?::(?P<colon>\d{2})|(?P<hmark>h)(?P<h>\d{2})?(?!\w)|\.(?P<dot>\d{2})(?=\s*[ap]\.?m))?"
+    r"(?::(?P<colon>\d{2})|(?P<hmark>h)(?P<h>\d{2})?(?!\w)|\.(?P<dot>\d{2})(?![\d.]))?"
     r"(?P<rest>[^\d/]{0,20})"
 )
 _CLOCK = re.compile(r"(?<![\w:/.,@-])(?P<hour>\d{1,2})" + _AFTER)
@@ -65,7 +65,10 @@ _ANY_HOUR = r"(?P<hour>\d{1,2}(?!\d)|(?:" + _WORD + "|" + _NAMED + r")\b)"
 _HALF = re.compile(r"\bhalf past " + _ANY_HOUR)
 _E_MEIA = re.compile(r"(?<!\w)" + _ANY_HOUR + r"\s+e\s+meia\b")
 _NAMED_TIME = re.compile(r"\b(?:" + _NAMED + r")\b")
-_BARE = re.compile(r"^\s*(?P<hour>\d{1,2}|" + _WORD + r")\s*(?:o'clock|h|horas?|hrs?)?\s*[.!]?\s*$")
+_BARE = re.compile(
+    r"^\s*(?P<hour>\d{1,2}|" + _WORD + r")(?:[.:h](?P<minute>\d{2}))?"
+    r"\s*(?:o'clock|h|horas?|hrs?)?\s*[.!]?\s*$"
+)
 _OCLOCK = re.compile(r"^\s*o'clock\b")
 _HOURS_WORD = re.compile(r"^\s*(?:horas?|hrs?|hours?)\b")
 _AND_HALF = re.compile(r"^\s+e\s+meia\b")
@@ -80,7 +83,7 @@ _DURATION_BEFORE = re.compile(
 )
 _DURATION_AFTER = re.compile(
     r"^\s*(?:h|hrs?|hours?|horas?)?\s*(?:late|ago|later|long|away|drive|de atraso|atrasad|"
-    r"depois|antes|atras|de viagem|de carro|a pe)"
+    r"depois|antes|atras|de viagem|de carro|a pe|daqui|de distancia)"
 )
 _NEGATED = re.compile(r"(?:\bnot|\bnao|\binstead of|\bem vez de|\brather than|\bexcept)\s*$")
 #: E-mail addresses and links name no time, whatever digits they hold ("a@3pm.com").
@@ -116,7 +119,8 @@ def clock_time(
     """The time of day ``text`` names as ``HH:MM``, read between ``low`` and ``high`` when
     only they can tell the morning from the afternoon; ``None`` when it names none."""
     marked = _ACCENTED_AS.sub("at", text)
-    folded = _ADDRESSES.sub(" ", fold(marked).replace("\u2019", "'"))
+    # One space between words: no pattern then meets a long run of blanks to backtrack over.
+    folded = " ".join(_ADDRESSES.sub(" ", fold(marked).replace("\u2019", "'")).split())
     found = _found(folded, asked, language)
     if found is None:
         return None
@@ -133,7 +137,7 @@ def clock_time(
 def _found(folded: str, asked: bool, language: str | None) -> Candidate | None:
     bare = _BARE.match(folded) if asked else None
     if bare:
-        return _hour(bare["hour"]), 0, False
+        return _hour(bare["hour"]), int(bare["minute"] or 0), False
     said = [
         found
         for found in _candidates(folded, language)
@@ -168,7 +172,7 @@ def _is_at_time(folded: str, match: re.Match[str], language: str | None) -> bool
     if match["at"] == "as" and language != "pt":
         return False
     after = folded[match.end("hour" if match["hour"] else "word") :]
-    if _NOT_A_TIME.match(after) or _duration(folded, match):
+    if (not match["dot"] and _NOT_A_TIME.match(after)) or _duration(folded, match):
         return False
     if match["word"] and match["at"] == "at" and match["word"] == "one" and not _marked(match):
         return False
@@ -188,12 +192,15 @@ def _duration(folded: str, match: re.Match[str]) -> bool:
 def _marked(match: re.Match[str]) -> bool:
     """Whether what follows an hour makes it one: minutes, "h", "o'clock", "pm"; "horas"
     only after "at" ("2 horas" alone is as often how long)."""
+    after_at = "at" in match.groupdict()
     return bool(
         match["colon"]
         or match["hmark"]
-        or match["dot"]
+        # "3.10" alone is as often the 3rd of October: minutes after a dot only after "at"
+        # or before am/pm
+        or (match["dot"] and (after_at or _meridiem(match["rest"]) is not None))
         or _OCLOCK.match(match["rest"])
-        or ("at" in match.groupdict() and _HOURS_WORD.match(match["rest"]))
+        or (after_at and _HOURS_WORD.match(match["rest"]))
         or _meridiem(match["rest"]) is not None
     )
 
