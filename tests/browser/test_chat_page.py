@@ -498,7 +498,9 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 assert not re.search(r"\d{4}-\d\d-\d\d", readable), readable
                 assert (" de " in readable) is (locale == "pt-BR"), readable
                 # A second booking, with a changed mind at its confirmation.
-                exchange("book another one", "Which day would suit you?")
+                # A new booking asks before it replaces the one booked.
+                exchange("book another one", "Shall I cancel it and make a new booking?")
+                exchange("yes", "Which day would suit you for the new one?")
                 exchange("friday at 11am", "at 11:00 for Ana")
                 exchange("make it saturday instead", "Shall I book it?", "changed-mind")
                 exchange("yes", "Booked! See you on")
@@ -507,7 +509,8 @@ class ChatPageTest(ChannelsLiveServerTestCase):
                 exchange("cancel", "at 11:00. Shall I cancel that booking?")
                 exchange("no", "OK, it stays booked")
                 # Start over, a name given up out loud, then a way out.
-                exchange("book", "Which day would suit you?")
+                exchange("book", "Shall I cancel it and make a new booking?")
+                exchange("yes", "Which day would suit you for the new one?")
                 exchange("start over", "What's your name?")
                 exchange("?", "What's your name?")
                 exchange("??", "What's your name?")
