@@ -222,8 +222,24 @@ FLOWS = [
         # A new booking while one is booked would replace it: that is said, and asked first,
         # so "cancel my booking" later is never about a booking the user thinks they have.
         "id": "rebook",
-        "on": [{"message": BOOK, "if": {"equals": {"confirmed": True}}, "repeat": "always"}],
+        "on": [
+            {
+                # Changing a booking is making a new one in its place.
+                "message": [*BOOK, "change", "reschedule", "move", "remarcar", "mudar"],
+                "if": {"equals": {"confirmed": True}},
+                "repeat": "always",
+            }
+        ],
         "clearOnStart": ["rebook"],
+        # "Cancel" here is about the booking: the question of cancelling it is asked; other
+        # ways out leave it booked. Either way this question is gone, not left to a later "ok".
+        "interrupts": [
+            {"when": "cancel|cancelar|desmarcar", "then": {"flow": "unbook"}},
+            {
+                "when": "never mind|forget it|stop|start over|deixa pra la|esquece|recomecar",
+                "say": KEPT,
+            },
+        ],
         "steps": [
             {
                 "id": "replace",

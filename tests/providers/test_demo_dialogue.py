@@ -355,3 +355,25 @@ def test_a_time_with_a_dot_is_a_time_not_a_new_day(
     assert dialogue.say("at 3.30") == [
         "So that's 2026-09-21 at 15:30 for Ana (ana@example.com). Shall I book it?"
     ]
+
+
+@pytest.mark.parametrize(
+    ("way_out", "reply"),
+    [
+        ("cancel", "You're booked for 2026-09-21 at 15:00. Shall I cancel that booking?"),
+        ("never mind", "OK, it stays booked: see you on 2026-09-21 at 15:00."),
+    ],
+)
+def test_a_way_out_of_the_new_booking_question_leaves_no_question_behind(
+    booked_up_to_the_confirmation: Dialogue, way_out: str, reply: str
+) -> None:
+    """After "book", "cancel", "no", a later "ok thanks" answered the forgotten question
+    "Shall I cancel it and make a new booking?" and cancelled the booking."""
+    dialogue = booked_up_to_the_confirmation
+    dialogue.say("yes")
+    dialogue.say("book")
+    assert dialogue.say(way_out) == [reply]
+    dialogue.say("no")
+    dialogue.say("ok thanks")
+    assert dialogue.data["confirmed"] is True
+    assert [run["flowId"] for run in dialogue.runs] == []

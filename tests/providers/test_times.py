@@ -61,6 +61,38 @@ OPEN = {"low": "09:00", "high": "17:00"}
         ("as 3", "pt", "15:00"),
         ("at 3.30", "en", "15:30"),
         ("às 10.15", "pt", "10:15"),
+        # minutes after a space, in words, and in quarters
+        ("às 3 e 15", "pt", "15:15"),
+        ("às 14 e 30", "pt", "14:30"),
+        ("at 3 45pm", "en", "15:45"),
+        ("at 11 30", "en", "11:30"),
+        ("at four thirty", "en", "16:30"),
+        ("quarter past 3", "en", "15:15"),
+        ("quarter to 4", "en", "15:45"),
+        ("half 3", "en", "15:30"),
+        # a time corrected or replaced: the one that stands
+        ("not at 3, at 4", "en", "16:00"),
+        ("não às 3, às 4", "pt", "16:00"),
+        ("change 3pm to 4pm", "en", "16:00"),
+        ("move it from 3pm to 4pm", "en", "16:00"),
+        ("3pm doesn't work, 4pm", "en", "16:00"),
+        ("3pm? no, 4pm", "en", "16:00"),
+        ("15h não, 16h", "pt", "16:00"),
+        # as people write them in chats
+        ("15hs", "pt", "15:00"),
+        ("às 3hs", "pt", "15:00"),
+        ("à uma da tarde", "pt", "13:00"),
+        ("pras 4", "pt", "16:00"),
+        ("lá pelas 4", "pt", "16:00"),
+        ("às 3 blz", "pt", "15:00"),
+        ("at 4 tmrw", "en", "16:00"),
+        ("at 4 fri", "en", "16:00"),
+        ("at 4 cheers", "en", "16:00"),
+        ("at 4ish", "en", "16:00"),
+        ("at 4 latest", "en", "16:00"),
+        # morning or afternoon from words beside the hour, not anywhere
+        ("I'm free tonight but book me tomorrow at 10", "en", "10:00"),
+        ("I work in the morning, so at 4", "en", "16:00"),
     ],
 )
 def test_a_time_as_people_write_it(text: str, language: str | None, expected: str) -> None:
@@ -99,6 +131,8 @@ def test_a_time_as_people_write_it(text: str, language: str | None, expected: st
         # addresses
         "a@3pm.com",
         "see https://example.com/at/3pm",
+        "at 3 15 people",
+        "at 10 20 minutes late",
     ],
 )
 def test_what_is_no_time(text: str) -> None:
@@ -115,6 +149,8 @@ def test_what_is_no_time(text: str) -> None:
         "às 3,5",
         "há 3h",
         "moro a 2h daqui",
+        "quero as duas",  # both
+        "vou levar as 2",
     ],
 )
 def test_what_is_no_time_in_portuguese(text: str) -> None:
@@ -132,6 +168,12 @@ def test_what_is_no_time_in_portuguese(text: str) -> None:
         ("8", {"low": "18:00", "high": "23:00"}, "20:00"),  # an evening place
         ("8", {}, "08:00"),  # no bounds: eight is as likely the morning
         ("10.30", OPEN, "10:30"),
+        ("3 please", OPEN, "15:00"),
+        ("about 3", OPEN, "15:00"),
+        ("3?", OPEN, "15:00"),
+        ("ok 3", OPEN, "15:00"),
+        ("three thirty", OPEN, "15:30"),
+        ("3ish", OPEN, "15:00"),
         ("3", {}, "15:00"),  # ...but nobody books at three in the night
     ],
 )

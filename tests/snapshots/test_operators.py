@@ -338,3 +338,26 @@ def test_a_snapshot_page_is_a_view_with_no_save_buttons(
     assert page.status_code == 200
     assert b"View snapshot" in page.content and b"Change snapshot" not in page.content
     assert b'name="_save"' not in page.content and b'name="_continue"' not in page.content
+
+
+def test_the_admin_says_when_a_worker_is_resuming_the_run_already(
+    client: Client, django_snapshots: Any
+) -> None:
+    from django.utils import timezone
+
+    from warlock_sessions.models import Snapshot
+
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    workflow, _ = broken_then_fixed()
+    workflow.execute(run_id="busy-1")
+    resuming = {"status": "resuming", "by": "w", "askedAt": "2030-01-01T00:00:00.000Z"}
+    Snapshot.objects.filter(key="busy-1").update(
+        resume={**resuming, "startedAt": timezone.now().isoformat()}
+    )
+    resumed = client.post(
+        "/admin/warlock_sessions/snapshot/",
+        {"action": "resume_runs", "_selected_action": ["busy-1"]},
+        follow=True,
+    )
+    said = [str(message) for message in resumed.context["messages"]]
+    assert said == ["busy-1: a worker is resuming it now; this ask was not queued."], said

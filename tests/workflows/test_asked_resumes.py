@@ -217,3 +217,16 @@ def test_the_worker_finds_the_asks_with_the_snapshots_whatever_its_database() ->
         assert ask("e-1", "postgres")["status"] == "queued"
         call_command("warlock_worker", "--once", "--database", "default", verbosity=0)
     assert shipped == ["e-1"]
+
+
+def test_an_ask_left_by_a_dead_worker_may_be_asked_again(store: DjangoSnapshotStore) -> None:
+    db = store.using
+    workflow, _ = halted_order("dead-worker-order", [])
+    workflow.execute(run_id="d-1")
+    resuming = {"status": "resuming", "by": "w", "askedAt": "2020-01-01T00:00:00.000Z"}
+    Snapshot.objects.using(db).filter(key="d-1").update(
+        resume={**resuming, "startedAt": "2020-01-01T00:00:00.000Z"},
+        saved_at=timezone.now() - timedelta(minutes=5),
+    )
+    assert ask_resume("d-1", using=db, by="root", force=True) == "queued"
+    assert ask("d-1", db)["force"] is True

@@ -169,6 +169,11 @@ class SnapshotAdmin(ReadOnlyAdmin):
                 self.message_user(request, f"{row.key}: {refusal}", messages.ERROR)
                 continue
             asked = ask_resume(row.key, by=str(request.user), force=force, using=queryset.db)
+            if asked is None:
+                self.message_user(
+                    request, _("%(key)s: no longer saved.") % {"key": row.key}, messages.WARNING
+                )
+                continue
             if asked == RESUMING:
                 self.message_user(
                     request,

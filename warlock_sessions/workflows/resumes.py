@@ -40,10 +40,15 @@ def ask_resume(key: str, *, by: str, force: bool = False, using: str | None = No
     cancel with ``force``): ``"queued"``; ``"resuming"`` when a worker is resuming it now
     (the ask is left to it: a second ask would start a second resume beside the first);
     ``None`` when nothing is saved under ``key``. Asking again replaces an earlier queued or
-    failed ask."""
+    failed ask, and one a dead worker left (the run saved nothing for a lease)."""
     ask = {"status": QUEUED, "by": by[:MAX_BY], "force": force, "askedAt": now_iso()}
     rows = _rows(using).filter(key=key)
-    replaceable = Q(resume__isnull=True) | Q(resume__status__in=[QUEUED, FAILED])
+    stale = timezone.now() - timedelta(seconds=warlock_settings.LEASE_SECONDS)
+    replaceable = (
+        Q(resume__isnull=True)
+        | Q(resume__status__in=[QUEUED, FAILED])
+        | Q(resume__status=RESUMING, saved_at__lt=stale)
+    )
     if rows.filter(replaceable).update(resume=ask):
         return QUEUED
     return RESUMING if rows.exists() else None
