@@ -80,6 +80,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.recognisers
 	$(BIN)/python -m bench.host
 	$(BIN)/python -m bench.ws
+	$(BIN)/python -m bench.cluster
 	$(BIN)/python -m bench.snapshots
 	$(BIN)/python -m bench.conversations
 	$(BIN)/python -m bench.cache
