@@ -1,18 +1,25 @@
-"""Websocket benchmark: 200 concurrent chats x 20 messages against one daphne process.
+"""Websocket benchmark: 200 concurrent chats x 20 messages against one server process.
 
-For each channel layer (in-memory, and channels-redis pub/sub when Redis answers), in one run:
+For each channel layer (in-memory, and channels-redis pub/sub when Redis answers) and each
+ASGI server (daphne, and uvicorn), in one run:
   echo    a bare Channels consumer answering each message through group_send (the floor)
-          (echo and ours alternate over several rounds and the medians are compared, since
-          this machine's speed drifts by a third between runs)
+  peer    what a Django developer writes without this app: the Channels tutorial's chat made
+          durable (bench/peer: each message saved with database_sync_to_async, then sent to
+          the room through the layer, one frame per member)
   ours    ws/sessions/{id}/: each message a real turn through the host (PostgreSQL), checked:
           every reply exactly once, every seq in order with no gap
+          (echo, peer and ours alternate over several rounds and the medians are compared,
+          since this machine's speed drifts by a third between runs; every socket connects
+          with its visitor's cookie, so each loads a Django session)
   http    the same turns through POST /sessions/{id}/turn/
 
 Then, on a fresh daphne process per consumer, the memory 1,000 idle chats hold: each connects,
 exchanges one message and stays connected; the growth of the server's RSS is compared.
 
 Targets (issues 6 and 17): ours >= 0.75x echo's throughput and ours p99 <= 2x echo's, on both
-layers; RSS per 1,000 idle chats <= 1.3x echo's; the websocket not slower than HTTP.
+layers; RSS per 1,000 idle chats <= 1.3x echo's; the websocket not slower than HTTP. Issue 29:
+ours >= 1.3x the peer's messages a second, and ours' p99 (first messages included) <= 1.0x
+the peer's, on both layers.
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ IDLE_CHATS = 1000
 CONNECTING = 100
 THROUGHPUT_TARGET = 0.75
 P99_TARGET = 2.0
+#: Against the durable tutorial chat (issue 29 §3): ours at least 1.3x its messages a second,
+#: and ours' p99, first messages included, no longer than its.
+PEER_TARGET = 1.3
+PEER_P99_TARGET = 1.0
 RSS_TARGET = 1.3
 
 
@@ -48,18 +59,23 @@ def free_port() -> int:
 
 
 def start_daphne(layer: str, port: int) -> subprocess.Popen[bytes]:
+    return start_server("daphne", layer, port)
+
+
+#: How each ASGI server is started on the benchmark's application.
+SERVERS = {
+    "daphne": ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "bench.ws_app:application"],
+    "uvicorn": [
+        "-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}", "--no-access-log",
+        "--log-level", "warning", "--lifespan", "off", "bench.ws_app:application",
+    ],
+}  # fmt: skip
+
+
+def start_server(kind: str, layer: str, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "WARLOCK_BENCH_LAYER": layer}
-    log = open(f"/tmp/daphne-{layer}.log", "wb")  # noqa: SIM115  (the server process writes it)
-    command = [
-        sys.executable,
-        "-m",
-        "daphne",
-        "-b",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "bench.ws_app:application",
-    ]
+    log = open(f"/tmp/{kind}-{layer}.log", "wb")  # noqa: SIM115  (the server process writes it)
+    command = [sys.executable, *(part.format(port=port) for part in SERVERS[kind])]
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -69,7 +85,7 @@ def start_daphne(layer: str, port: int) -> subprocess.Popen[bytes]:
         except OSError:
             time.sleep(0.2)
     server.kill()
-    raise RuntimeError(f"daphne did not start; see /tmp/daphne-{layer}.log")
+    raise RuntimeError(f"{kind} did not start; see /tmp/{kind}-{layer}.log")
 
 
 def fresh_visitors(count: int) -> list[str]:
@@ -91,7 +107,37 @@ def fresh_visitors(count: int) -> list[str]:
 def echo_socket(port: int, key: str) -> Any:
     import websockets
 
-    return websockets.connect(f"ws://127.0.0.1:{port}/ws/echo/", open_timeout=60)
+    # With the visitor's cookie, as every other socket here: its connect loads the session.
+    return websockets.connect(
+        f"ws://127.0.0.1:{port}/ws/echo/",
+        additional_headers={"Cookie": f"sessionid={key}"},
+        open_timeout=60,
+    )
+
+
+def peer_socket(port: int, key: str) -> Any:
+    import websockets
+
+    return websockets.connect(
+        f"ws://127.0.0.1:{port}/ws/chat/peer-{key}/",
+        additional_headers={"Cookie": f"sessionid={key}"},
+        open_timeout=60,
+    )
+
+
+async def peer_chat(
+    port: int, index: int, key: str, latencies: list[tuple[int, float]], problems: list[Any]
+) -> None:
+    """The durable tutorial chat: each message saved, then back to the room (here, the one
+    member) through the layer; a message is done when its own copy is back."""
+    async with peer_socket(port, key) as ws:
+        for n in range(MESSAGES):
+            started = time.perf_counter()
+            await ws.send(json.dumps({"text": "hi", "id": f"m{n}"}))
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 120))
+            if frame.get("client_id") != f"m{n}":
+                problems.append(("peer", index, n, frame))
+            latencies.append((n, time.perf_counter() - started))
 
 
 async def echo_message(ws: Any, index: int, n: int, problems: list[Any]) -> None:
@@ -237,7 +283,7 @@ async def http_chat(
 async def run_load(kind: str, port: int, keys: list[str]) -> dict[str, Any]:
     latencies: list[tuple[int, float]] = []
     problems: list[Any] = []
-    chat = {"echo": echo_chat, "ours": session_chat, "http": http_chat}[kind]
+    chat = {"echo": echo_chat, "peer": peer_chat, "ours": session_chat, "http": http_chat}[kind]
     started = time.perf_counter()
     results = await asyncio.gather(
         *(chat(port, index, key, latencies, problems) for index, key in enumerate(keys)),
@@ -270,18 +316,19 @@ def describe(result: dict[str, Any]) -> str:
     return f"{result['done']} msgs, {len(problems)} PROBLEMS e.g. {problems[:2]}"
 
 
-def throughput(layer: str, chats: int, rounds: int) -> None:
-    """Echo and ours interleaved over ``rounds``, then HTTP once, on one daphne process."""
+def throughput(layer: str, chats: int, rounds: int, server_kind: str = "daphne") -> None:
+    """Echo, the peer and ours interleaved over ``rounds``, then HTTP once, on one server
+    process."""
     port = free_port()
-    server = start_daphne(layer, port)
+    server = start_server(server_kind, layer, port)
     try:
-        runs: dict[str, list[dict[str, Any]]] = {"echo": [], "ours": [], "http": []}
-        for kind in [*(["echo", "ours"] * rounds), "http"]:
+        runs: dict[str, list[dict[str, Any]]] = {"echo": [], "peer": [], "ours": [], "http": []}
+        for kind in [*(["echo", "peer", "ours"] * rounds), "http"]:
             result = asyncio.run(run_load(kind, port, fresh_visitors(chats)))
             runs[kind].append(result)
             print(
-                f"{layer:<7} {kind:<5} {result['rate']:8.0f} {result['p50'] * 1e3:7.1f}ms "
-                f"{result['p99'] * 1e3:7.1f}ms  {describe(result)}"
+                f"{server_kind:<7} {layer:<7} {kind:<5} {result['rate']:8.0f} "
+                f"{result['p50'] * 1e3:7.1f}ms {result['p99'] * 1e3:7.1f}ms  {describe(result)}"
             )
     finally:
         server.kill()
@@ -302,6 +349,15 @@ def throughput(layer: str, chats: int, rounds: int) -> None:
         f"{later_tail['ours'] / later_tail['echo']:.2f}x)"
     )
     print("  " + verdict("ours / http, msg/s", rate["ours"] / rate["http"], 1, at_least=True))
+    print(
+        "  "
+        + verdict("ours / peer, msg/s", rate["ours"] / rate["peer"], PEER_TARGET, at_least=True)
+    )
+    print("  " + verdict("ours / peer, p99 (all)", tail["ours"] / tail["peer"], PEER_P99_TARGET))
+    print(
+        f"  (ours / peer, p99 without each chat's first message: "
+        f"{later_tail['ours'] / later_tail['peer']:.2f}x)"
+    )
 
 
 def memory(layer: str, idle_chats: int) -> None:
@@ -327,6 +383,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, default=CHATS)
     parser.add_argument(
+        "--servers", nargs="+", choices=sorted(SERVERS), default=["daphne", "uvicorn"]
+    )
+    parser.add_argument(
         "--rounds", type=int, default=ROUNDS, help="echo/ours pairs, interleaved (median taken)"
     )
     parser.add_argument(
@@ -341,7 +400,7 @@ def main() -> None:
     from django.core.management import call_command
 
     django.setup()
-    call_command("migrate", verbosity=0)
+    call_command("migrate", run_syncdb=True, verbosity=0)  # the peer's table too
     from tests.services import redis_unreachable
 
     layers = ["memory"] + ([] if redis_unreachable() else ["redis"])
@@ -351,7 +410,8 @@ def main() -> None:
     )
     print(f"{'layer':<7} {'load':<5} {'msg/s':>8} {'p50':>9} {'p99':>9}  checked")
     for layer in layers:
-        throughput(layer, args.chats, args.rounds)
+        for server_kind in args.servers:
+            throughput(layer, args.chats, args.rounds, server_kind)
     for layer in layers if args.idle_chats > 0 else []:  # --idle-chats 0: throughput only
         memory(layer, args.idle_chats)
 

@@ -17,6 +17,7 @@ from django.urls import re_path
 
 http = get_asgi_application()
 
+from bench.peer.consumers import ChatConsumer  # noqa: E402
 from warlock_sessions.realtime.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -42,7 +43,13 @@ application = ProtocolTypeRouter(
     {
         "http": http,
         "websocket": AuthMiddlewareStack(
-            URLRouter([*websocket_urlpatterns, re_path(r"^ws/echo/$", EchoConsumer.as_asgi())])
+            URLRouter(
+                [
+                    *websocket_urlpatterns,
+                    re_path(r"^ws/echo/$", EchoConsumer.as_asgi()),
+                    re_path(r"^ws/chat/(?P<room>[\w-]+)/$", ChatConsumer.as_asgi()),
+                ]
+            )
         ),
     }
 )

@@ -115,14 +115,18 @@ FLOWS = [
         "clearOnStart": ["date", "time", "confirmed"],
         "interrupts": [
             {
-                "when": "cancel|never mind|forget it|stop|cancelar|deixa pra la|esquece",
+                # "Don't cancel", "I'll stop by" or "never mind the parking" leave nothing.
+                "when": "cancel|never mind|forget it|stop|cancelar|deixa pra la|esquece"
+                "|!don't cancel|!dont cancel|!no need to cancel|!not cancel|!nao cancela"
+                "|!nao precisa cancelar|!stop by|!never mind the|!nao cancelar",
                 "say": {
                     "en": 'OK, I\'ve cancelled that booking. Say "book" whenever you want.',
                     "pt": 'Certo, cancelei esse agendamento. Diga "marcar" quando quiser.',
                 },
             },
             {
-                "when": "start over|start again|restart|recomecar|comecar de novo",
+                "when": "start over|start again|restart|recomecar|comecar de novo"
+                "|!no need to start over|!don't start over|!nao precisa recomecar",
                 "say": {"en": "Sure, let's start again.", "pt": "Claro, vamos recomeçar."},
                 "then": {
                     "step": "ask_name",
@@ -130,7 +134,10 @@ FLOWS = [
                 },
             },
             {
-                "when": "talk to a person|human|agent|falar com atendente|atendente",
+                # Asked for in so many words: "I'm human" or a travel agent hands nothing over.
+                "when": "talk to a person|talk to a human|speak to a human|a real person"
+                "|human please|speak to an agent|talk to an agent|falar com atendente"
+                "|falar com uma pessoa|atendente|!travel agent|!i'm human|!im human",
                 # The session goes to the admin's inbox; the booking waits where it was and
                 # asks again when staff hand the chat back.
                 "say": {

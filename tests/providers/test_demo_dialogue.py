@@ -377,3 +377,28 @@ def test_a_way_out_of_the_new_booking_question_leaves_no_question_behind(
     dialogue.say("ok thanks")
     assert dialogue.data["confirmed"] is True
     assert [run["flowId"] for run in dialogue.runs] == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "yes, I'll stop by",
+        "yes, my travel agent said so",
+        "yes, I'm human",
+        "yes, I'm so excited",
+        # a "no" and a "yes" in one message: asked again, nothing lost
+        "no need to cancel, yes",
+        "yes, no need to start over",
+    ],
+)
+def test_a_yes_that_mentions_a_way_out_leaves_the_booking_whole(
+    booked_up_to_the_confirmation: Dialogue, said: str
+) -> None:
+    """ "yes, I'll stop by" cancelled the booking, "yes, I'm human" handed it to people and
+    "yes, I'm so excited" renamed Ana."""
+    dialogue = booked_up_to_the_confirmation
+    [reply] = dialogue.say(said)
+    assert reply.startswith("Booked! See you on 2026-09-21 at 15:00, Ana.") or reply.endswith(
+        CONFIRM
+    ), reply
+    assert dialogue.data["name"] == "Ana" and dialogue.data["time"] == "15:00"

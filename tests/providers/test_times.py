@@ -93,6 +93,15 @@ OPEN = {"low": "09:00", "high": "17:00"}
         # morning or afternoon from words beside the hour, not anywhere
         ("I'm free tonight but book me tomorrow at 10", "en", "10:00"),
         ("I work in the morning, so at 4", "en", "16:00"),
+        # minutes before the hour they are off
+        ("quinze para as quatro", "pt", "15:45"),
+        ("pode ser dez para as cinco?", "pt", "16:50"),
+        ("meio-dia e quinze", "pt", "12:15"),
+        ("quarter to 1", "en", "12:45"),
+        ("a quarter to 1pm", "en", "12:45"),
+        ("10 to 4", "en", "15:50"),
+        ("20 past 3", "en", "15:20"),
+        ("ao meio dia", "pt", "12:00"),
     ],
 )
 def test_a_time_as_people_write_it(text: str, language: str | None, expected: str) -> None:
@@ -133,6 +142,15 @@ def test_a_time_as_people_write_it(text: str, language: str | None, expected: st
         "see https://example.com/at/3pm",
         "at 3 15 people",
         "at 10 20 minutes late",
+        "yes, 1h is fine",
+        "yes, we need 2h",
+        "yes, 2h please",
+        "yes, 1h massage please",
+        "yes, we're about 3 or 4",
+        "yes, about 4 in total",
+        "yes, we'll be around 5 with the kids",
+        "yes, half 2 of us are vegan",
+        "\u321d" * 2000,  # folds to seven letters each: read to a bound
     ],
 )
 def test_what_is_no_time(text: str) -> None:
@@ -151,6 +169,12 @@ def test_what_is_no_time(text: str) -> None:
         "moro a 2h daqui",
         "quero as duas",  # both
         "vou levar as 2",
+        "sim, vamos as duas",
+        "sim, preciso de 1h",
+        "sim, sessão de 1h",
+        "sim, 1h30 de duração",
+        "sim, demora duas e meia",
+        "sim, trabalho meio dia",  # a half day
     ],
 )
 def test_what_is_no_time_in_portuguese(text: str) -> None:
@@ -174,6 +198,12 @@ def test_what_is_no_time_in_portuguese(text: str) -> None:
         ("ok 3", OPEN, "15:00"),
         ("three thirty", OPEN, "15:30"),
         ("3ish", OPEN, "15:00"),
+        ("3 30", OPEN, "15:30"),
+        ("1430", OPEN, "14:30"),
+        ("three pm", OPEN, "15:00"),
+        ("três da tarde", OPEN, "15:00"),
+        ("duas e quinze", OPEN, "14:15"),
+        ("10h30min", OPEN, "10:30"),
         ("3", {}, "15:00"),  # ...but nobody books at three in the night
     ],
 )

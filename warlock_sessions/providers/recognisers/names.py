@@ -38,6 +38,9 @@ NOT_NAMES = word_set(
     saber porque nenhum ninguem nada depois talvez desculpe ajuda cancelar segredo tchau bom
     dia boa tarde noite dunno nah good fine great cool nevermind whatever aqui here speaking
     falando hm hmm hum humm uh um er eh ah pula pule essa esse este esta isto aquilo ai
+    human so very really excited happy glad ready free available busy late early back new done
+    going looking coming tired interested person robot bot customer client student cliente
+    pessoa humano humana feliz pronto pronta livre atrasado atrasada ocupado ocupada
     """
 ) | ((ENGLISH | PORTUGUESE) - frozenset(["da", "de", "do", "das", "dos", "e"]))
 #: A clause beside a name that says nothing more ("Hi, Ana", "Rita Sousa, obrigada").

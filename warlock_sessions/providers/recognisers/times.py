@@ -59,12 +59,13 @@ _FOLLOWERS = (
     "com", "mesmo",
 )  # fmt: skip
 #: Words for "at" before an hour: "às" (written "as" too, so only in Portuguese), "pelas",
-#: "pras", "around", "by".
-_AT_WORDS = ("at", "as", "pras", "pelas", "around", "about", "by")
+#: "pras" ("around 3" and "about 4" are as often counts: only in an answer to "what time?").
+_AT_WORDS = ("at", "as", "pras", "pelas")
 #: Words before "as duas" that make it "both" ("quero as duas"), not two o'clock.
 _TAKING = (
     "levar", "levo", "quero", "queria", "pegar", "pego", "escolho", "prefiro", "compro",
-    "comprar", "todas", "ambas", "vejo", "gostei", "gosto",
+    "comprar", "todas", "ambas", "vejo", "gostei", "gosto", "vamos", "somos", "seremos",
+    "sao", "ficam",
 )  # fmt: skip
 _HOUR_WORDS = {word: value for word, value in UNITS.items() if 1 <= value <= 12}
 
@@ -93,19 +94,33 @@ _AT = re.compile(
     + _AFTER
 )
 _ANY_HOUR = r"(?P<hour>\d{1,2}(?!\d)|(?:" + _WORD + "|" + _NAMED + r")\b)"
-_HALF = re.compile(r"\bhalf past " + _ANY_HOUR)
 _UK_HALF = re.compile(r"\bhalf (?P<hour>\d{1,2}(?!\d)|(?:" + _WORD + r")\b)")
-_QUARTER = re.compile(r"\b(?:a )?quarter (?P<way>past|to) " + _ANY_HOUR)
+#: Minutes said before the hour they are off: "10 to 4", "half past 2", "quinze para as 4".
+_OFF_WORDS = {
+    "five": 5, "ten": 10, "twenty": 20, "fifteen": 15, "quarter": 15, "half": 30,
+    "cinco": 5, "dez": 10, "vinte": 20, "quinze": 15,
+}  # fmt: skip
+_MINUTES_OFF = re.compile(
+    r"(?<![\w:.,])(?:a )?(?P<minutes>[1-5]?\d|" + _either(list(_OFF_WORDS)) + r")"
+    r" (?P<way>past|to|para as|para a|pras|pra) " + _ANY_HOUR
+)
 _E_MEIA = re.compile(r"(?<!\w)" + _ANY_HOUR + r" e meia\b")
-_NAMED_TIME = re.compile(r"\b(?:" + _NAMED + r")\b")
+#: "meio dia" apart is a half day ("trabalho meio dia") unless "ao meio dia".
+_NAMED_TIME = re.compile(
+    r"(?:\b(?:" + _either([name for name in NAMED_TIMES if name != "meio dia"]) + r")"
+    r"|(?<=\b(?:ao|at|as) )meio dia)\b"
+)
+_PAST_NAMED = re.compile(r" e (?P<m>quinze|meia|[0-5]\d)\b")
+#: A whole answer to "what time?": "3", "3 please", "about 3", "3 30", "1430", "três da
+#: tarde", "duas e quinze", "10h30min".
 _BARE = re.compile(
     r"^(?:(?:about|around|ok|okay|maybe|say|perhaps|umas|tipo|pelas|la pelas) )?"
-    r"(?P<hour>\d{1,2}|"
-    + _WORD
-    + r")(?:[.:h](?P<minute>\d{2})|\s(?P<mword>"
+    r"(?:(?P<hhmm>[01]\d|2[0-3])(?P<mm>[0-5]\d)|(?P<hour>\d{1,2}|" + _WORD + r")"
+    r"(?:[.:h](?P<minute>\d{2})(?:min)?| (?:e )?(?P<spaced>[0-5]\d)| (?:e )?(?P<mword>"
     + _MINUTE_WORD
-    + r"))?"
-    r" ?(?:o'clock|hs?|horas?|hrs?|ish)? ?(?:please|pls|por favor)? ?[.!?]?$"
+    + r"))?)"
+    r" ?(?:o'clock|hs?|horas?|ish)?(?P<rest>(?: (?:da|de|a) (?:manha|tarde|noite)| ?[ap]\.?m\.?)?)"
+    r" ?(?:please|pls|por favor)? ?[.!?]?$"
 )
 _OCLOCK = re.compile(r"^ ?o'clock\b")
 _HOURS_WORD = re.compile(r"^ ?(?:horas?|hrs?|hours?)\b")
@@ -116,11 +131,14 @@ _FOLLOWER = re.compile(
 #: A duration, not a time: "for 2h", "dura 2 horas", "2h late", "há 3h", "a 2h daqui".
 _DURATION_BEFORE = re.compile(
     r"\b(?:for|during|takes?|took|lasts?|lasting|within|in|about|dura|duram|durou|durante|"
-    r"por|leva|levam|levou|em|ha|faz|daqui a|apos|after|every|cada)\s$"
+    r"por|leva|levam|levou|em|ha|faz|daqui a|apos|after|every|cada|need|needs|de|demora|"
+    r"demoro|precisa|preciso|of)\s$"
 )
 _DURATION_AFTER = re.compile(
-    r"^ ?(?:hs?|hrs?|hours?|horas?)? ?(?:(?:late|ago|later|long|away|drive|min|minutes|minutos|"
-    r"de atraso|depois|antes|atras|de viagem|de carro|a pe|daqui|de distancia)\b|atrasad)"
+    r"^ ?(?:hs?(?:\d{2})?|hrs?|hours?|horas?)? ?(?:(?:late|ago|later|long|away|drive|min|"
+    r"minutes|minutos|de atraso|depois|antes|atras|de viagem|de carro|a pe|daqui|"
+    r"de distancia|de duracao|duracao|massage|session|sessao|is fine|is enough|"
+    r"e suficiente)\b|atrasad)"
 )
 _NEGATED = re.compile(r"(?:\bnot|\bnao|\binstead of|\bem vez de|\brather than|\bexcept)\s?$")
 #: What makes the time just said the one being replaced: "3pm to 4pm", "15h não, 16h".
@@ -132,7 +150,9 @@ _SAID_WITH_IT = re.compile(
     r"^ ?(?:o'clock|hs?|horas?|(?:da|de|a) (?:manha|tarde|noite|madrugada)|[ap]\.?m\.?)?"
 )
 #: E-mail addresses and links name no time, whatever digits they hold ("a@3pm.com").
-_ADDRESSES = re.compile(r"\S+@\S+|\b(?:https?://|www\.)\S+")
+_ADDRESSES = re.compile(r"(?<!\S)[^\s@]*@\S*|\b(?:https?://|www\.)\S+")
+#: The most of a folded message read (folding may lengthen it: "㈝" is seven letters).
+MAX_FOLDED = 2000
 #: "às" with its accent (and "à uma") is Portuguese "at" whatever the conversation's language.
 _ACCENTED_AT = re.compile(r"(?<!\w)(?:[àá]s|à(?= uma\b))(?!\w)", re.IGNORECASE)
 _TAKEN = re.compile(r"\b(?:" + "|".join(_TAKING) + r")\s$")
@@ -160,7 +180,8 @@ def clock_time(
     only they can tell the morning from the afternoon; ``None`` when it names none."""
     marked = _ACCENTED_AT.sub("at", text)
     # One space between words: no pattern then meets a long run of blanks to backtrack over.
-    folded = " ".join(_ADDRESSES.sub(" ", fold(marked).replace("\u2019", "'")).split())
+    folded = fold(marked)[:MAX_FOLDED].replace("\u2019", "'")
+    folded = " ".join(_ADDRESSES.sub(" ", folded).split())
     found = _found(folded, asked, language)
     if found is None:
         return None
@@ -177,8 +198,7 @@ def clock_time(
 def _found(folded: str, asked: bool, language: str | None) -> Found | None:
     bare = _BARE.match(folded) if asked else None
     if bare:
-        minute = int(bare["minute"] or 0) or MINUTE_WORDS.get(bare["mword"] or "", 0)
-        return 0, len(folded), (_hour(bare["hour"]), minute, False)
+        return 0, len(folded), _bare_time(bare)
     candidates = sorted(_candidates(folded, language), key=lambda found: (found[0], -found[1]))
     said = [
         found
@@ -200,24 +220,58 @@ def _replaced(folded: str, found: Found, later: list[Found]) -> bool:
 
 
 def _candidates(folded: str, language: str | None) -> Iterator[Found]:
-    for match in _NAMED_TIME.finditer(folded):
-        yield match.start(), match.end(), (*NAMED_TIMES[match[0]], True)
-    for pattern in (_HALF, _E_MEIA, _UK_HALF, _QUARTER):
-        for match in pattern.finditer(folded):
-            if pattern is _UK_HALF and folded.startswith("past", match.start() + 5):
-                continue
-            hour, minute = _hour(match["hour"]), 30
-            if pattern is _QUARTER:
-                minute = 15 if match["way"] == "past" else 45
-                hour = hour if match["way"] == "past" else (hour - 1) % 24
-            rest = folded[match.end() :]
-            yield match.start(), match.end(), _settled(hour, minute, rest, match["hour"])
+    yield from _named(folded)
+    yield from _off_the_hour(folded)
+    yield from _halves(folded)
     for match in _AT.finditer(folded):
         if _is_at_time(folded, match, language):
             yield match.start(), match.end(), _read(match)
     for match in _CLOCK.finditer(folded):
-        if _marked(match) and not _duration(folded, match):
+        if _marked(match) and not _duration(folded, match) and not _bare_hours(match):
             yield match.start(), match.end(), _read(match)
+
+
+def _named(folded: str) -> Iterator[Found]:
+    """ "noon", "meio-dia e quinze"."""
+    for match in _NAMED_TIME.finditer(folded):
+        hour, minute = NAMED_TIMES[match[0]]
+        past = _PAST_NAMED.match(folded, match.end())
+        if past:
+            minute = MINUTE_WORDS[past["m"]] if past["m"] in MINUTE_WORDS else int(past["m"])
+        yield match.start(), past.end() if past else match.end(), (hour, minute, True)
+
+
+def _off_the_hour(folded: str) -> Iterator[Found]:
+    """ "half past 2", "quarter to 4", "10 to 4", "quinze para as quatro"."""
+    for match in _MINUTES_OFF.finditer(folded):
+        said = match["minutes"]
+        minutes = int(said) if said.isdigit() else _OFF_WORDS[said]
+        past = match["way"] == "past"
+        if not 1 <= minutes <= 30 or (said == "half" and not past):
+            continue
+        hour, _, settled = _settled(_hour(match["hour"]), 0, folded[match.end() :], match["hour"])
+        if past:
+            yield match.start(), match.end(), (hour, minutes, settled)
+        else:
+            yield match.start(), match.end(), (_hour_before(hour), 60 - minutes, settled)
+
+
+def _halves(folded: str) -> Iterator[Found]:
+    """ "três e meia", and the British "half 3" (not "half 2 of us")."""
+    for pattern in (_E_MEIA, _UK_HALF):
+        for match in pattern.finditer(folded):
+            rest = folded[match.end() :]
+            if pattern is _UK_HALF and (
+                folded.startswith("past", match.start() + 5) or not _FOLLOWER.match(rest)
+            ):
+                continue
+            if _DURATION_BEFORE.search(folded[max(0, match.start() - 12) : match.start()]):
+                continue  # "demora duas e meia"
+            yield (
+                match.start(),
+                match.end(),
+                _settled(_hour(match["hour"]), 30, rest, match["hour"]),
+            )
 
 
 def _is_at_time(folded: str, match: re.Match[str], language: str | None) -> bool:
@@ -234,6 +288,19 @@ def _is_at_time(folded: str, match: re.Match[str], language: str | None) -> bool
     if match["word"] == "one" and not _marked(match):
         return False
     return _marked(match) or bool(_FOLLOWER.match(match["rest"]))
+
+
+def _bare_time(bare: re.Match[str]) -> Candidate:
+    if bare["hhmm"]:
+        return int(bare["hhmm"]), int(bare["mm"]), True
+    minute = int(bare["minute"] or bare["spaced"] or 0) or MINUTE_WORDS.get(bare["mword"] or "", 0)
+    return _settled(_hour(bare["hour"]), minute, bare["rest"], bare["hour"])
+
+
+def _bare_hours(match: re.Match[str]) -> bool:
+    """ "1h", "2h", with no "at" and no minutes, say how long as often as when ("sessão de
+    1h", "we need 2h"); "15h" says when."""
+    return bool(match["hmark"] and not match["h"] and int(match["hour"]) < 10)
 
 
 def _duration(folded: str, match: re.Match[str]) -> bool:
@@ -286,6 +353,13 @@ def _meridiem(rest: str) -> bool | None:
     """``True`` for the afternoon, ``False`` for the morning, ``None`` when not said."""
     said = _MERIDIEM.match(" " + rest.lstrip())
     return None if said is None else said["afternoon"] is not None
+
+
+def _hour_before(hour: int) -> int:
+    """The hour before ``hour`` on the clock it was said on: "quarter to 1" is 12:45."""
+    if hour == 0:
+        return 23
+    return 12 if hour == 1 else hour - 1
 
 
 def _hour(text: str) -> int:
