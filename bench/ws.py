@@ -88,11 +88,14 @@ def start_server(kind: str, layer: str, port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"{kind} did not start; see /tmp/{kind}-{layer}.log")
 
 
-def fresh_visitors(count: int) -> list[str]:
-    """Clean tables, and one anonymous Django session (its cookie owns a chat) per chat."""
+def fresh_visitors(count: int, *, returning: bool = False) -> list[str]:
+    """Clean tables, and one anonymous Django session (its cookie owns a chat) per chat: a new
+    visitor's, or with ``returning`` one that has chatted before (its session already keeps
+    the visitor's identity, so connecting writes nothing to it)."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from bench.common import empty_session_tables
+    from warlock_sessions.permissions import VISITOR_KEY, visitor_key
 
     empty_session_tables()
     keys = []
@@ -100,6 +103,9 @@ def fresh_visitors(count: int) -> list[str]:
         store = SessionStore()
         store["bench"] = True
         store.create()
+        if returning:
+            store[VISITOR_KEY] = visitor_key(store.session_key or "")
+            store.save()
         keys.append(store.session_key)
     return keys
 
@@ -316,18 +322,22 @@ def describe(result: dict[str, Any]) -> str:
     return f"{result['done']} msgs, {len(problems)} PROBLEMS e.g. {problems[:2]}"
 
 
-def throughput(layer: str, chats: int, rounds: int, server_kind: str = "daphne") -> None:
+def throughput(
+    layer: str, chats: int, rounds: int, server_kind: str = "daphne", *, returning: bool = False
+) -> None:
     """Echo, the peer and ours interleaved over ``rounds``, then HTTP once, on one server
-    process."""
+    process, for new visitors or ``returning`` ones."""
     port = free_port()
     server = start_server(server_kind, layer, port)
     try:
         runs: dict[str, list[dict[str, Any]]] = {"echo": [], "peer": [], "ours": [], "http": []}
         for kind in [*(["echo", "peer", "ours"] * rounds), "http"]:
-            result = asyncio.run(run_load(kind, port, fresh_visitors(chats)))
+            visitors = fresh_visitors(chats, returning=returning)
+            result = asyncio.run(run_load(kind, port, visitors))
             runs[kind].append(result)
             print(
-                f"{server_kind:<7} {layer:<7} {kind:<5} {result['rate']:8.0f} "
+                f"{server_kind:<7} {'returning' if returning else 'new':<9} {layer:<7} "
+                f"{kind:<5} {result['rate']:8.0f} "
                 f"{result['p50'] * 1e3:7.1f}ms {result['p99'] * 1e3:7.1f}ms  {describe(result)}"
             )
     finally:
@@ -340,7 +350,11 @@ def throughput(layer: str, chats: int, rounds: int, server_kind: str = "daphne")
     per_round = [
         mine["rate"] / floor["rate"] for mine, floor in zip(runs["ours"], runs["echo"], strict=True)
     ]
-    print(f"{layer}: rounds of ours / echo {min(per_round):.2f}-{max(per_round):.2f}x; medians:")
+    who = "returning" if returning else "new"
+    print(
+        f"{server_kind}, {layer}, {who} visitors: rounds of ours / echo "
+        f"{min(per_round):.2f}-{max(per_round):.2f}x; medians:"
+    )
     speed = rate["ours"] / rate["echo"]
     print("  " + verdict("ours / echo, msg/s", speed, THROUGHPUT_TARGET, at_least=True))
     print("  " + verdict("ours / echo, p99", tail["ours"] / tail["echo"], P99_TARGET))
@@ -386,6 +400,9 @@ def main() -> None:
         "--servers", nargs="+", choices=sorted(SERVERS), default=["daphne", "uvicorn"]
     )
     parser.add_argument(
+        "--visitors", nargs="+", choices=["new", "returning"], default=["new", "returning"]
+    )
+    parser.add_argument(
         "--rounds", type=int, default=ROUNDS, help="echo/ours pairs, interleaved (median taken)"
     )
     parser.add_argument(
@@ -411,7 +428,10 @@ def main() -> None:
     print(f"{'layer':<7} {'load':<5} {'msg/s':>8} {'p50':>9} {'p99':>9}  checked")
     for layer in layers:
         for server_kind in args.servers:
-            throughput(layer, args.chats, args.rounds, server_kind)
+            for visitors in args.visitors:
+                throughput(
+                    layer, args.chats, args.rounds, server_kind, returning=visitors == "returning"
+                )
     for layer in layers if args.idle_chats > 0 else []:  # --idle-chats 0: throughput only
         memory(layer, args.idle_chats)
 

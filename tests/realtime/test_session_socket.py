@@ -477,17 +477,15 @@ def pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return pushed
 
 
-async def test_a_socket_alone_on_its_session_in_one_process_skips_the_layer(
-    layer: str, pushes: list[str]
-) -> None:
+async def test_a_socket_alone_on_its_session_skips_the_layer(layer: str, pushes: list[str]) -> None:
     cookie = await database_sync_to_async(cookie_for)("ana")
     first = await socket("/ws/sessions/alone-1/", cookie=cookie)
     assert (await first.connect())[0]
     await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
     last_seq = (await until_turn(first))[-1]["seq"]
-    # The in-memory layer never crosses processes: nobody else can be listening. Any other
-    # layer may carry the events to a socket in another process.
-    assert pushes == ([] if layer == "memory" else ["alone-1"])
+    # Nobody else is listening: in this process (the layer's groups) nor, on Redis, in any
+    # other (nothing else subscribed to the group's channel). Its frames would only come back.
+    assert pushes == []
 
     second = await socket(f"/ws/sessions/alone-1/?after_seq={last_seq}", cookie=cookie)
     assert (await second.connect())[0]
@@ -498,3 +496,39 @@ async def test_a_socket_alone_on_its_session_in_one_process_skips_the_layer(
     for tab in (first, second):
         assert await tab.receive_nothing(timeout=0.3)
         await tab.disconnect()
+
+
+@pytest.mark.parametrize("layer", ["redis"], indirect=True)
+async def test_a_socket_of_another_process_on_redis_gets_the_turns(
+    layer: str, pushes: list[str]
+) -> None:
+    """Another process's socket on the session is a subscriber of the group's Redis channel:
+    the turn is pushed, and it arrives there."""
+    import redis.asyncio as redis
+    from channels.layers import get_channel_layer
+
+    from warlock_sessions.host import group_name
+
+    loop_layer = get_channel_layer()._get_layer()  # type: ignore[union-attr]
+    group_channel = loop_layer._get_group_channel_name(group_name("elsewhere-1"))
+    other_process = redis.Redis.from_url(REDIS_URL)
+    listening = other_process.pubsub()
+    await listening.subscribe(group_channel)
+    try:
+        cookie = await database_sync_to_async(cookie_for)("ana")
+        tab = await socket("/ws/sessions/elsewhere-1/", cookie=cookie)
+        assert (await tab.connect())[0]
+        await tab.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+        await until_turn(tab)
+        heard = None
+        for _ in range(50):  # pushed once the socket's own client has its frames
+            heard = await listening.get_message(ignore_subscribe_messages=True, timeout=0.1)
+            if heard:
+                break
+        assert heard is not None and heard["channel"].decode() == group_channel
+        assert pushes == ["elsewhere-1"]
+        await tab.disconnect()
+    finally:
+        await listening.unsubscribe(group_channel)
+        await listening.aclose()
+        await other_process.aclose()

@@ -21,7 +21,6 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import DatabaseError
 
 from ..backends.loop_connections import loop_connection, loop_connections_available
@@ -54,6 +53,7 @@ from ..permissions import (
 from ..stores import Store, default_store
 from .base import UNAUTHORISED, WarlockConsumer
 from .follow import log_follower
+from .membership import alone_in_group
 
 logger = logging.getLogger("warlock_sessions.realtime")
 
@@ -319,6 +319,10 @@ class SessionConsumer(WarlockConsumer):
         frames = [event_frame(event) for event in hosted.events]
         self.remember_own(frames)
         await self.deliver(frames)
+        # Then the session's other sockets, if there can be any: this one's client has its
+        # frames already, whatever the layer takes.
+        if not await alone_in_group(self.channel_layer, self.group, self.channel_name):
+            await apush(self.session_id, hosted.events)
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
         """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
@@ -353,22 +357,7 @@ class SessionConsumer(WarlockConsumer):
                 return None
             self.last_seq = 0
             self.own_frames.clear()
-        if not self.alone_on_session():
-            await apush(self.session_id, hosted.events)
         return hosted
-
-    def alone_on_session(self) -> bool:
-        """Whether no other socket can be following the session, so this one's own delivery is
-        all its turn's events need: on the in-memory layer, which never crosses processes, the
-        group lists every socket (asked after the commit, so a socket that joins later reads
-        the events from the log)."""
-        layer = self.channel_layer
-        if not isinstance(layer, InMemoryChannelLayer) or layer is not get_channel_layer():
-            return False  # apush sends through the default layer
-        try:
-            return set(layer.groups.get(self.group, ())) <= {self.channel_name}
-        except (AttributeError, RuntimeError, TypeError):  # the layer's insides changed: push
-            return False
 
     async def claim_on_loop(self) -> SessionOwner | None:
         """The claim of the id nobody used at connect, made on the event loop (no thread hop on

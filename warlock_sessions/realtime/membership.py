@@ -1,0 +1,46 @@
+"""Whether a socket is alone on its session's group, so that its own delivery is all its
+turn's events need and nothing is pushed through the layer (which would only bring the same
+frames back to it, to be read and dropped).
+
+Asked after the turn's commit: a socket that joins the group later reads the events from the
+log when it is admitted, and the log follower brings any it missed within a second, so a
+wrong "alone" costs a delay, never an event. Any doubt (another layer, a layer whose insides
+changed, Redis unreachable) answers "not alone", and the push goes out as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+logger = logging.getLogger("warlock_sessions.realtime")
+
+
+async def alone_in_group(layer: Any, group: str, channel_name: str) -> bool:
+    """Whether ``channel_name`` is the only member of ``group`` in every process."""
+    if layer is None or layer is not get_channel_layer():
+        return False  # the push goes through the default layer
+    try:
+        if isinstance(layer, InMemoryChannelLayer):  # it never crosses processes
+            return set(layer.groups.get(group, ())) <= {channel_name}
+        if type(layer).__name__ == "RedisPubSubChannelLayer":
+            return await _alone_on_redis(layer, group, channel_name)
+    except Exception:  # the layer's insides changed, or Redis is away: push
+        logger.debug("could not tell whether a socket is alone on %s", group, exc_info=True)
+    return False
+
+
+async def _alone_on_redis(layer: Any, group: str, channel_name: str) -> bool:
+    """channels_redis' pub/sub layer: no other member in this process, and this process's
+    connection the only one subscribed to the group's Redis channel (``PUBSUB NUMSUB``)."""
+    loop_layer = layer._get_layer()
+    group_channel = loop_layer._get_group_channel_name(group)
+    if set(loop_layer.groups.get(group_channel, ())) - {channel_name}:
+        return False
+    shard = loop_layer._get_shard(group_channel)
+    async with shard._lock:  # one connection, as the layer's publishes use: no burst of new ones
+        shard._ensure_redis()
+        [(_, subscribed)] = await shard._redis.pubsub_numsub(group_channel)
+    return int(subscribed) <= 1
