@@ -18,9 +18,10 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 logger = logging.getLogger("warlock_sessions.realtime")
 
 
-async def alone_in_group(layer: Any, group: str, channel_name: str) -> bool:
-    """Whether ``channel_name`` is the only member of ``group`` in every process."""
-    if layer is None or layer is not get_channel_layer():
+async def alone_in_group(layer: Any, group: str, channel_name: str | None) -> bool:
+    """Whether ``channel_name`` is the only member of ``group`` in every process (``None``:
+    a socket in no group, which cannot tell)."""
+    if layer is None or channel_name is None or layer is not get_channel_layer():
         return False  # the push goes through the default layer
     try:
         if isinstance(layer, InMemoryChannelLayer):  # it never crosses processes

@@ -321,7 +321,9 @@ class SessionConsumer(WarlockConsumer):
         await self.deliver(frames)
         # Then the session's other sockets, if there can be any: this one's client has its
         # frames already, whatever the layer takes.
-        if not await alone_in_group(self.channel_layer, self.group, self.channel_name):
+        # (A socket whose layer was away when it connected has no channel, and so no group.)
+        channel = getattr(self, "channel_name", None)
+        if not await alone_in_group(self.channel_layer, self.group, channel):
             await apush(self.session_id, hosted.events)
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
