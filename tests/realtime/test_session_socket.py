@@ -532,3 +532,19 @@ async def test_a_socket_of_another_process_on_redis_gets_the_turns(
         await listening.unsubscribe(group_channel)
         await listening.aclose()
         await other_process.aclose()
+
+
+async def test_erasing_the_person_closes_their_open_socket(layer: str) -> None:
+    from warlock_sessions.erasure import Person, erase
+
+    cookie = await database_sync_to_async(cookie_for)("ana")
+    tab = await socket("/ws/sessions/erased-1/", cookie=cookie)
+    assert (await tab.connect())[0]
+    await tab.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    await until_turn(tab)
+    erased = await database_sync_to_async(erase)(Person(session="erased-1"))
+    assert erased["sessions"] == 1 and erased["session owners"] == 1
+    output = await tab.receive_output(timeout=5)
+    while output["type"] != "websocket.close":  # what was on its way before the erase
+        output = await tab.receive_output(timeout=5)
+    assert output["code"] == 4403

@@ -7,9 +7,11 @@ import json
 from typing import Any, cast
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.template.defaultfilters import filesizeformat
 from django.urls import URLPattern, path
 from django.utils.html import format_html
@@ -18,8 +20,9 @@ from django.utils.translation import gettext_lazy as _
 from ..agents import get_agent
 from ..conf import warlock_settings
 from ..engine.session import RUN_STATUSES, text_problem
+from ..erasure import Person, erase
 from ..errors import InvalidSessionError
-from ..models import OutboundMessage, Session, SessionEvent, SessionQuerySet, Wake
+from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
 from .base import ReadOnlyAdmin
 from .handover import handover_panel, handover_view
 from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
@@ -104,8 +107,44 @@ class SessionAdmin(ReadOnlyAdmin):
     )
     fields = ("id", "agent", "version", "created_at", "updated_at")
     readonly_fields = fields
-    actions = ["fire_due_wakes", "export_json"]
+    actions = ["fire_due_wakes", "export_json", "erase_people"]
     change_form_template = "admin/warlock_sessions/session/change_form.html"
+
+    @admin.action(
+        description=_("Erase the people of the selected sessions, everywhere"),
+        permissions=["erase"],
+    )
+    def erase_people(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+        """Each selected session's owner (a user or a visitor: all their sessions and
+        conversations), or the session alone when nobody owns it, after a confirmation that
+        says how many rows of each kind go."""
+        people = people_of([str(key) for key in queryset.values_list("pk", flat=True)])
+        if request.POST.get("confirmed") != "yes":
+            totals: dict[str, int] = {}
+            for person in people.values():
+                for what, count in erase(person, dry_run=True).items():
+                    totals[what] = totals.get(what, 0) + count
+            return render(
+                request,
+                "admin/warlock_sessions/session/erase.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": _("Erase these people everywhere?"),
+                    "people": sorted(people),
+                    "totals": sorted(totals.items()),
+                    "sessions": queryset,
+                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                    "opts": self.model._meta,
+                },
+            )
+        for label, person in sorted(people.items()):
+            erased = erase(person)
+            said = ", ".join(f"{count} {what}" for what, count in erased.items() if count)
+            self.message_user(request, f"{label}: erased ({said or 'nothing left'})")
+        return None
+
+    def has_erase_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("warlock_sessions.delete_session"))
 
     def page_context(self, row: Any) -> dict[str, Any]:
         context: dict[str, Any] = {}
@@ -255,3 +294,21 @@ class WakeAdmin(ReadOnlyAdmin):
     list_display = ["session_id", "key", "agent", "due_at", "status", "attempts"]
     list_filter = ["status", "agent"]
     search_fields = ["session_id", "key"]
+
+
+def people_of(session_ids: list[str]) -> dict[str, Person]:
+    """Whom erasing these sessions means, by how the admin names them: each session's owner
+    (a user, or an anonymous visitor), or the session itself when nobody owns it."""
+    people: dict[str, Person] = {}
+    owners = {
+        row.session_id: row for row in SessionOwner.objects.filter(session_id__in=session_ids)
+    }
+    for session_id in session_ids:
+        owner = owners.get(session_id)
+        if owner is not None and owner.user_id is not None:
+            people[f"user {owner.user}"] = Person(user=owner.user_id)
+        elif owner is not None and owner.anonymous_key:
+            people[f"visitor {owner.anonymous_key}"] = Person(visitor=owner.anonymous_key)
+        else:
+            people[f"session {session_id}"] = Person(session=session_id)
+    return people

@@ -18,7 +18,7 @@ from ..errors import SessionConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
 from .seen import seen_histories
-from .stores import RECORD_TYPE
+from .stores import RECORD_PREFIX, RECORD_TYPE
 
 
 def as_stored(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -77,7 +77,7 @@ class DjangoConversationStore:
             return None
         created = _iso(header.created_at)
         record: dict[str, Any] = {
-            "runId": f"session:{id}",
+            "runId": f"{RECORD_PREFIX}{id}",
             "type": RECORD_TYPE,
             "id": id,
             "messages": self._history(id, (header.version, created)),

@@ -23,6 +23,8 @@ from ..snapshots import SnapshotStore
 from ..workflows.runs import now_iso
 
 RECORD_TYPE = "conversation-session"
+#: A conversation's record is kept under this prefix and its id.
+RECORD_PREFIX = "session:"
 
 
 class ConversationStore(Protocol):
@@ -70,7 +72,7 @@ class ConversationStore(Protocol):
 def new_record(id: str) -> dict[str, Any]:
     now = now_iso()
     return {
-        "runId": f"session:{id}",
+        "runId": f"{RECORD_PREFIX}{id}",
         "type": RECORD_TYPE,
         "id": id,
         "messages": [],
@@ -91,7 +93,7 @@ class RecordConversationStore:
         self.store = store
 
     def load(self, id: str) -> dict[str, Any] | None:
-        key = f"session:{id}"
+        key = f"{RECORD_PREFIX}{id}"
         record: dict[str, Any] | None
         if self.store.versioned:
             found = self.store.load_versioned(key)
@@ -158,7 +160,7 @@ class RecordConversationStore:
         self.create(target)
 
     def delete(self, id: str) -> bool:
-        return self.store.delete(f"session:{id}")
+        return self.store.delete(f"{RECORD_PREFIX}{id}")
 
     def idle(self) -> None:
         self.store.idle()

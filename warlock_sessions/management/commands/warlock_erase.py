@@ -1,0 +1,55 @@
+"""``manage.py warlock_erase``: delete every trace of a person (a user, an anonymous visitor,
+one session or one conversation) from every table and store this app keeps; docs/privacy.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...erasure import Person, erase
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete every trace of a person: their sessions (with the event log, outbox, wakes, "
+        "applied inputs and owner rows), conversations (with their messages and forks), the "
+        "snapshots and checkpoints of those, their cached answers and locks; open sockets are "
+        "told. Prints what went, per kind of row."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        who = parser.add_mutually_exclusive_group(required=True)
+        who.add_argument("--owner", metavar="USER", help="a user, by username or primary key")
+        who.add_argument(
+            "--visitor", metavar="KEY", help="an anonymous visitor, by the key the admin shows"
+        )
+        who.add_argument("--session", metavar="ID", help="one session")
+        who.add_argument("--conversation", metavar="ID", help="one conversation and its forks")
+        parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            person = Person(
+                user=self._user(options["owner"]) if options["owner"] else None,
+                visitor=options["visitor"],
+                session=options["session"],
+                conversation=options["conversation"],
+            )
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        counts = erase(person, dry_run=options["dry_run"])
+        verb = "would delete" if options["dry_run"] else "deleted"
+        for what, count in counts.items():
+            self.stdout.write(f"{what}: {verb} {count}")
+
+    @staticmethod
+    def _user(given: str) -> Any:
+        users = get_user_model()._default_manager
+        found = users.filter(**{get_user_model().USERNAME_FIELD: given}).first()
+        if found is None and given.isdigit():
+            found = users.filter(pk=int(given)).first()
+        if found is None:
+            raise CommandError(f"no user {given!r} (by username or primary key)")
+        return found.pk
