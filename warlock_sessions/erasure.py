@@ -20,7 +20,7 @@ from typing import Any
 from django.db import router, transaction
 from django.db.models import Model, Q, QuerySet
 
-from .cache import DjangoCacheStore, default_cache_store
+from .cache import default_cache_store
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .conf import warlock_settings
 from .conversations.stores import RECORD_PREFIX
@@ -193,13 +193,21 @@ def _outside_the_database(traces: Traces, counts: dict[str, int]) -> None:
                 counts["checkpoints"] += bool(checkpoints.delete(orchestrator.name, session))
     cache = default_cache_store()
     scopes = [f"conversation:{conversation}" for conversation in sorted(traces.conversations)]
-    if not isinstance(cache, DjangoCacheStore):
+    in_table = cache is not None and _is_django_cache(cache)
+    if not in_table:
         _cached_answers(traces).delete()  # rows a store configured before, or elsewhere, left
     if cache is not None:
         # Through the store: the Django one also tells every process's copy of the scope.
         forgotten = sum(cache.forget_scope(scope) for scope in scopes)
-        if not isinstance(cache, DjangoCacheStore):
+        if not in_table:
             counts["cached answers"] += forgotten
+
+
+def _is_django_cache(cache: Any) -> bool:
+    # Imported only with a cache configured: its module needs the [cache] extra's numpy.
+    from .cache.db import DjangoCacheStore
+
+    return isinstance(cache, DjangoCacheStore)
 
 
 def _count(delete: Callable[[str], Any], keys: Iterable[str]) -> int:
