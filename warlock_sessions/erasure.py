@@ -1,24 +1,29 @@
 """Erasing a person: every row this app keeps about them, in every table and configured
-store, and their open sockets told (``manage.py warlock_erase``, the admin's erase actions,
+store, and their open sockets told (``manage.py warlock_erase``, the admin's erase action,
 or ``erase()`` from your code; docs/privacy.md).
 
 A person is a user (every session and conversation they own), an anonymous visitor (by the
-key their Django session keeps), one session or one conversation. What goes: the sessions and
-their event logs, outbox rows, wakes, applied inputs and owner rows; the conversations, their
-messages and the conversations forked from them; the run snapshots and orchestrator
-checkpoints of those sessions and conversations; their semantic cache's answers; their locks.
-What stays: the user's account and Django session (the project's own tables), and whatever
-your code copied elsewhere.
+key their Django session keeps), one session or one conversation. What goes: the sessions with
+their event logs, outbox rows, wakes, applied inputs and owner rows; the conversations with
+their messages and the forks of them the same person owns; the run snapshots, orchestrator
+checkpoints, cached answers and locks of those conversations. Session ids and conversation
+ids are apart (a client names both): each row is matched against the kind of id it belongs
+to. What stays: the user's account and Django session (the project's own tables), and
+whatever your code copied elsewhere.
+
+Stores outside the database (Redis, files) are emptied first and the database's rows after,
+in one transaction per database: if a store fails, the rows that find the person are still
+there, and erasing again finishes the job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import router, transaction
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, QuerySet
 
 from .cache import default_cache_store
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
@@ -42,8 +47,8 @@ from .models import (
 from .snapshots import DjangoSnapshotStore, default_snapshot_store
 from .stores import DjangoStore, default_store
 
-#: Forks of forks are followed this deep at most.
-MAX_FORK_DEPTH = 50
+#: Ids per statement: well within SQLite's and PostgreSQL's limits on parameters.
+BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -64,143 +69,160 @@ class Person:
 
 @dataclass(frozen=True)
 class Traces:
-    """The ids a person's rows hang off."""
+    """The ids a person's rows hang off, each kind apart."""
 
-    sessions: frozenset[str]
-    conversations: frozenset[str]
+    sessions: list[str]
+    conversations: list[str]
 
-    @property
-    def ids(self) -> frozenset[str]:
-        return self.sessions | self.conversations
+
+@dataclass(frozen=True)
+class Outside:
+    """What a store outside the database holds of the person, and how to delete each."""
+
+    label: str
+    found: list[Any]
+    delete: Callable[[Any], Any]
 
 
 def erase(person: Person, *, dry_run: bool = False) -> dict[str, int]:
     """Delete every row about ``person`` (with ``dry_run``, only count them): how many rows
-    of each kind went (or would go). The database rows go in one transaction per database;
-    then the configured stores outside it, and the open sockets are told."""
+    of each kind went (or would go)."""
     traces = traces_of(person)
     tables = _tables(traces)
-    counts = {label: rows.count() for label, rows in tables}
-    counts["cached answers"] = _cached_answers(traces).count()
+    counts = {label: sum(rows.count() for rows in batches) for label, batches in tables}
+    outside = _outside(traces)
+    for store in outside:
+        counts[store.label] = counts.get(store.label, 0) + len(store.found)
     if dry_run:
         return counts
-    for using in sorted({rows.db for _, rows in tables}):
+    for store in outside:  # first: should one fail, the rows that find the person remain
+        for key in store.found:
+            store.delete(key)
+    counts["cached answers"] += _forget_cached(traces)
+    for using in sorted({rows.db for _, batches in tables for rows in batches}):
         with transaction.atomic(using=using):
-            for _, rows in tables:
-                if rows.db == using:
-                    rows.delete()
-    _outside_the_database(traces, counts)
-    tell_followers(sorted(traces.sessions))
-    for conversation in sorted(traces.conversations):
+            for _, batches in tables:
+                for rows in batches:
+                    if rows.db == using:
+                        rows.delete()
+    tell_followers(traces.sessions)
+    for conversation in traces.conversations:
         conversation_changed(conversation)
     return counts
 
 
 def traces_of(person: Person) -> Traces:
-    """The sessions and conversations of ``person`` (with every fork of those)."""
+    """The sessions and conversations of ``person``, with every fork of those conversations
+    they own too (another's fork of their conversation is that other person's)."""
     owners = _rows(SessionOwner)
     chats = _rows(Conversation)
-    if person.user is not None:
-        sessions = set(owners.filter(user=person.user).values_list("session_id", flat=True))
-        conversations = set(chats.filter(user=person.user).values_list("id", flat=True))
-    elif person.visitor:
-        mine = {"user": None, "anonymous_key": person.visitor}
-        sessions = set(owners.filter(**mine).values_list("session_id", flat=True))
-        conversations = set(chats.filter(**mine).values_list("id", flat=True))
+    if person.user is not None or person.visitor:
+        owner: dict[str, Any] = (
+            {"user": person.user}
+            if person.user is not None
+            else {"user": None, "anonymous_key": person.visitor}
+        )
+        sessions = set(owners.filter(**owner).values_list("session_id", flat=True))
+        conversations = set(chats.filter(**owner).values_list("id", flat=True))
     else:
         sessions = {person.session} if person.session else set()
         conversations = {person.conversation} if person.conversation else set()
-    return Traces(frozenset(sessions), frozenset(_with_forks(conversations)))
+        root = chats.filter(id=person.conversation).values("user", "anonymous_key").first()
+        owner = root or {}
+    return Traces(sorted(sessions), sorted(_with_forks(conversations, owner)))
 
 
-def _with_forks(conversations: set[str]) -> set[str]:
-    """``conversations`` and those forked from them, and from those, and so on."""
+def _with_forks(conversations: set[str], owner: dict[str, Any]) -> set[str]:
+    """``conversations`` and the forks of them ``owner`` owns, and of those, to the end."""
     found, frontier = set(conversations), set(conversations)
-    for _ in range(MAX_FORK_DEPTH):
-        if not frontier:
-            break
-        forks = set(
-            _rows(Conversation)
-            .filter(forked_from__id__in=sorted(frontier))
-            .values_list("id", flat=True)
-        )
+    while frontier:
+        forks: set[str] = set()
+        for ids in _batches(frontier):
+            rows = _rows(Conversation).filter(forked_from__id__in=ids)
+            forks |= set(rows.filter(**owner).values_list("id", flat=True))
         frontier = forks - found
         found |= frontier
     return found
 
 
-def _tables(traces: Traces) -> list[tuple[str, QuerySet[Any]]]:
-    """Each kind of row about the traces, in the order they are deleted (children first)."""
-    sessions, conversations, ids = (
-        sorted(traces.sessions),
-        sorted(traces.conversations),
-        sorted(traces.ids),
-    )
-    records = [f"{RECORD_PREFIX}{conversation}" for conversation in conversations]
-    return [
-        ("session events", _rows(SessionEvent).filter(session_id__in=sessions)),
-        ("outbound messages", _rows(OutboundMessage).filter(session_id__in=sessions)),
-        ("wakes", _rows(Wake).filter(session_id__in=sessions)),
-        ("applied inputs", _rows(AppliedInput).filter(session_id__in=sessions)),
-        ("session owners", _rows(SessionOwner).filter(session_id__in=sessions)),
-        ("sessions", _rows(Session).filter(id__in=sessions)),
+def _tables(traces: Traces) -> list[tuple[str, list[QuerySet[Any]]]]:
+    """Each kind of row about the traces, in batches, children before their parents. A
+    session's rows are where its store keeps them (the host writes its records with it)."""
+    sessions, conversations = traces.sessions, traces.conversations
+    store = default_store()
+    where = store.using if isinstance(store, DjangoStore) else None
+    by_session: list[tuple[str, type[Model]]] = [
+        ("session events", SessionEvent),
+        ("outbound messages", OutboundMessage),
+        ("wakes", Wake),
+        ("applied inputs", AppliedInput),
+    ]
+    tables = [(label, _each(sessions, _of_sessions(model, where))) for label, model in by_session]
+    tables += [
+        (
+            "session owners",
+            _each(sessions, lambda ids: _rows(SessionOwner).filter(session_id__in=ids)),
+        ),
+        ("sessions", _each(sessions, lambda ids: _rows(Session, where).filter(id__in=ids))),
         (
             "conversation messages",
-            _rows(ConversationMessage).filter(conversation_id__in=conversations),
-        ),
-        ("conversations", _rows(Conversation).filter(id__in=conversations)),
-        (
-            "snapshots",
-            _rows(Snapshot, _snapshot_alias()).filter(
-                Q(key__in=records) | Q(payload__sessionId__in=ids)
+            _each(
+                conversations,
+                lambda ids: _rows(ConversationMessage).filter(conversation_id__in=ids),
             ),
         ),
-        ("checkpoints", _rows(Checkpoint).filter(session_id__in=ids)),
-        ("locks", _rows(SessionLockRow).filter(_locks_of(ids))),
+        ("conversations", _each(conversations, lambda ids: _rows(Conversation).filter(id__in=ids))),
+        ("snapshots", _each(conversations, _snapshots)),
+        ("checkpoints", _each(conversations, _checkpoints)),
+        (
+            "locks",
+            _each(
+                conversations,
+                lambda ids: _rows(SessionLockRow, _lock_alias()).filter(
+                    key__in=[f"{RECORD_PREFIX}{key}" for key in ids]
+                ),
+            ),
+        ),
+        ("cached answers", _each(conversations, _cached_answers)),
     ]
+    return tables
 
 
-def _locks_of(ids: Iterable[str]) -> Q:
-    """A lock's key is the id it guards, or that id after a scope ("rows:default:<id>")."""
-    condition = Q(pk__in=[])
-    for key in ids:
-        condition |= Q(key=key) | Q(key__endswith=f":{key}")
-    return condition
+def _of_sessions(model: type[Model], using: str | None) -> Callable[[list[str]], QuerySet[Any]]:
+    return lambda ids: _rows(model, using).filter(session_id__in=ids)
 
 
-def _cached_answers(traces: Traces) -> QuerySet[Any]:
-    """The semantic cache's answers kept for the conversations (their ``conversation`` scope)."""
-    scopes = [f"conversation:{conversation}" for conversation in sorted(traces.conversations)]
-    return _rows(CacheEntry).filter(scope__in=scopes)
+def _snapshots(conversations: list[str]) -> QuerySet[Any]:
+    """A conversation's record (``session:<id>``) and its runs (a tool agent's, an
+    orchestrator's), which name it as their ``sessionId``."""
+    store = default_snapshot_store()
+    using = store.using if isinstance(store, DjangoSnapshotStore) else None
+    records = [f"{RECORD_PREFIX}{key}" for key in conversations]
+    rows = _rows(Snapshot, using)
+    return rows.filter(key__in=records) | rows.filter(payload__sessionId__in=conversations)
 
 
-def _outside_the_database(traces: Traces, counts: dict[str, int]) -> None:
-    """The configured stores that keep rows elsewhere than this app's tables: the session
-    store (Redis, files), the snapshot and checkpoint stores, and the semantic cache (through
-    its own store, which tells every process's copy of the scope's vectors)."""
-    store = default_store()
-    if not isinstance(store, DjangoStore):
-        counts["sessions"] += _count(store.delete, traces.sessions)
-    snapshots = default_snapshot_store()
-    if snapshots is not None and not isinstance(snapshots, DjangoSnapshotStore):
-        keys = [f"{RECORD_PREFIX}{conversation}" for conversation in traces.conversations]
-        counts["snapshots"] += _count(snapshots.delete, keys)
-    checkpoints = default_checkpoint_store()
-    if checkpoints is not None and not isinstance(checkpoints, DjangoCheckpointStore):
-        # A store keeps no list of orchestrators: those configured are the ones it holds.
-        for orchestrator in warlock_settings.ORCHESTRATORS:
-            for session in sorted(traces.ids):
-                counts["checkpoints"] += bool(checkpoints.delete(orchestrator.name, session))
+def _checkpoints(conversations: list[str]) -> QuerySet[Any]:
+    store = default_checkpoint_store()
+    using = store.using if isinstance(store, DjangoCheckpointStore) else None
+    return _rows(Checkpoint, using).filter(session_id__in=conversations)
+
+
+def _cached_answers(conversations: list[str]) -> QuerySet[Any]:
+    """The semantic cache's answers kept for the conversations (their ``conversation``
+    scope). A cache store in the database is emptied through the store (``_forget_cached``)
+    as well, so that every process's copy of the scope is read again."""
+    return _rows(CacheEntry).filter(scope__in=[f"conversation:{key}" for key in conversations])
+
+
+def _forget_cached(traces: Traces) -> int:
+    """The cache store's own forgetting of the conversations' scopes: what it removed that
+    the rows above do not count (a cache outside the database)."""
     cache = default_cache_store()
-    scopes = [f"conversation:{conversation}" for conversation in sorted(traces.conversations)]
-    in_table = cache is not None and _is_django_cache(cache)
-    if not in_table:
-        _cached_answers(traces).delete()  # rows a store configured before, or elsewhere, left
-    if cache is not None:
-        # Through the store: the Django one also tells every process's copy of the scope.
-        forgotten = sum(cache.forget_scope(scope) for scope in scopes)
-        if not in_table:
-            counts["cached answers"] += forgotten
+    if cache is None:
+        return 0
+    forgotten = sum(cache.forget_scope(f"conversation:{key}") for key in traces.conversations)
+    return 0 if _is_django_cache(cache) else forgotten
 
 
 def _is_django_cache(cache: Any) -> bool:
@@ -210,14 +232,52 @@ def _is_django_cache(cache: Any) -> bool:
     return isinstance(cache, DjangoCacheStore)
 
 
-def _count(delete: Callable[[str], Any], keys: Iterable[str]) -> int:
-    return sum(bool(delete(key)) for key in sorted(keys))
+def _outside(traces: Traces) -> list[Outside]:
+    """What the stores outside this app's tables hold of the person: a session store in
+    Redis or files, a snapshot store there (records and runs), a checkpoint store there (for
+    the configured orchestrators: it keeps no list of names)."""
+    found: list[Outside] = []
+    store = default_store()
+    if not isinstance(store, DjangoStore):
+        kept = [key for key in traces.sessions if store.load(key) is not None]
+        found.append(Outside("sessions", kept, store.delete))
+    snapshots = default_snapshot_store()
+    if snapshots is not None and not isinstance(snapshots, DjangoSnapshotStore):
+        wanted = set(traces.conversations)
+        keys = [
+            key
+            for key in snapshots.list()
+            if key.removeprefix(RECORD_PREFIX) in wanted
+            or (snapshots.load(key) or {}).get("sessionId") in wanted
+        ]
+        found.append(Outside("snapshots", keys, snapshots.delete))
+    checkpoints = default_checkpoint_store()
+    if checkpoints is not None and not isinstance(checkpoints, DjangoCheckpointStore):
+        pairs = [
+            (orchestrator.name, key)
+            for orchestrator in warlock_settings.ORCHESTRATORS
+            for key in traces.conversations
+            if checkpoints.load(orchestrator.name, key) is not None
+        ]
+        found.append(Outside("checkpoints", pairs, lambda pair: checkpoints.delete(*pair)))
+    return found
+
+
+def _each(ids: list[str], rows_of: Callable[[list[str]], QuerySet[Any]]) -> list[QuerySet[Any]]:
+    return [rows_of(batch) for batch in _batches(ids)]
+
+
+def _batches(ids: Iterable[str]) -> Iterator[list[str]]:
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), BATCH):
+        yield ordered[start : start + BATCH]
 
 
 def _rows(model: type[Model], using: str | None = None) -> QuerySet[Any]:
     return model._default_manager.using(using or router.db_for_write(model) or "default")
 
 
-def _snapshot_alias() -> str | None:
-    store = default_snapshot_store()
-    return store.using if isinstance(store, DjangoSnapshotStore) else None
+def _lock_alias() -> str | None:
+    lock: Any = warlock_settings.built("CONVERSATION_LOCK")
+    using = getattr(lock, "using", None)
+    return using if isinstance(using, str) else None

@@ -3,6 +3,7 @@ runs, log, outbox, wakes, the agent drawn) and its actions; the log, outbox and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, cast
 
@@ -308,7 +309,9 @@ def people_of(session_ids: list[str]) -> dict[str, Person]:
         if owner is not None and owner.user_id is not None:
             people[f"user {owner.user}"] = Person(user=owner.user_id)
         elif owner is not None and owner.anonymous_key:
-            people[f"visitor {owner.anonymous_key}"] = Person(visitor=owner.anonymous_key)
+            # The key is the visitor's session cookie: a digest names them, never the key.
+            digest = hashlib.sha256(owner.anonymous_key.encode()).hexdigest()[:12]
+            people[f"visitor #{digest}"] = Person(visitor=owner.anonymous_key)
         else:
             people[f"session {session_id}"] = Person(session=session_id)
     return people

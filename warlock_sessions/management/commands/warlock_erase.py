@@ -23,7 +23,9 @@ class Command(BaseCommand):
         who = parser.add_mutually_exclusive_group(required=True)
         who.add_argument("--owner", metavar="USER", help="a user, by username or primary key")
         who.add_argument(
-            "--visitor", metavar="KEY", help="an anonymous visitor, by the key the admin shows"
+            "--visitor",
+            metavar="KEY",
+            help="an anonymous visitor, by their key (SessionOwner.anonymous_key)",
         )
         who.add_argument("--session", metavar="ID", help="one session")
         who.add_argument("--conversation", metavar="ID", help="one conversation and its forks")
