@@ -236,3 +236,73 @@ def test_a_session_waiting_for_a_person_is_not_an_ended_one() -> None:
     SessionFactory(id="ended", updated_at=aged(100))
     prune(Retention(), batch=7, pause=-1)
     assert list(Session.objects.values_list("id", flat=True)) == ["with-people"]
+
+
+def test_an_agent_s_sessions_and_log_live_as_its_retention_says() -> None:
+    """WARLOCK_SESSIONS["RETENTION"]: booking keeps ended sessions 10 days and their log 3
+    (its last 2 entries kept); support's never go; every other agent as the command says."""
+    from django.test import override_settings
+
+    for agent, days in (("booking", 20), ("support", 400), ("other", 20), ("other", 100)):
+        session_id = f"{agent}-{days}"
+        SessionFactory(id=session_id, agent=agent, updated_at=aged(days))
+        events(session_id, 5, days=5)
+    configured = {
+        "RETENTION": {
+            "booking": {"sessions": "10d", "events": "3d", "keep_events": 2},
+            "support": {"sessions": "never", "events": "never"},
+        }
+    }
+    out = StringIO()
+    with override_settings(WARLOCK_SESSIONS=configured):
+        call_command("warlock_prune", "--pause", "0", stdout=out, stderr=StringIO())
+    assert sorted(Session.objects.values_list("id", flat=True)) == ["other-20", "support-400"]
+    assert "sessions of booking: deleted 1" in out.getvalue()
+    logged = {
+        session_id: SessionEvent.objects.filter(session_id=session_id).count()
+        for session_id in ("other-20", "support-400")
+    }
+    assert logged == {"other-20": 5, "support-400": 5}  # 5 days old: the default keeps 30
+
+
+def test_an_agent_s_log_is_cut_to_its_own_age() -> None:
+    from warlock_sessions.host.retention import AgentRetention
+
+    SessionFactory(id="b", agent="booking", updated_at=aged(1))
+    SessionFactory(id="o", agent="other", updated_at=aged(1))
+    for session_id in ("b", "o"):
+        events(session_id, 5, days=5)
+    agents = {"booking": AgentRetention(sessions=None, events=timedelta(days=3), keep_events=2)}
+    counts = prune(Retention(agents=agents), batch=2, pause=-1)
+    assert counts["events of booking"] == 3 and counts["events"] == 0
+    assert SessionEvent.objects.filter(session_id="b").count() == 2
+    assert SessionEvent.objects.filter(session_id="o").count() == 5
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"sessions": "soon"},
+        {"session": "10d"},
+        {"keep_events": -1},
+        "10d",
+    ],
+)
+def test_a_bad_retention_entry_is_refused_with_its_path(entry: object) -> None:
+    from django.test import override_settings
+
+    from warlock_sessions.checks import check_settings
+
+    with override_settings(WARLOCK_SESSIONS={"RETENTION": {"booking": entry}}):
+        messages = check_settings()
+    assert [message.id for message in messages] == ["warlock_sessions.E027"]
+    assert "RETENTION']['booking" in messages[0].msg
+
+
+def test_a_log_left_by_a_session_gone_is_pruned_whatever_the_agents_retention() -> None:
+    from warlock_sessions.host.retention import AgentRetention
+
+    events("gone", 5, days=40)
+    agents = {"booking": AgentRetention(sessions=None, events=None, keep_events=0)}
+    prune(Retention(keep_events=0, agents=agents), batch=2, pause=-1)
+    assert not SessionEvent.objects.filter(session_id="gone").exists()

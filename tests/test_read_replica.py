@@ -99,4 +99,4 @@ def test_a_replica_that_is_not_a_database_alias_is_refused() -> None:
         pytest.raises(SettingError, match="is not a database alias") as refused,
     ):
         _ = warlock_settings.READ_REPLICA
-    assert refused.value.check_id == "warlock_sessions.E026"
+    assert refused.value.check_id == "warlock_sessions.E028"

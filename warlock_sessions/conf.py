@@ -104,6 +104,10 @@ DEFAULTS: dict[str, Any] = {
     # search read from. One session's reads and every write stay on its own database (no
     # stale version to conflict with). None: lists read where the router says.
     "READ_REPLICA": None,
+    # How long an agent's ended sessions and their log live, where it differs from what
+    # warlock_prune is told for all: {"booking": {"sessions": "30d", "events": "7d",
+    # "keep_events": 20}}; an age or "never". Conversations record no agent: --conversations.
+    "RETENTION": {},
 }
 
 
@@ -372,8 +376,44 @@ def _database_alias(name: str, value: Any) -> Any:
             name,
             f"= {value!r} is not a database alias of DATABASES "
             f"({', '.join(map(repr, settings.DATABASES))})",
-            check_id="warlock_sessions.E026",
+            check_id="warlock_sessions.E028",
         )
+    return value
+
+
+#: What a RETENTION entry may say of an agent's rows.
+RETENTION_KEYS = frozenset({"sessions", "events", "keep_events"})
+
+
+def _retention(name: str, value: Any) -> Any:
+    """``{agent: {"sessions"?: age, "events"?: age, "keep_events"?: n}}``, ages like "30d"
+    or "never"."""
+    from .engine.durations import is_duration
+
+    _mapping(name, value)
+    for agent, entry in value.items():
+        where = f"{name}']['{agent}"
+        if not isinstance(entry, Mapping) or not set(entry) <= RETENTION_KEYS:
+            raise SettingError(
+                where,
+                f"must be a dict of {', '.join(sorted(RETENTION_KEYS))}",
+                check_id="warlock_sessions.E027",
+            )
+        for key in ("sessions", "events"):
+            age = entry.get(key, "never")
+            if age != "never" and not is_duration(age):
+                raise SettingError(
+                    f"{where}']['{key}",
+                    f"must be an age like '30d' or 'never', not {age!r}",
+                    check_id="warlock_sessions.E027",
+                )
+        keep = entry.get("keep_events", 0)
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise SettingError(
+                f"{where}']['keep_events",
+                f"must be a whole number >= 0, not {keep!r}",
+                check_id="warlock_sessions.E027",
+            )
     return value
 
 
@@ -426,6 +466,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "PERMISSION": _permission,
     "MAX_BODY_BYTES": _number(1, whole=True),
     "READ_REPLICA": _database_alias,
+    "RETENTION": _retention,
     "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
     "LOCK_TIMEOUT": _number(0, whole=False),
     "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ from django.db import connections, router, transaction
 from django.db.models import Max, Model, QuerySet
 from django.utils import timezone
 
+from ..engine.durations import parse_duration
 from ..models import (
     Conversation,
     OutboundMessage,
@@ -46,8 +47,18 @@ LAST_SEQS_REMEMBERED = 100_000
 
 
 @dataclass(frozen=True)
+class AgentRetention:
+    """How long one agent's ended sessions and their log are kept, where it differs."""
+
+    sessions: timedelta | None
+    events: timedelta | None
+    keep_events: int
+
+
+@dataclass(frozen=True)
 class Retention:
-    """How long each kind of row is kept (``None``: kept for ever)."""
+    """How long each kind of row is kept (``None``: kept for ever); ``agents``: what differs
+    for an agent's sessions and log (``WARLOCK_SESSIONS["RETENTION"]``)."""
 
     sessions: timedelta | None = timedelta(days=90)
     events: timedelta | None = timedelta(days=30)
@@ -56,6 +67,23 @@ class Retention:
     wakes: timedelta | None = timedelta(days=7)
     conversations: timedelta | None = timedelta(days=90)
     snapshots: timedelta | None = timedelta(days=30)
+    agents: Mapping[str, AgentRetention] = field(default_factory=dict)
+
+    def for_agent(self, entry: Mapping[str, Any]) -> AgentRetention:
+        """An agent's RETENTION entry, what it does not say taken from this retention."""
+        return AgentRetention(
+            sessions=_age_of(entry, "sessions", self.sessions),
+            events=_age_of(entry, "events", self.events),
+            keep_events=int(entry.get("keep_events", self.keep_events)),
+        )
+
+
+def _age_of(entry: Mapping[str, Any], key: str, otherwise: timedelta | None) -> timedelta | None:
+    if key not in entry:
+        return otherwise
+    if entry[key] == "never":
+        return None
+    return timedelta(milliseconds=parse_duration(entry[key]))
 
 
 #: The statuses a run's snapshot ends with.
@@ -125,15 +153,31 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
     deletion), and the pages of their keys. The log goes first, so an ended session's batch
     deletes at most its last ``keep_events`` entries."""
     kinds: list[tuple[str, Any, Pages]] = []
-    if retention.events is not None:
-        cutoff, keep = now - retention.events, retention.keep_events
-        old_log = SessionEvent.objects.filter(created_at__lt=cutoff)
-        kinds.append(("events", old_log, functools.partial(_old_log_pages, cutoff, keep, batch)))
-    if retention.sessions is not None:
-        ended = Session.objects.filter(
-            run_statuses="", handover="", updated_at__lt=now - retention.sessions
+    agents = retention.agents
+    default = AgentRetention(retention.sessions, retention.events, retention.keep_events)
+    # Each agent of its own, then every other one by the retention given for all.
+    for agent, kept in [*sorted(agents.items()), (None, default)]:
+        label = f" of {agent}" if agent is not None else ""
+        of_agent = (
+            Session.objects.filter(agent=agent)
+            if agent
+            else Session.objects.exclude(agent__in=list(agents))
         )
-        kinds.append(("sessions", ended, _pages_of(ended, batch)))
+        if kept.events is not None:
+            cutoff = now - kept.events
+            old_log = SessionEvent.objects.filter(created_at__lt=cutoff)
+            if agent is not None:
+                old_log = old_log.filter(session_id__in=of_agent.values("id"))
+            elif agents:  # (not "in the others' sessions": a log left by a session gone goes)
+                mine = Session.objects.filter(agent__in=list(agents)).values("id")
+                old_log = old_log.exclude(session_id__in=mine)
+            pages = functools.partial(_old_log_pages, old_log, kept.keep_events, batch)
+            kinds.append((f"events{label}", old_log, pages))
+        if kept.sessions is not None:
+            ended = of_agent.filter(
+                run_statuses="", handover="", updated_at__lt=now - kept.sessions
+            )
+            kinds.append((f"sessions{label}", ended, _pages_of(ended, batch)))
     if retention.outbox is not None:
         finished = [OutboundMessage.Status.DELIVERED, OutboundMessage.Status.FAILED]
         old_outbox = OutboundMessage.objects.filter(
@@ -187,9 +231,9 @@ def _pages_of(rows: QuerySet[Any], batch: int) -> Pages:
     return pages
 
 
-def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any]]:
-    """The log entries older than ``cutoff`` that are not among their session's last
-    ``keep``, ``batch`` at a time: old entries are read ``batch`` at a time along the primary
+def _old_log_pages(old_log: QuerySet[Any], keep: int, batch: int) -> Iterator[list[Any]]:
+    """The log entries of ``old_log`` that are not among their session's last ``keep``,
+    ``batch`` at a time: old entries are read ``batch`` at a time along the primary
     key, each session's last ``seq`` looked up once (a session that logs meanwhile only keeps
     a few more), until a page is full (a read may find few to delete: each deletion, and the
     rest after it, is then worth a full page)."""
@@ -198,7 +242,7 @@ def _old_log_pages(cutoff: datetime, keep: int, batch: int) -> Iterator[list[Any
     page: list[Any] = []
     while True:
         rows = list(
-            SessionEvent.objects.filter(created_at__lt=cutoff, pk__gt=after)
+            old_log.filter(pk__gt=after)
             .order_by("pk")
             .values_list("pk", "session_id", "seq")[:batch]
         )

@@ -3,12 +3,14 @@ batches (``stores.retention``), with ``--dry-run`` and a progress bar."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...cache import default_cache_store
+from ...conf import warlock_settings
 from ...engine.durations import is_duration, parse_duration
 from ...host.notify import tell_followers
 from ...host.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
@@ -93,6 +95,14 @@ class Command(BaseCommand):
             wakes=_age(options["wakes"]),
             conversations=_age(options["conversations"]),
             snapshots=_age(options["snapshots"]),
+        )
+        # Agents whose sessions and log live otherwise (WARLOCK_SESSIONS["RETENTION"]).
+        retention = replace(
+            retention,
+            agents={
+                agent: retention.for_agent(entry)
+                for agent, entry in warlock_settings.RETENTION.items()
+            },
         )
         counts = prune(
             retention,
