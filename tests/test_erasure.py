@@ -299,3 +299,38 @@ def test_a_store_on_another_database_is_erased_where_it_keeps_the_sessions() -> 
         assert erase(Person(visitor="v-far"))["sessions"] == 1
     assert not Session.objects.using("postgres").filter(id="elsewhere").exists()
     assert not SessionEvent.objects.using("postgres").filter(session_id="elsewhere").exists()
+
+
+@pytest.mark.django_db
+def test_stores_outside_the_database_are_emptied_and_counted() -> None:
+    """A session store and a snapshot store kept elsewhere (here in memory, as Redis or files
+    would be): the person's sessions, conversation records and runs go from them too, and a
+    dry run counts them."""
+    from warlock_sessions.engine import new_session
+    from warlock_sessions.snapshots import default_snapshot_store
+    from warlock_sessions.stores import default_store
+
+    configured = {
+        "STORE": "warlock_sessions.stores.MemoryStore",
+        "SNAPSHOT_STORE": "warlock_sessions.snapshots.MemorySnapshotStore",
+    }
+    with override_settings(WARLOCK_SESSIONS=configured):
+        store, snapshots = default_store(), default_snapshot_store()
+        assert snapshots is not None
+        for owner, name in (("v-gus", "gus"), ("v-hal", "hal")):
+            store.save(new_session(f"chat-{name}"), 0)
+            SessionOwner.objects.create(session_id=f"chat-{name}", anonymous_key=owner)
+            Conversation.objects.create(
+                id=f"conv-{name}",
+                anonymous_key=owner,
+                created_at=timezone.now(),
+                updated_at=timezone.now(),
+            )
+            snapshots.save({"runId": f"session:conv-{name}", "type": "conversation-session"})
+            snapshots.save({"runId": f"agent-{name}", "sessionId": f"conv-{name}"})
+        counts = erase(Person(visitor="v-gus"), dry_run=True)
+        assert counts["sessions"] == 1 and counts["snapshots"] == 2
+        assert store.load("chat-gus") is not None
+        erase(Person(visitor="v-gus"))
+        assert store.load("chat-gus") is None and store.load("chat-hal") is not None
+        assert sorted(snapshots.list()) == ["agent-hal", "session:conv-hal"]
