@@ -298,20 +298,29 @@ class WakeAdmin(ReadOnlyAdmin):
 
 
 def people_of(session_ids: list[str]) -> dict[str, Person]:
-    """Whom erasing these sessions means, by how the admin names them: each session's owner
-    (a user, or an anonymous visitor), or the session itself when nobody owns it."""
+    """Whom erasing these sessions means, by how the admin names them (with the selected
+    sessions that lead to them): each session's owner (a user, or an anonymous visitor), or
+    the session itself when nobody owns it."""
     people: dict[str, Person] = {}
+    selected: dict[str, list[str]] = {}
     owners = {
         row.session_id: row for row in SessionOwner.objects.filter(session_id__in=session_ids)
     }
     for session_id in session_ids:
         owner = owners.get(session_id)
         if owner is not None and owner.user_id is not None:
-            people[f"user {owner.user}"] = Person(user=owner.user_id)
+            label = f"user {owner.user}"
+            people[label] = Person(user=owner.user_id)
         elif owner is not None and owner.anonymous_key:
             # The key is the visitor's session cookie: a digest names them, never the key.
             digest = hashlib.sha256(owner.anonymous_key.encode()).hexdigest()[:12]
-            people[f"visitor #{digest}"] = Person(visitor=owner.anonymous_key)
+            label = f"visitor #{digest}"
+            people[label] = Person(visitor=owner.anonymous_key)
         else:
-            people[f"session {session_id}"] = Person(session=session_id)
-    return people
+            people[f"session {session_id} (owned by nobody)"] = Person(session=session_id)
+            continue
+        selected.setdefault(label, []).append(session_id)
+    return {
+        f"{label} (selected: {', '.join(selected[label])})" if label in selected else label: person
+        for label, person in people.items()
+    }

@@ -28,7 +28,9 @@ class Command(BaseCommand):
             help="an anonymous visitor, by their key (SessionOwner.anonymous_key)",
         )
         who.add_argument("--session", metavar="ID", help="one session")
-        who.add_argument("--conversation", metavar="ID", help="one conversation and its forks")
+        who.add_argument(
+            "--conversation", metavar="ID", help="one conversation and the forks its owner made"
+        )
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
