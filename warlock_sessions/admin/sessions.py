@@ -140,7 +140,7 @@ class SessionAdmin(ReadOnlyAdmin):
             )
         for label, person in sorted(people.items()):
             erased = erase(person)
-            said = ", ".join(f"{count} {what}" for what, count in erased.items() if count)
+            said = ", ".join(f"{what}: {count}" for what, count in erased.items() if count)
             self.message_user(request, f"{label}: erased ({said or 'nothing left'})")
         return None
 
