@@ -172,7 +172,9 @@ def test_a_visitor_a_session_and_a_conversation_are_erased_alone(alias: str) -> 
 
 
 @pytest.mark.django_db
-def test_the_command_prints_what_it_deleted_per_kind_of_row() -> None:
+def test_the_command_prints_what_it_deleted_per_kind_of_row(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     seed("default", {"anonymous_key": "v-eve"}, "eve")
     out = StringIO()
     call_command("warlock_erase", "--visitor", "v-eve", "--dry-run", stdout=out)
@@ -180,9 +182,15 @@ def test_the_command_prints_what_it_deleted_per_kind_of_row() -> None:
     assert "conversations: would delete 2\n" in out.getvalue()
     assert Session.objects.filter(id="chat-eve").exists()
     out = StringIO()
-    call_command("warlock_erase", "--visitor", "v-eve", stdout=out)
+    with caplog.at_level("INFO", logger="warlock_sessions.erasure"):
+        call_command("warlock_erase", "--visitor", "v-eve", stdout=out)
     assert "sessions: deleted 1\n" in out.getvalue()
     assert not Session.objects.filter(id="chat-eve").exists()
+    # The audit trail: who erased whom and how much, never the visitor's key (a cookie).
+    [record] = [r for r in caplog.records if getattr(r, "event", None) == "erased"]
+    assert record.getMessage().startswith("erased visitor #")
+    assert "by manage.py warlock_erase: session events " in record.getMessage()
+    assert "v-eve" not in record.getMessage() and record.counts["sessions"] == 1
 
 
 @pytest.mark.django_db

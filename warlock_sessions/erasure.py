@@ -18,6 +18,8 @@ there, and erasing again finishes the job.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +52,8 @@ from .stores import DjangoStore, default_store
 #: Ids per statement: well within SQLite's and PostgreSQL's limits on parameters.
 BATCH = 500
 
+logger = logging.getLogger("warlock_sessions.erasure")
+
 
 @dataclass(frozen=True)
 class Person:
@@ -65,6 +69,15 @@ class Person:
         given = [v for v in (self.user, self.visitor, self.session, self.conversation) if v]
         if len(given) != 1:
             raise ValueError("a person is exactly one of a user, a visitor, a session or a chat")
+
+    def __str__(self) -> str:
+        """How logs and the admin name the person: a visitor by a digest of their key (it is
+        their session cookie), never the key."""
+        if self.user is not None:
+            return f"user {self.user}"
+        if self.visitor:
+            return f"visitor #{hashlib.sha256(self.visitor.encode()).hexdigest()[:12]}"
+        return f"session {self.session}" if self.session else f"conversation {self.conversation}"
 
 
 @dataclass(frozen=True)
@@ -84,9 +97,11 @@ class Outside:
     delete: Callable[[Any], Any]
 
 
-def erase(person: Person, *, dry_run: bool = False) -> dict[str, int]:
+def erase(person: Person, *, dry_run: bool = False, by: str = "") -> dict[str, int]:
     """Delete every row about ``person`` (with ``dry_run``, only count them): how many rows
-    of each kind went (or would go)."""
+    of each kind went (or would go). Each erase is logged (``warlock_sessions.erasure``, an
+    ``erased`` event naming the person as ``str(person)`` does, ``by`` whom, and the counts)
+    for an audit trail."""
     traces = traces_of(person)
     tables = _tables(traces)
     counts = {label: sum(rows.count() for rows in batches) for label, batches in tables}
@@ -108,6 +123,13 @@ def erase(person: Person, *, dry_run: bool = False) -> dict[str, int]:
     tell_followers(traces.sessions)
     for conversation in traces.conversations:
         conversation_changed(conversation)
+    logger.info(
+        "erased %s by %s: %s",
+        person,
+        by or "code",
+        ", ".join(f"{what} {count}" for what, count in counts.items() if count) or "nothing",
+        extra={"event": "erased", "person": str(person), "by": by, "counts": counts},
+    )
     return counts
 
 

@@ -3,7 +3,6 @@ runs, log, outbox, wakes, the agent drawn) and its actions; the log, outbox and 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, cast
 
@@ -139,7 +138,7 @@ class SessionAdmin(ReadOnlyAdmin):
                 },
             )
         for label, person in sorted(people.items()):
-            erased = erase(person)
+            erased = erase(person, by=f"the admin, {request.user}")
             said = ", ".join(f"{what}: {count}" for what, count in erased.items() if count)
             self.message_user(request, f"{label}: erased ({said or 'nothing left'})")
         return None
@@ -312,10 +311,9 @@ def people_of(session_ids: list[str]) -> dict[str, Person]:
             label = f"user {owner.user}"
             people[label] = Person(user=owner.user_id)
         elif owner is not None and owner.anonymous_key:
-            # The key is the visitor's session cookie: a digest names them, never the key.
-            digest = hashlib.sha256(owner.anonymous_key.encode()).hexdigest()[:12]
-            label = f"visitor #{digest}"
-            people[label] = Person(visitor=owner.anonymous_key)
+            person = Person(visitor=owner.anonymous_key)
+            label = str(person)  # a digest: the key is the visitor's session cookie
+            people[label] = person
         else:
             people[f"session {session_id} (owned by nobody)"] = Person(session=session_id)
             continue

@@ -43,7 +43,7 @@ class Command(BaseCommand):
             )
         except ValueError as error:
             raise CommandError(str(error)) from None
-        counts = erase(person, dry_run=options["dry_run"])
+        counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
             self.stdout.write(f"{what}: {verb} {count}")
