@@ -343,17 +343,12 @@ def test_a_snapshot_page_is_a_view_with_no_save_buttons(
 def test_the_admin_says_when_a_worker_is_resuming_the_run_already(
     client: Client, django_snapshots: Any
 ) -> None:
-    from django.utils import timezone
-
-    from warlock_sessions.models import Snapshot
+    from tests.workflows.test_asked_resumes import resuming
 
     client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
     workflow, _ = broken_then_fixed()
     workflow.execute(run_id="busy-1")
-    resuming = {"status": "resuming", "by": "w", "askedAt": "2030-01-01T00:00:00.000Z"}
-    Snapshot.objects.filter(key="busy-1").update(
-        resume={**resuming, "startedAt": timezone.now().isoformat()}
-    )
+    resuming("default", "busy-1")
     resumed = client.post(
         "/admin/warlock_sessions/snapshot/",
         {"action": "resume_runs", "_selected_action": ["busy-1"]},

@@ -49,6 +49,18 @@ def halted_order(name: str, shipped: list[str]) -> tuple[Workflow, dict[str, boo
     return Workflow(name, [Step("pack", run=lambda ctx: 1), Step("ship", run=ship)]), carrier
 
 
+def resuming(
+    using: str, key: str, *, by: str = "w", started: str | None = None, saved_at: Any = None
+) -> None:
+    """``key`` as worker ``by`` left it: resuming since ``started`` (now, by default), the run
+    last saved at ``saved_at`` (left as it is, by default)."""
+    ask = {"status": "resuming", "by": by, "askedAt": "2020-01-01T00:00:00.000Z"}
+    fields: dict[str, Any] = {"resume": {**ask, "startedAt": started or timezone.now().isoformat()}}
+    if saved_at is not None:
+        fields["saved_at"] = saved_at
+    Snapshot.objects.using(using).filter(key=key).update(**fields)
+
+
 def ask(key: str, using: str) -> dict[str, Any]:
     resume = Snapshot.objects.using(using).get(key=key).resume
     assert resume is None or isinstance(resume, dict)
@@ -134,11 +146,7 @@ def test_a_resume_left_by_a_dead_worker_is_taken_over_after_a_lease(
     carrier["down"] = False
     long_ago = timezone.now() - timedelta(minutes=5)  # LEASE_SECONDS is a minute
     for key, started in (("a-1", "2020-01-01T00:00:00.000Z"), ("a-2", None)):
-        resuming = {"status": "resuming", "by": "root", "askedAt": "2020-01-01T00:00:00.000Z"}
-        Snapshot.objects.using(db).filter(key=key).update(
-            resume={**resuming, "startedAt": started or timezone.now().isoformat()},
-            saved_at=long_ago,
-        )
+        resuming(db, key, by="root", started=started, saved_at=long_ago)
     assert run_asked_resumes(using=db) == 1  # a-1's worker is gone; a-2's started a moment ago
     assert shipped == ["a-1"] and ask("a-2", db)["status"] == "resuming"
 
@@ -151,10 +159,7 @@ def test_an_ask_while_a_worker_resumes_the_run_is_not_queued_beside_it(
     db = store.using
     workflow, _ = halted_order("busy-order", [])
     workflow.execute(run_id="b-1")
-    resuming = {"status": "resuming", "by": "w", "askedAt": "2030-01-01T00:00:00.000Z"}
-    Snapshot.objects.using(db).filter(key="b-1").update(
-        resume={**resuming, "startedAt": timezone.now().isoformat()}
-    )
+    resuming(db, "b-1")
     assert ask_resume("b-1", using=db, by="root") == "resuming"
     assert ask("b-1", db)["status"] == "resuming" and ask("b-1", db)["by"] == "w"
     assert run_asked_resumes(using=db) == 0  # its worker is alive: nobody takes it
@@ -223,9 +228,10 @@ def test_an_ask_left_by_a_dead_worker_may_be_asked_again(store: DjangoSnapshotSt
     db = store.using
     workflow, _ = halted_order("dead-worker-order", [])
     workflow.execute(run_id="d-1")
-    resuming = {"status": "resuming", "by": "w", "askedAt": "2020-01-01T00:00:00.000Z"}
-    Snapshot.objects.using(db).filter(key="d-1").update(
-        resume={**resuming, "startedAt": "2020-01-01T00:00:00.000Z"},
+    resuming(
+        db,
+        "d-1",
+        started="2020-01-01T00:00:00.000Z",
         saved_at=timezone.now() - timedelta(minutes=5),
     )
     assert ask_resume("d-1", using=db, by="root", force=True) == "queued"

@@ -372,9 +372,9 @@ class Worker:
         self.shard = shard
         self.stopping = False
         self.outage = OutageLog(logger, "the worker's pass (database unavailable)")
+        #: The thread more_work runs on while the loop runs; without it, within the pass.
         self.aside: ThreadPoolExecutor | None = None
         self.aside_work: Future[int] | None = None
-        self.inline = True  # more_work within the pass, until run() says otherwise
 
     def stop(self, *args: Any) -> None:
         self.stopping = True
@@ -385,8 +385,8 @@ class Worker:
         }
         done = 0
         failures = 0
-        self.inline = once or until_idle
-        self.aside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warlock-worker")
+        if not (once or until_idle):
+            self.aside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warlock-worker")
         try:
             while not self.stopping:
                 try:
@@ -408,8 +408,9 @@ class Worker:
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
-            self.aside.shutdown(wait=True)  # what it has in hand stops at its next check
-            self.aside, self.aside_work, self.inline = None, None, True
+            if self.aside is not None:
+                self.aside.shutdown(wait=True)  # what it has in hand stops at its next check
+            self.aside, self.aside_work = None, None
         return done
 
     def run_pass(self) -> int:
@@ -425,7 +426,7 @@ class Worker:
             self.batch, using=self.using, should_stop=lambda: self.stopping, shard=self.shard
         )
         worked += deliver_due_messages(self.batch, using=self.using, shard=self.shard)
-        if self.inline:
+        if self.aside is None:
             return worked + self._do_more_work()
         return worked + self._more_work_aside()
 
@@ -436,7 +437,8 @@ class Worker:
         if self.aside_work is not None and self.aside_work.done():
             finished, self.aside_work = self.aside_work, None
             done = finished.result()
-        if self.aside_work is None and self.more_work and self.aside is not None:
+        if self.aside_work is None and self.more_work:
+            assert self.aside is not None
             self.aside_work = self.aside.submit(self._more_work_on_thread)
         return done
 
