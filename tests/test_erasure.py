@@ -154,6 +154,10 @@ def test_a_user_is_erased_everywhere_and_nobody_else(alias: str) -> None:
     assert erased["sessions"] == 1 and erased["conversations"] == 2  # the fork too
     assert erased["session events"] == before["SessionEvent"]
     assert User.objects.using(alias).filter(pk=ana.pk).exists()  # the account is the project's
+    from warlock_sessions.conversations.seen import seen_histories
+
+    # Nor does this process keep a copy of what Ana's conversations said.
+    assert seen_histories.get((alias, "conv-ana")) is None
 
 
 def test_a_visitor_a_session_and_a_conversation_are_erased_alone(alias: str) -> None:
@@ -201,6 +205,10 @@ def test_the_command_refuses_an_unknown_user_and_nobody() -> None:
         call_command("warlock_erase", "--visitor", "")
     with pytest.raises(CommandError):
         call_command("warlock_erase")  # whom to erase is required
+    # As code may pass them (a shell cannot): refused in a sentence, never a database error.
+    for option, hostile in (("--session", "a\x00b"), ("--visitor", "\ud800"), ("--owner", "a\x00")):
+        with pytest.raises(CommandError):
+            call_command("warlock_erase", option, hostile)
 
 
 @pytest.mark.django_db

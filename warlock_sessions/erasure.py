@@ -30,6 +30,7 @@ from django.db.models import Model, QuerySet
 from .cache import default_cache_store
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .conf import warlock_settings
+from .conversations.seen import seen_histories
 from .conversations.stores import RECORD_PREFIX
 from .host.notify import conversation_changed, tell_followers
 from .models import (
@@ -120,6 +121,9 @@ def erase(person: Person, *, dry_run: bool = False, by: str = "") -> dict[str, i
                 for rows in batches:
                     if rows.db == using:
                         rows.delete()
+    chats = _rows(Conversation).db
+    for conversation in traces.conversations:
+        seen_histories.forget((chats, conversation))  # this process's copy of the messages
     tell_followers(traces.sessions)
     for conversation in traces.conversations:
         conversation_changed(conversation)

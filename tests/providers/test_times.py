@@ -260,3 +260,4 @@ def test_a_day_written_with_dots_is_no_time_unless_after_at() -> None:
     assert when("3.10", now, "en") == "2027-03-10"
     assert when("at 3.30", now, "en") is None
     assert when("3.30pm", now, "en") is None
+    assert when("at 3.10.2026", now, "en") == "2026-03-10"  # a year makes it a day

@@ -8,7 +8,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...backends.outages import unavailable
 from ...erasure import Person, erase
+from ...errors import InvalidInputError
+from ...host.wire import clean_text_param, session_id_input
 
 
 class Command(BaseCommand):
@@ -37,13 +40,21 @@ class Command(BaseCommand):
         try:
             person = Person(
                 user=self._user(options["owner"]) if options["owner"] else None,
-                visitor=options["visitor"],
-                session=options["session"],
-                conversation=options["conversation"],
+                visitor=options["visitor"] and clean_text_param("visitor", options["visitor"]),
+                session=options["session"] and session_id_input(options["session"], "session"),
+                conversation=options["conversation"]
+                and session_id_input(options["conversation"], "conversation"),
             )
-        except ValueError as error:
+        except (ValueError, InvalidInputError) as error:
             raise CommandError(str(error)) from None
-        counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
+        try:
+            counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
+        except Exception as error:
+            if unavailable(error):  # nothing of the database's was deleted: it found no one
+                raise CommandError(
+                    f"the database is unavailable ({error}); run it again once it is back"
+                ) from None
+            raise
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
             self.stdout.write(f"{what}: {verb} {count}")

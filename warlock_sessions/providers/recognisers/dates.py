@@ -59,7 +59,8 @@ _NUMERIC = re.compile(
 )
 _WORDS = re.compile(r"[a-z]+|\d+(?:st|nd|rd|th|o|a)?")
 #: "at 3.30", "às 10.15", "3.30pm": a time of day written with a dot, not a date.
-_CLOCK_LIKE = re.compile(r"\b(?:at|as) \|\d{1,2}\.\d{2}\b|\|\d{1,2}\.\d{2}\s?[ap]\.?m\b")
+_AT_BEFORE = re.compile(r"\b(?:at|as) $")
+_MERIDIEM_AFTER = re.compile(r"\s?[ap]\.?m\b")
 _ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th|o|a)?$")
 #: "dia primeiro": the first of the month.
 _DIA_WORDS = {"primeiro": 1}
@@ -79,14 +80,22 @@ def when(text: str, now: datetime, language: str | None) -> str | None:
     iso = _ISO.search(folded)
     if iso:
         found = _safe_date(int(iso[1]), int(iso[2]), int(iso[3]))
-    elif (numeric := _NUMERIC.search(folded)) and not _CLOCK_LIKE.search(
-        folded[: numeric.start()] + "|" + numeric[0] + folded[numeric.end() :][:6]
-    ):
+    elif (numeric := _NUMERIC.search(folded)) and not _clock_like(folded, numeric):
         found = _numeric(numeric, today, language)
     else:
         words = _WORDS.findall(folded)
         found = _named(words, today) or _relative(folded, words, today)
     return found.isoformat() if found else None
+
+
+def _clock_like(folded: str, match: re.Match[str]) -> bool:
+    """ "at 3.30", "às 10.15", "3.30pm": a time of day written with a dot, not a date (a
+    year makes it one: "at 3.10.2026")."""
+    if match[0].count(".") != 1 or match[3] is not None:
+        return False
+    return bool(
+        _AT_BEFORE.search(folded, 0, match.start()) or _MERIDIEM_AFTER.match(folded, match.end())
+    )
 
 
 def _numeric(match: re.Match[str], today: date, language: str | None) -> date | None:
