@@ -10,12 +10,15 @@ changed, Redis unreachable) answers "not alone", and the push goes out as before
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger("warlock_sessions.realtime")
+#: Seconds a Redis that no longer answers may keep a turn from its push: then it is pushed.
+ASK_TIMEOUT = 1.0
 
 
 async def alone_in_group(layer: Any, group: str, channel_name: str | None) -> bool:
@@ -41,7 +44,7 @@ async def _alone_on_redis(layer: Any, group: str, channel_name: str) -> bool:
     if set(loop_layer.groups.get(group_channel, ())) - {channel_name}:
         return False
     shard = loop_layer._get_shard(group_channel)
-    async with shard._lock:  # one connection, as the layer's publishes use: no burst of new ones
+    async with asyncio.timeout(ASK_TIMEOUT), shard._lock:  # the layer's one connection
         shard._ensure_redis()
         [(_, subscribed)] = await shard._redis.pubsub_numsub(group_channel)
     return int(subscribed) <= 1
