@@ -170,6 +170,28 @@ def empty_session_tables() -> None:
     empty_tables(Session, *SESSION_RECORDS)
 
 
+#: The key sealed contenders seal with, one per run.
+BENCH_KEY = os.urandom(32)
+
+
+def sealed(call: Callable[[], None]) -> Callable[[], None]:
+    """``call`` with ``ENCRYPTION_KEYS`` in force (this run's key), interleaved with plain
+    contenders: the keyring is swapped in for the call alone, as cheaply as a setting read."""
+    from warlock_sessions import encryption
+
+    ring = encryption._keyring_of({"bench": BENCH_KEY})
+
+    def in_force() -> None:
+        encryption.keyring()  # the plain keyring (None) is built, then stood in for
+        encryption.keyring._built[:] = [ring]
+        try:
+            call()
+        finally:
+            encryption.keyring._built[:] = [None]
+
+    return in_force
+
+
 def raw_jsonb_load_save(connection: psycopg.Connection, blob: dict) -> Callable[[], None]:
     """The baseline every benchmark compares with: raw psycopg ``SELECT`` + conditional
     ``UPDATE`` of ``blob`` in a jsonb column (table ``bench_raw_jsonb``, recreated here)."""

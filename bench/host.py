@@ -26,6 +26,7 @@ from bench.common import (
     measure,
     raw_jsonb_load_save,
     report,
+    sealed,
     verdict,
 )
 from bench.engine import FIELDS
@@ -90,11 +91,13 @@ def message_turn_ratio(iterations: int) -> float:
     empty_tables(Session, SessionEvent, OutboundMessage, Wake, AppliedInput)
     blob = realistic_session("bench")
     DjangoStore().save(blob, 0)
+    sealed(lambda: DjangoStore().save({**blob, "id": "sealed"}, 0))()
     host = Host(bench_agent(), DjangoStore())
     counter = iter(range(10**9))
 
-    def handle() -> None:
-        result = host.handle("bench", {"message": {"text": "e aí?", "id": f"b{next(counter)}"}})
+    def handle(session_id: str = "bench") -> None:
+        said = {"message": {"text": "e aí?", "id": f"b{next(counter)}"}}
+        result = host.handle(session_id, said)
         assert result.changed and result.messages
 
     with psycopg.connect(bench_database_url(), autocommit=True) as raw:
@@ -102,6 +105,7 @@ def message_turn_ratio(iterations: int) -> float:
             {
                 "raw-psycopg-load+save": raw_jsonb_load_save(raw, blob),
                 "Host.handle message turn": handle,
+                "Host.handle message turn, sealed": sealed(lambda: handle("sealed")),
             },
             iterations=iterations,
         )
@@ -109,6 +113,9 @@ def message_turn_ratio(iterations: int) -> float:
     size = len(DjangoStore().load("bench")["runs"][0]["outcomes"])
     print(f"(the session kept its size: {size} outcome lines on its asking run)")
     print(verdict("Host.handle / raw load+save", ratios["Host.handle message turn"], 2.0))
+    sealed_ratio = ratios["Host.handle message turn, sealed"] / ratios["Host.handle message turn"]
+    # Issue 30 (encryption at rest): sealing costs <= 10 %.
+    print(verdict("Host.handle sealed / plain", sealed_ratio, 1.1))
     return ratios["Host.handle message turn"]
 
 

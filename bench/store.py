@@ -29,6 +29,7 @@ from bench.common import (
     measure,
     raw_jsonb_load_save,
     report,
+    sealed,
     verdict,
 )
 
@@ -83,6 +84,13 @@ def main() -> None:
         loaded = store.load("bench")
         store.save(loaded, loaded["version"])
 
+    def django_store_sealed_pair() -> None:
+        loaded = store.load("sealed")
+        store.save(loaded, loaded["version"])
+
+    django_store_sealed = sealed(django_store_sealed_pair)
+    sealed(lambda: store.save({**blob, "id": "sealed"}, 0))()
+
     client_store = DjangoStore(using="client_binding")
     client_store.save({**blob, "id": "client"}, 0)
 
@@ -135,6 +143,7 @@ def main() -> None:
             "raw-psycopg-jsonb": raw_jsonb,
             "raw-psycopg-text": raw_text,
             "DjangoStore": django_store,
+            "DjangoStore-sealed": django_store_sealed,
             "DjangoStore-client-binding": django_store_client_binding,
             "DjangoStore-django-defaults": django_store_defaults,
             "naive-orm": naive_orm,
@@ -146,6 +155,12 @@ def main() -> None:
     # Issue 17 (orjson codec): <= 0.85x raw psycopg with jsonb and <= 0.7x LangGraph.
     print(verdict("DjangoStore / raw-psycopg-jsonb", ratios["DjangoStore"], 0.85))
     print(verdict("DjangoStore / langgraph", ratios["DjangoStore"] / ratios["langgraph"], 0.7))
+    # Issue 30 (encryption at rest): sealing costs <= 10 %.
+    print(
+        verdict(
+            "DjangoStore sealed / plain", ratios["DjangoStore-sealed"] / ratios["DjangoStore"], 1.1
+        )
+    )
     saver_context.__exit__(None, None, None)
     raw.close()
 

@@ -13,7 +13,17 @@ class WarlockSessionsConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in
         from django.db.models.signals import post_delete
 
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            tracing,
+        )
+        from .conf import on_change, warlock_settings
+        from .redaction import install_log_redaction, redact
+
+        install_log_redaction()
+        # REDACT set later (override_settings) covers the logs too.
+        on_change(install_log_redaction)
+        tracing.configure(allowed=lambda: bool(warlock_settings.TRACE_TEXT), redact=redact)
 
         user_logged_in.connect(_adopt_on_login, dispatch_uid="warlock_sessions.adopt")
         post_delete.connect(

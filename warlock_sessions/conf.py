@@ -11,12 +11,14 @@ Django's ``setting_changed`` fires (``override_settings`` in tests).
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import inspect
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -108,6 +110,19 @@ DEFAULTS: dict[str, Any] = {
     # warlock_prune is told for all: {"booking": {"sessions": "30d", "events": "7d",
     # "keep_events": 20}}; an age or "never". Conversations record no agent: --conversations.
     "RETENTION": {},
+    # Personal data taken out of text before it is stored or logged: names of the built-in
+    # recognisers (REDACT_RECOGNISERS) and import strings of functions str -> str, or one
+    # such function. None: text is stored as it was said.
+    "REDACT": None,
+    # Whether message text (what was said, the model's prompt and reply) goes into the
+    # OpenTelemetry spans, redacted as stored text is. Off: spans carry ids, counts and times.
+    "TRACE_TEXT": False,
+    # Keys that seal what people said at rest (docs/privacy.md#encryption-at-rest):
+    # {key id: base64 of 32 random bytes}, the first entry sealing, every one opening. None:
+    # nothing is sealed. ENCRYPTION_ACCEPT_PLAINTEXT reads rows kept before it was set, while
+    # warlock_rotate_keys seals them.
+    "ENCRYPTION_KEYS": None,
+    "ENCRYPTION_ACCEPT_PLAINTEXT": False,
 }
 
 
@@ -229,6 +244,14 @@ def _number(minimum: float, *, whole: bool) -> Callable[[str, Any], Any]:
         return value
 
     return validate
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SettingError(
+            name, f"must be True or False, not {value!r}", check_id="warlock_sessions.E017"
+        )
+    return value
 
 
 def _optional(validate: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
@@ -417,6 +440,74 @@ def _retention(name: str, value: Any) -> Any:
     return value
 
 
+#: The built-in recognisers REDACT may name (``redaction.RECOGNISERS``), in the order they run.
+REDACT_RECOGNISERS = ("email", "card", "iban", "us_ssn", "br_cpf", "uk_nino", "phone")
+
+
+def _redact(name: str, value: Any) -> list[Any] | None:
+    """A list of recogniser names and functions ``str -> str`` (imported), or ``None``."""
+    if value is None:
+        return None
+    entries = [value] if isinstance(value, str) or callable(value) else value
+    if not isinstance(entries, list | tuple):
+        raise SettingError(
+            name,
+            "must be a list of recognisers (their names, or import strings of functions "
+            f"str -> str) or one function, not {type(value).__name__}",
+            check_id="warlock_sessions.E029",
+        )
+    steps: list[Any] = []
+    for entry in entries:
+        if entry in REDACT_RECOGNISERS:
+            steps.append(entry)
+            continue
+        if isinstance(entry, str) and "." not in entry:
+            raise SettingError(
+                name,
+                f"names {entry!r}, neither a recogniser ({', '.join(REDACT_RECOGNISERS)}) "
+                "nor an import string",
+                check_id="warlock_sessions.E029",
+            )
+        found = imported(entry, name, "warlock_sessions.E029")
+        if not callable(found):
+            raise SettingError(
+                name, f"= {entry!r} is not a function str -> str", check_id="warlock_sessions.E029"
+            )
+        steps.append(found)
+    return steps
+
+
+def _encryption_keys(name: str, value: Any) -> dict[str, bytes] | None:
+    """``{key id: base64 text of 16, 24 or 32 bytes}``, as ``{key id: bytes}``; ``None``."""
+    if value is None:
+        return None
+
+    def wrong(why: str, hint: str = "") -> SettingError:
+        return SettingError(name, why, check_id="warlock_sessions.E030", hint=hint)
+
+    if not isinstance(value, Mapping) or not value:
+        raise wrong(
+            "must be a dict {key id: base64 of 32 random bytes}, the first entry sealing",
+            hint="python -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())'",
+        )
+    if importlib.util.find_spec("cryptography") is None:
+        raise wrong(
+            "is set but cryptography is not installed", "pip install 'warlock-sessions[encryption]'"
+        )
+    keys: dict[str, bytes] = {}
+    for key_id, encoded in value.items():
+        if not isinstance(key_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", key_id):
+            raise wrong(f"has the key id {key_id!r}: ids are 1 to 32 letters, digits, - or _")
+        try:
+            secret = base64.b64decode(encoded, validate=True)
+        except (TypeError, ValueError):
+            secret = b""
+        if len(secret) not in (16, 24, 32):
+            raise wrong(f"['{key_id}'] is not the base64 text of 16, 24 or 32 bytes")
+        keys[key_id] = secret
+    return keys
+
+
 def _deliver(name: str, value: Any) -> Any:
     if value is None:
         return None
@@ -467,12 +558,43 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "MAX_BODY_BYTES": _number(1, whole=True),
     "READ_REPLICA": _database_alias,
     "RETENTION": _retention,
+    "REDACT": _redact,
+    "TRACE_TEXT": _flag,
+    "ENCRYPTION_KEYS": _encryption_keys,
+    "ENCRYPTION_ACCEPT_PLAINTEXT": _flag,
     "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
     "LOCK_TIMEOUT": _number(0, whole=False),
     "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),
     "MAX_CONVERSATIONS_PER_OWNER": _optional(_number(1, whole=True)),
     "CONVERSATION_CACHE_MESSAGES": _number(0, whole=True),
 }
+
+
+def django_configured() -> bool:
+    """Whether Django's settings are there to read (a store may be used without them)."""
+    return bool(settings.configured)
+
+
+class BuiltFromSettings(Generic[T]):
+    """A value ``build`` makes from the settings: made on first use, read without a lock
+    after that (a hot path asks for it many times a turn), made again after they change.
+    ``None`` while Django is not configured (a store used on its own), and not kept then."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._built: list[T] = []
+        self._lock = threading.Lock()
+        on_change(self._built.clear)
+
+    def __call__(self) -> T | None:
+        if self._built:
+            return self._built[0]
+        if not django_configured():
+            return None
+        with self._lock:
+            if not self._built:
+                self._built.append(self._build())
+            return self._built[0]
 
 
 def configured_settings() -> dict[str, Any]:

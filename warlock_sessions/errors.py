@@ -390,3 +390,34 @@ class QuotaExceededError(WarlockError):
             f"you already have {limit} {what}, the most one person may have here: delete some, "
             "or go on in one you have"
         )
+
+
+class EncryptionError(InvalidDataError):
+    """A value kept sealed (``ENCRYPTION_KEYS``) cannot be read where it was found: nothing
+    was read from it, and it was not replaced. ``where`` is the place it was looked for: a
+    table, the row's id, and its version or sequence number."""
+
+    #: What a client is told (the log says which value and why).
+    public_detail = (
+        "What is stored here cannot be read with this server's ENCRYPTION_KEYS; nothing was "
+        "changed. It is logged for the operators."
+    )
+
+    def __init__(self, where: tuple[str, ...], why: str) -> None:
+        self.where = where
+        self.why = why
+        super().__init__(f"the value at {'/'.join(where)} {why}")
+
+
+class SealedValueError(EncryptionError):
+    """A sealed value does not open: it was changed, copied from another row, sealed with a
+    key that is not configured, or is read without ``ENCRYPTION_KEYS``."""
+
+
+class PlaintextRefusedError(EncryptionError):
+    """A plain value was found where ``ENCRYPTION_KEYS`` requires a sealed one (fails closed).
+    A database kept before encryption was turned on: set ``ENCRYPTION_ACCEPT_PLAINTEXT`` and
+    run ``manage.py warlock_rotate_keys``, which seals every row."""
+
+    def __init__(self, where: tuple[str, ...]) -> None:
+        super().__init__(where, "is not sealed, and ENCRYPTION_KEYS requires it to be")

@@ -12,6 +12,7 @@ from django.db import connections, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .encryption import open_json, open_text, sealing
 from .engine.handover import handover_of
 from .engine.isotime import datetime_from_iso
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
@@ -37,7 +38,8 @@ def run_summary(blob: SessionBlob) -> dict[str, Any]:
     return {
         "run_flows": token_list(run["flowId"] for run in runs),
         "run_statuses": token_list(run["status"] for run in runs),
-        "search_text": search_text(blob["data"]),
+        # Sealed sessions keep no plain copy of their data to search by.
+        "search_text": "" if sealing() else search_text(blob["data"]),
         "handover": handover.get("status", ""),
         "handover_since": _moment(handover.get("since")),
     }
@@ -159,7 +161,9 @@ class Session(models.Model):
     @property
     def session(self) -> SessionBlob:
         """The checked v4 blob (raises ``InvalidSessionError`` when the row is unreadable)."""
-        return decode_session(self.blob, self.id, self.version)
+        return decode_session(
+            open_text(self.blob, "session", self.id, str(self.version)), self.id, self.version
+        )
 
 
 class WaitingSessionManager(models.Manager["WaitingSession"]):
@@ -229,6 +233,26 @@ class OutboundMessage(LeasedWork):
             models.UniqueConstraint(fields=["session_id", "key"], name="warlock_outbox_key_unique")
         ]
 
+    @property
+    def opened_text(self) -> str:
+        """The text as queued, opened if it was sealed (``ENCRYPTION_KEYS``)."""
+        return open_text(self.text, *outbox_place(self.session_id, self.key))
+
+    @property
+    def opened_payload(self) -> Any:
+        """The message as queued, opened if it was sealed."""
+        return open_json(self.payload, *outbox_place(self.session_id, self.key, "payload"))
+
+
+def event_place(session_id: str, seq: int) -> tuple[str, ...]:
+    """Where a log entry's payload is kept: what a sealed one is bound to."""
+    return ("event", session_id, str(seq))
+
+
+def outbox_place(session_id: str, key: str, column: str = "text") -> tuple[str, ...]:
+    """Where an outbox message's text (or payload) is kept: what a sealed one is bound to."""
+    return (f"outbox.{column}", session_id, key)
+
 
 class SessionEvent(models.Model):
     """The persisted event log of a session, in ``seq`` order: what a chat UI replays after a
@@ -250,6 +274,11 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.type}"
+
+    @property
+    def opened_payload(self) -> Any:
+        """The payload as logged, opened if it was sealed (``ENCRYPTION_KEYS``)."""
+        return open_json(self.payload, *event_place(self.session_id, self.seq))
 
 
 class Wake(LeasedWork):
@@ -493,6 +522,11 @@ class Conversation(Owned):
     def __str__(self) -> str:
         return self.id
 
+    @property
+    def opened_pending(self) -> Any:
+        """The pending turn, opened if it was sealed; ``None`` when there is none."""
+        return None if self.pending is None else open_json(self.pending, *pending_place(self.id))
+
 
 class JSONTextField(models.TextField):  # type: ignore[type-arg]
     """A JSON value kept as its text: read back exactly as written, on every database.
@@ -541,6 +575,21 @@ class ConversationMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id}#{self.position}"
+
+    @property
+    def opened_message(self) -> Any:
+        """The message as kept, opened if it was sealed (``ENCRYPTION_KEYS``)."""
+        return open_json(self.message, *message_place(self.conversation_id, self.position))
+
+
+def message_place(conversation_id: str, position: int) -> tuple[str, ...]:
+    """Where a conversation's message is kept: what a sealed one is bound to."""
+    return ("conversation.message", conversation_id, str(position))
+
+
+def pending_place(conversation_id: str) -> tuple[str, ...]:
+    """Where a conversation's pending turn is kept."""
+    return ("conversation.pending", conversation_id)
 
 
 #: The longest scope and namespace a cache entry may have.

@@ -45,8 +45,8 @@ class ConversationAdmin(ReadOnlyAdmin):
     def page_context(self, row: Any) -> dict[str, Any]:
         context: dict[str, Any] = {}
         rows = ConversationMessage.objects.filter(conversation=row).order_by("position")
-        context["transcript"] = [transcript_line(m.position, m.message) for m in rows]
-        context["pending"] = row.pending
+        context["transcript"] = [transcript_line(m.position, m.opened_message) for m in rows]
+        context["pending"] = row.opened_pending
         if row.forked_from:
             source = row.forked_from.get("id", "")
             context["forked_from"] = {

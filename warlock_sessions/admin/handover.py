@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 
 from ..agents import default_agent_name
 from ..conf import warlock_settings
+from ..encryption import sealing
 from ..engine.handover import handover_of
 from ..engine.session import text_problem
 from ..errors import InvalidInputError, InvalidSessionError, ServiceUnavailableError, WarlockError
@@ -28,6 +29,7 @@ from ..host.wire import admitted_turn
 from ..models import Session, SessionEvent, SessionOwner, WaitingSession
 from ..permissions import TURN_ACTION, SessionAccess
 from .base import ReadOnlyAdmin
+from .transcripts import last_user_text
 
 
 def session_page(session_id: str) -> str:
@@ -151,7 +153,8 @@ class WaitingSessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("last said by the customer"))
     def last_said(self, obj: Any) -> str:
-        text = obj.last_user_text or ""
+        # A sealed log (ENCRYPTION_KEYS) cannot be read by the list's query: read it here.
+        text = obj.last_user_text or (last_user_text(obj.pk) if sealing() else "")
         return text if len(text) <= 120 else text[:119] + "…"
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:

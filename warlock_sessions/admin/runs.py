@@ -12,8 +12,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext_lazy as _
 
+from ..checkpoints.base import opened_state
 from ..errors import WarlockError
 from ..models import Checkpoint, Snapshot
+from ..snapshots.base import opened_snapshot
 from ..snapshots.db import DjangoSnapshotStore
 from ..workflows.registry import definition_of, drift_of
 from ..workflows.resumes import FAILED, QUEUED, RESUMING, ask_resume
@@ -49,7 +51,9 @@ class SnapshotDriftFilter(admin.SimpleListFilter):
         if not value:
             return queryset
         rows = queryset.values_list("key", "payload")
-        return queryset.filter(key__in=[key for key, payload in rows if drift_of(payload) == value])
+        return queryset.filter(
+            key__in=[key for key, stored in rows if drift_of(_payload(key, stored)) == value]
+        )
 
 
 @admin.register(Snapshot)
@@ -79,21 +83,23 @@ class SnapshotAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("run of"))
     def run_name(self, obj: Snapshot) -> str:
-        payload = obj.payload if isinstance(obj.payload, dict) else {}
+        payload = _payload(obj.key, obj.payload)
         names = ("orchestratorName", "workflowName", "supervisorName")
         return str(next((payload[name] for name in names if payload.get(name)), ""))
 
     @admin.display(description=_("status"))
     def run_status(self, obj: Snapshot) -> str:
-        return str((obj.payload or {}).get("status", "")) if isinstance(obj.payload, dict) else ""
+        return str(_payload(obj.key, obj.payload).get("status", ""))
 
     @admin.display(description=_("definition"))
     def definition(self, obj: Snapshot) -> str:
-        return drift_of(obj.payload) if isinstance(obj.payload, dict) else "unknown"
+        payload = _payload(obj.key, obj.payload)
+        return drift_of(payload) if payload else "unknown"
 
     @admin.display(description=_("progress"))
     def progress(self, obj: Snapshot) -> str:
-        return progress_of(obj.payload) if isinstance(obj.payload, dict) else ""
+        payload = _payload(obj.key, obj.payload)
+        return progress_of(payload) if payload else ""
 
     @admin.display(description=_("resume"))
     def resume_state(self, obj: Snapshot) -> str:
@@ -109,7 +115,7 @@ class SnapshotAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("snapshot"))
     def pretty_payload(self, obj: Snapshot) -> str:
-        return pretty_json(obj.payload)
+        return pretty_json(_payload(obj.key, obj.payload))
 
     @admin.action(description=_("Resume the selected runs"), permissions=["change"])
     def resume_runs(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
@@ -163,7 +169,7 @@ class SnapshotAdmin(ReadOnlyAdmin):
         the request); one it would refuse (no definition of that name here, a changed
         definition or a cancel without ``force``) is refused now, and stays as it was."""
         for row in queryset.order_by("key"):
-            payload = row.payload if isinstance(row.payload, dict) else {}
+            payload = _payload(row.key, row.payload)
             refusal = self._refusal(row.key, payload, force)
             if refusal:
                 self.message_user(request, f"{row.key}: {refusal}", messages.ERROR)
@@ -253,4 +259,9 @@ class CheckpointAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("state"))
     def pretty_state(self, obj: Checkpoint) -> str:
-        return pretty_json(obj.state)
+        return pretty_json(opened_state(obj))
+
+
+def _payload(key: str, stored: Any) -> dict[str, Any]:
+    """A row's snapshot as saved (opened if sealed); ``{}`` for one that is not an object."""
+    return opened_snapshot(stored, key) if isinstance(stored, dict) else {}

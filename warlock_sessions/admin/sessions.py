@@ -171,7 +171,7 @@ class SessionAdmin(ReadOnlyAdmin):
                 "seq": event.seq,
                 "type": event.type,
                 "created_at": event.created_at,
-                "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
+                "payload": json.dumps(event.opened_payload, indent=2, ensure_ascii=False),
             }
             for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
                 :TIMELINE_LENGTH

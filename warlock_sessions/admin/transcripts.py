@@ -33,15 +33,28 @@ def session_transcript(session_id: str) -> list[dict[str, Any]]:
     """Both sides of a session's conversation from its log, oldest first (the latest
     ``TIMELINE_LENGTH`` messages)."""
     said = SessionEvent.objects.filter(session_id=session_id, type="message").order_by("-seq")
-    return [
-        {
-            "who": _speaker(event.payload),
-            "by": event.payload.get("by") or "",
-            "text": event.payload.get("text", ""),
-            "at": event.created_at,
-        }
-        for event in reversed(said[:TIMELINE_LENGTH])
-    ]
+    lines = []
+    for event in reversed(said[:TIMELINE_LENGTH]):
+        payload = event.opened_payload
+        lines.append(
+            {
+                "who": _speaker(payload),
+                "by": payload.get("by") or "",
+                "text": payload.get("text", ""),
+                "at": event.created_at,
+            }
+        )
+    return lines
+
+
+def last_user_text(session_id: str) -> str:
+    """What the customer said last, among the session's latest ``TIMELINE_LENGTH`` messages."""
+    said = SessionEvent.objects.filter(session_id=session_id, type="message").order_by("-seq")
+    for event in said[:TIMELINE_LENGTH]:
+        payload = event.opened_payload
+        if payload.get("role") == "user":
+            return str(payload.get("text", ""))
+    return ""
 
 
 def _speaker(message: dict[str, Any]) -> str:

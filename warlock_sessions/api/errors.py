@@ -12,6 +12,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..errors import (
     AgentNotConfiguredError,
+    EncryptionError,
     InputNotAllowedError,
     InvalidInputError,
     InvalidSessionError,
@@ -107,6 +108,9 @@ def api_error(exc: Exception) -> ApiError | None:
         return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
     if isinstance(exc, InvalidSessionError):
         return ApiError(400, "invalid-session", str(exc))
+    if isinstance(exc, EncryptionError):
+        logger.error("a sealed value could not be read: %s", exc)
+        return ApiError(409, "encryption-error", EncryptionError.public_detail)
     if isinstance(exc, SessionLockTimeout):
         return ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")
     if unavailable(exc):

@@ -287,7 +287,8 @@ class SessionViewSet(PolicyViewSet):
             :EVENTS_PAGE
         ]
         events = [
-            event_frame({"seq": row.seq, "type": row.type, "payload": row.payload}) for row in rows
+            event_frame({"seq": row.seq, "type": row.type, "payload": row.opened_payload})
+            for row in rows
         ]
         return Response({"events": events, "last_seq": events[-1]["seq"] if events else int(raw)})
 

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import CacheNotConfiguredError, CacheUnsupportedError
 from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema, content_text
 from ..providers.embedders import Embedder
+from ..redaction import is_personal
 from .base import CacheStore, Entry, now
 from .questions import mismatch, refers_back, too_short
 
@@ -189,6 +190,9 @@ class SemanticCache:
         question = _last_text(call.messages, "user")
         if not question.strip():
             return self._refused("no-question")
+        if is_personal(question) or is_personal(_last_text(call.messages, "assistant")):
+            # Neither its key, its embedding nor its answer may keep what REDACT takes out.
+            return self._refused("personal-data")
         try:
             key, shape = exact_key(call), call_shape(call)
         except Exception:  # a message the fingerprint cannot read: the model answers it
@@ -219,6 +223,8 @@ class SemanticCache:
         if not found.storable or found.scope is None:
             return
         reason = _not_storable(reply)
+        if reason is None and is_personal(reply.text):
+            reason = "personal-data"
         if reason is None and self.guard is not None:
             try:
                 reason = "guard" if self.guard(reply) else None

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
+from ..encryption import open_json, seal_json
 from ..engine.isotime import iso_from_datetime, to_iso
 from ..engine.session import json_problem
 
@@ -24,6 +25,7 @@ from ..engine.session import json_problem
 from ..errors import DuplicateCheckpointError as DuplicateCheckpointError
 from ..errors import InvalidSnapshotError
 from ..errors import SnapshotError as SnapshotError
+from ..redaction import redact_value
 
 #: The columns of a checkpoint row, in the order the PostgreSQL table has them.
 COLUMNS = (
@@ -98,6 +100,16 @@ def decode_route(stored: str | None) -> str | list[str] | None:
     return stored
 
 
+def state_place(row: dict[str, Any]) -> tuple[str, ...]:
+    """Where a checkpoint's state is kept: what a sealed one is bound to."""
+    return ("checkpoint", row["orchestrator_name"], row["session_id"], str(row["turn_index"]))
+
+
+def opened_state(row: Any) -> Any:
+    """A ``Checkpoint`` row's state as saved, opened if it was sealed."""
+    return open_json(row.state, *state_place(vars(row)))
+
+
 class CheckpointStore(KeyedStore):
     """An orchestrator's per-session turns, appended. The checks are made once, here, as the
     snapshot stores' are: a backend implements ``_load``, ``_save`` (a checked row),
@@ -108,11 +120,17 @@ class CheckpointStore(KeyedStore):
     def load(self, name: str, session_id: str) -> dict[str, Any] | None:
         """The row with the highest ``turn_index``, or ``None``."""
         row = self._load(*_keys(name, session_id))
-        return None if row is None else with_moments(row)
+        if row is None:
+            return None
+        place = state_place(row)
+        return with_moments({**row, "state": open_json(row["state"], *place)})
 
     def save(self, row: dict[str, Any]) -> None:
-        """Append a row; a stored turn raises ``DuplicateCheckpointError``."""
-        self._save(check_row(row))
+        """Append a row (its state redacted when ``REDACT`` is set); a stored turn raises
+        ``DuplicateCheckpointError``."""
+        checked = check_row(row)
+        state = seal_json(redact_value(checked["state"]), *state_place(checked))
+        self._save({**checked, "state": state})
 
     def delete(self, name: str, session_id: str) -> bool:
         """Delete every row of the session: whether there was one (none is fine)."""

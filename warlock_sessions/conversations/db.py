@@ -14,11 +14,13 @@ from django.utils.dateparse import parse_datetime
 
 from ..backends.connections import give_back_connection
 from ..conf import warlock_settings
+from ..encryption import open_json, seal_json, sealing
 from ..errors import SessionConflictError, SessionExistsError
-from ..models import Conversation, ConversationMessage
+from ..models import Conversation, ConversationMessage, message_place, pending_place
 from ..permissions import check_quota
+from ..redaction import redact_value
 from .seen import seen_histories
-from .stores import RECORD_PREFIX, RECORD_TYPE
+from .stores import RECORD_PREFIX, RECORD_TYPE, kept_text
 
 
 def as_stored(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -26,6 +28,14 @@ def as_stored(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     text): a JSON round trip, as the message column makes."""
     field = ConversationMessage._meta.get_field("message")
     return [json.loads(field.get_prep_value(message)) for message in messages]
+
+
+def _opened(id: str, position: int, stored: Any) -> Any:
+    return open_json(stored, *message_place(id, position))
+
+
+def _sealed_pending(id: str, pending: Any) -> Any:
+    return None if pending is None else seal_json(pending, *pending_place(id))
 
 
 def _iso(moment: datetime) -> str:
@@ -89,7 +99,7 @@ class DjangoConversationStore:
         if header.forked_from is not None:
             record["forkedFrom"] = header.forked_from
         if header.pending is not None:
-            record["pending"] = header.pending
+            record["pending"] = header.opened_pending
         return record
 
     def _history(self, id: str, stamp: tuple[int, str]) -> list[dict[str, Any]]:
@@ -108,11 +118,14 @@ class DjangoConversationStore:
                 .values_list("id", "position", "message")
             )
             if rows and rows[0][:2] == (seen.last_row, start):
-                messages = [*seen.messages, *(message for _, _, message in rows[1:])]
+                added = [_opened(id, position, message) for _, position, message in rows[1:]]
+                messages = [*seen.messages, *added]
                 self._remember(key, stamp, messages, rows[-1][0])
                 return messages
-        rows = list(self._messages(id).order_by("position").values_list("id", "message"))
-        messages = [message for _, message in rows]
+        rows = list(
+            self._messages(id).order_by("position").values_list("id", "position", "message")
+        )
+        messages = [_opened(id, position, message) for _, position, message in rows]
         self._remember(key, stamp, messages, rows[-1][0] if rows else None)
         return messages
 
@@ -144,6 +157,7 @@ class DjangoConversationStore:
         return seen.last_row if seen is not None and seen.stamp == before else None
 
     def create(self, record: dict[str, Any]) -> None:
+        kept_text(record)
         try:
             with transaction.atomic(using=self.using):
                 self._insert(record)
@@ -157,7 +171,7 @@ class DjangoConversationStore:
         Conversation.objects.using(self.using).create(
             id=record["id"],
             turns=record["turns"],
-            pending=record.get("pending"),
+            pending=_sealed_pending(record["id"], record.get("pending")),
             forked_from=record.get("forkedFrom"),
             created_at=parse_datetime(record["createdAt"]) or now,
             updated_at=now,
@@ -175,7 +189,11 @@ class DjangoConversationStore:
         """Insert the rows: the id of the last one, where the database says (``None`` if it
         does not, or there are none)."""
         rows = ConversationMessage.objects.using(self.using).bulk_create(
-            ConversationMessage(conversation_id=id, position=start + index, message=message)
+            ConversationMessage(
+                conversation_id=id,
+                position=start + index,
+                message=seal_json(message, *message_place(id, start + index)),
+            )
             for index, message in enumerate(messages)
         )
         return rows[-1].pk if rows else None
@@ -190,6 +208,7 @@ class DjangoConversationStore:
         record["version"] += 1
 
     def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
+        pending = redact_value(pending)
         if "version" not in record:  # the first turn of a new conversation
             record["pending"] = pending
             try:
@@ -199,7 +218,7 @@ class DjangoConversationStore:
                 raise SessionConflictError(record["id"], 0, self._version(record["id"])) from None
             self._saw(record, None)
             return
-        self._update(record, pending=pending)
+        self._update(record, pending=_sealed_pending(record["id"], pending))
         self._saw(record, self._last_row_kept(record))
         if pending is None:
             record.pop("pending", None)
@@ -212,6 +231,7 @@ class DjangoConversationStore:
         messages: list[dict[str, Any]],
         added: list[dict[str, Any]] | None,
     ) -> None:
+        messages, added = redact_value(messages), redact_value(added)
         with transaction.atomic(using=self.using):
             self._update(record, pending=None, turns=F("turns") + 1)
             if added is None:  # the agent rewrote the history (compaction)
@@ -237,21 +257,14 @@ class DjangoConversationStore:
 
     def fork(self, record: dict[str, Any], target: dict[str, Any], n: int) -> None:
         """The prefix is copied by the database (``INSERT … SELECT``), never through Python,
-        so the stored JSON stays byte for byte what the provider signed."""
-        connection = connections[self.using]
-        table = connection.ops.quote_name(ConversationMessage._meta.db_table)
+        so the stored JSON stays byte for byte what the provider signed. Sealed messages
+        (``ENCRYPTION_KEYS``) are bound to their conversation: they are opened and sealed
+        again for the fork (their JSON text unchanged)."""
         self._check_quota()
         try:
             with transaction.atomic(using=self.using):
                 self._insert(target)
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        f"INSERT INTO {table} (conversation_id, position, message)"
-                        f" SELECT %s, position, message FROM {table}"
-                        " WHERE conversation_id = %s AND position < %s",
-                        [target["id"], record["id"], n],
-                    )
-                    copied = cursor.rowcount
+                copied = self._copy(record["id"], target["id"], n)
                 if copied != n or self._version(record["id"]) != record["version"]:
                     # the source moved (a truncate, a turn elsewhere) since it was read
                     raise SessionConflictError(
@@ -260,6 +273,28 @@ class DjangoConversationStore:
         except IntegrityError:
             raise SessionExistsError(target["id"]) from None
         target["messages"] = record["messages"][:n]
+
+    def _copy(self, source: str, target: str, n: int) -> int:
+        """Copy the first ``n`` messages of ``source`` to ``target``: how many were."""
+        if sealing():
+            rows = (
+                self._messages(source)
+                .filter(position__lt=n)
+                .order_by("position")
+                .values_list("position", "message")
+            )
+            self._add(target, [_opened(source, position, stored) for position, stored in rows], 0)
+            return len(rows)
+        connection = connections[self.using]
+        table = connection.ops.quote_name(ConversationMessage._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (conversation_id, position, message)"
+                f" SELECT %s, position, message FROM {table}"
+                " WHERE conversation_id = %s AND position < %s",
+                [target, source, n],
+            )
+            return int(cursor.rowcount)
 
     def _version(self, id: str) -> int | None:
         header = self.header(id)

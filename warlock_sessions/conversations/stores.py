@@ -19,6 +19,7 @@ from ..errors import (
     SessionTypeError,
     SnapshotConflictError,
 )
+from ..redaction import redact_value
 from ..snapshots import SnapshotStore
 from ..workflows.runs import now_iso
 
@@ -82,6 +83,14 @@ def new_record(id: str) -> dict[str, Any]:
     }
 
 
+def kept_text(record: dict[str, Any]) -> None:
+    """The record's messages and pending turn as a store keeps them: redacted when
+    ``REDACT`` is set (the turn that is running has the original)."""
+    record["messages"] = redact_value(record["messages"])
+    if record.get("pending") is not None:
+        record["pending"] = redact_value(record["pending"])
+
+
 class RecordConversationStore:
     """Conversations as records ``session:<id>`` in a snapshot store. On a store that keeps
     versions (``versioned``: the Django and memory stores) every write is conditional on the
@@ -123,6 +132,7 @@ class RecordConversationStore:
         record["version"] = expected + 1
 
     def create(self, record: dict[str, Any]) -> None:
+        kept_text(record)
         if self.store.versioned:
             try:
                 self._save_versioned(record, 0)
@@ -137,7 +147,7 @@ class RecordConversationStore:
         if pending is None:
             record.pop("pending", None)
         else:
-            record["pending"] = pending
+            record["pending"] = redact_value(pending)
         self._save(record)
 
     def append_turn(
@@ -146,7 +156,7 @@ class RecordConversationStore:
         messages: list[dict[str, Any]],
         added: list[dict[str, Any]] | None,
     ) -> None:
-        record["messages"] = list(messages)
+        record["messages"] = list(redact_value(messages))
         record["turns"] += 1
         record.pop("pending", None)
         self._save(record)

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from django.db import connections, router, transaction
 
+from ..encryption import sealing
 from ..engine.session import Session
 from ..models import OutboundMessage
 from ..stores.base import Store
@@ -22,6 +23,11 @@ from .records import FIRST_SEQ, TurnRecords, statement_parts, write_records
 class Committer(Protocol):
     #: The database alias the records are written to.
     using: str
+
+    def load(self, session_id: str) -> tuple[Session | None, int | None]:
+        """The stored session, and the last ``seq`` of its log when the commit needs it
+        (``TurnRecords.last_seq``: a sealed log written in one statement)."""
+        ...
 
     def commit(
         self, session: Session, expected: int, records: TurnRecords, *, agent: str
@@ -45,7 +51,9 @@ class Committer(Protocol):
 class LoopCommitter(Committer, Protocol):
     """A committer the host can await on an event loop's connection (``loop_connections``)."""
 
-    async def aload(self, connection: Any, session_id: str) -> Session | None: ...
+    async def aload(
+        self, connection: Any, session_id: str
+    ) -> tuple[Session | None, int | None]: ...
 
     async def acommit(
         self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
@@ -71,6 +79,21 @@ class DatabaseCommitter:
     def on_event_loop(self) -> DatabaseCommitter | None:
         return self if self.store.combines_writes else None
 
+    def _numbers(self) -> bool:
+        """Whether loads say the log's last ``seq``: a sealed entry (``ENCRYPTION_KEYS``)
+        is bound to its ``seq``, which one statement then writes it under."""
+        return self.store.combines_writes and sealing()
+
+    def load(self, session_id: str) -> tuple[Session | None, int | None]:
+        if self._numbers():
+            return self.store.load_numbered(session_id)
+        return self.store.load(session_id), None
+
+    def _combined(self, records: TurnRecords) -> bool:
+        """Whether the save and its records go as one statement: on PostgreSQL, when the
+        log is not sealed or its load said its last ``seq``."""
+        return self.store.combines_writes and (records.last_seq is not None or not sealing())
+
     @contextmanager
     def exclusive(self, session_id: str) -> Iterator[None]:
         """A transaction holding the session's row (``SELECT … FOR UPDATE``): another turn's
@@ -86,7 +109,7 @@ class DatabaseCommitter:
     def commit(
         self, session: Session, expected: int, records: TurnRecords, *, agent: str
     ) -> tuple[Session, int]:
-        if not self.store.combines_writes:
+        if not self._combined(records):
             with transaction.atomic(using=self.using):
                 saved = self.store.save(session, expected, agent=agent)
                 return saved, write_records(records, self.using, exclusive=True)
@@ -100,8 +123,10 @@ class DatabaseCommitter:
             )
         return saved, first_seq
 
-    async def aload(self, connection: Any, session_id: str) -> Session | None:
-        return await self.store.aload(connection, session_id)
+    async def aload(self, connection: Any, session_id: str) -> tuple[Session | None, int | None]:
+        if self._numbers():
+            return await self.store.aload_numbered(connection, session_id)
+        return await self.store.aload(connection, session_id), None
 
     async def acommit(
         self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
@@ -137,6 +162,9 @@ class RecordsBesideCommitter:
             first_seq = write_records(records, self.using, exclusive=False)
             saved = self.store.save(session, expected)
         return saved, first_seq
+
+    def load(self, session_id: str) -> tuple[Session | None, None]:
+        return self.store.load(session_id), None
 
     def on_event_loop(self) -> None:
         return None  # the store's save is not awaitable

@@ -14,6 +14,7 @@ from .. import signals
 from ..backends.outages import OutageLog
 from ..engine import TurnResult
 from ..models import forget_records
+from ..tracing import span
 from .events import event_frame
 
 logger = logging.getLogger("warlock_sessions.host")
@@ -54,19 +55,20 @@ async def apush(session_id: str, events: list[dict[str, Any]]) -> None:
     layer = _channel_layer() if events else None
     if layer is None:
         return
-    try:
-        await layer.group_send(
-            group_name(session_id),
-            {
-                "type": "warlock.events",
-                "session_id": session_id,
-                "events": [event_frame(event) for event in events],
-            },
-        )
-    except Exception as error:
-        push_outage.failed(error)
-    else:
-        push_outage.succeeded()
+    with span("warlock push", {"warlock.session.id": session_id, "warlock.events": len(events)}):
+        try:
+            await layer.group_send(
+                group_name(session_id),
+                {
+                    "type": "warlock.events",
+                    "session_id": session_id,
+                    "events": [event_frame(event) for event in events],
+                },
+            )
+        except Exception as error:
+            push_outage.failed(error)
+        else:
+            push_outage.succeeded()
 
 
 def push(session_id: str, events: list[dict[str, Any]]) -> None:

@@ -16,8 +16,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from ..backends.loop_connections import database
+from ..encryption import seal_json, seal_text, sealing
 from ..engine.isotime import datetime_from_iso
-from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
+from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake, event_place, outbox_place
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).
@@ -48,6 +49,9 @@ class TurnRecords:
     schedule: list[dict[str, Any]]
     events: list[tuple[str, Any]]
     delivered: bool
+    #: The last ``seq`` of the session's log as its load saw it, when the load said: the
+    #: statement then numbers the events itself, so sealed ones are bound to their ``seq``.
+    last_seq: int | None = None
 
     @property
     def status(self) -> str:
@@ -81,9 +85,11 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
                 key=message["key"],
                 session_id=changes.session_id,
                 kind=message["kind"],
-                text=message["text"],
+                text=seal_text(message["text"], *outbox_place(changes.session_id, message["key"])),
                 after_ms=message["afterMs"],
-                payload=message,
+                payload=seal_json(
+                    message, *outbox_place(changes.session_id, message["key"], "payload")
+                ),
                 created_at=now,
                 deliver_after=now + timedelta(milliseconds=message["afterMs"]),
                 status=changes.status,
@@ -130,7 +136,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
                 session_id=changes.session_id,
                 seq=last + index,
                 type=kind,
-                payload=payload,
+                payload=seal_json(payload, *event_place(changes.session_id, last + index)),
                 created_at=now,
             )
             for index, (kind, payload) in enumerate(changes.events, start=1)
@@ -162,6 +168,9 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     a turn has (a handful of shapes, built once) and a turn binds a few parameters, not a few
     per row."""
     now = changes.now
+    sealed = sealing()
+    if sealed and changes.last_seq is None:
+        raise ValueError("a sealed log is written in one statement only from a numbered load")
     params: list[Any] = []
     if changes.applied:
         params += [changes.session_id, changes.applied, now]
@@ -172,7 +181,7 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             now,
             now,
             now if changes.delivered else None,
-            _json(changes.messages),
+            _json(_sealed_messages(changes) if sealed else changes.messages),
         ]
     if changes.fired:
         params += [now, changes.session_id, changes.fired]
@@ -185,21 +194,52 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             now,
             _json(changes.schedule),
         ]
-    params += [changes.session_id, now, _json(changes.events)]
-    params.append(changes.session_id)
+    if sealed:
+        assert changes.last_seq is not None
+        first = changes.last_seq + 1
+        events = [
+            [kind, seal_json(payload, *event_place(changes.session_id, first + index))]
+            for index, (kind, payload) in enumerate(changes.events)
+        ]
+        params += [changes.session_id, first, now, _json(events)]
+    else:
+        params += [changes.session_id, now, _json(changes.events), changes.session_id]
     shape = (
         bool(changes.applied),
         bool(changes.messages),
         bool(changes.fired),
         bool(changes.replaced),
         bool(changes.schedule),
+        sealed,
     )
     return _statement_parts(using, *shape), params
 
 
+def _sealed_messages(changes: TurnRecords) -> list[dict[str, Any]]:
+    """The outbox rows' values as the sealed statement reads them: text and message sealed."""
+    return [
+        {
+            "key": message["key"],
+            "kind": message["kind"],
+            "afterMs": message["afterMs"],
+            "text": seal_text(message["text"], *outbox_place(changes.session_id, message["key"])),
+            "sealed": seal_json(
+                message, *outbox_place(changes.session_id, message["key"], "payload")
+            ),
+        }
+        for message in changes.messages
+    ]
+
+
 @functools.cache
 def _statement_parts(
-    using: str, applied: bool, messages: bool, fired: bool, replaced: bool, schedule: bool
+    using: str,
+    applied: bool,
+    messages: bool,
+    fired: bool,
+    replaced: bool,
+    schedule: bool,
+    sealed: bool = False,
 ) -> tuple[str, ...]:
     table = {
         model: database(using).ops.quote_name(model._meta.db_table)
@@ -213,11 +253,12 @@ def _statement_parts(
             f"SELECT %s, %s, %s WHERE {SAVED})"
         )
     if messages:
+        payload = "m.value->'sealed'" if sealed else "m.value"
         parts.append(
             f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, kind, text, "
             "after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
             "delivered_at) SELECT m.value->>'key', %s, m.value->>'kind', m.value->>'text', "
-            "(m.value->>'afterMs')::integer, m.value, %s, 0, '', %s, %s::timestamptz + "
+            f"(m.value->>'afterMs')::integer, {payload}, %s, 0, '', %s, %s::timestamptz + "
             "(m.value->>'afterMs')::integer * interval '1 millisecond', %s::timestamptz "
             f"FROM jsonb_array_elements(%s::jsonb) AS m(value) WHERE {SAVED} "
             "ON CONFLICT (session_id, key) DO NOTHING)"
@@ -242,6 +283,16 @@ def _statement_parts(
             "ON CONFLICT (session_id, key) DO UPDATE SET due_at = EXCLUDED.due_at, "
             "agent = EXCLUDED.agent, status = 'pending', attempts = 0, lease_until = NULL)"
         )
+    if sealed:
+        # Numbered from the load's last seq, as each entry was sealed for its own: the save
+        # took effect only if no other turn logged anything since that load.
+        parts.append(
+            f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
+            "created_at) SELECT %s, %s::bigint + e.ordinality - 1, e.value->>0, e.value->1, "
+            "%s FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
+            f"WHERE {SAVED} RETURNING seq)"
+        )
+        return tuple(parts)
     parts.append(
         f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
         "created_at) SELECT %s, base.last + e.ordinality, e.value->>0, e.value->1, %s "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import os
 import threading
@@ -32,8 +33,10 @@ def in_worker_thread(
     async def in_thread(*args: Any, **kwargs: Any) -> Any:
         if pool is None:
             return await asyncio.to_thread(run, *args, **kwargs)
+        # As asyncio.to_thread does: the caller's context (its span, its locale) goes along.
+        context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(
-            pool, functools.partial(run, *args, **kwargs)
+            pool, functools.partial(context.run, run, *args, **kwargs)
         )
 
     return in_thread

@@ -10,8 +10,8 @@ import asyncio
 import random
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,10 +24,14 @@ from ..agents import default_agent_name, get_agent
 from ..backends.connections import give_back_connection
 from ..backends.loop_connections import loop_connection
 from ..conf import warlock_settings
+from ..encryption import sealing
 from ..engine import Agent, Model, Session, SystemClock, TurnResult, turn
+from ..engine.session import Run
 from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
+from ..redaction import redact_value, redactor
 from ..stores import Store, default_store
+from ..tracing import Recorder, span
 from .commit import committer_for
 from .events import turn_events
 from .inputs import applied_key, forget_applied, input_identity, was_applied
@@ -166,7 +170,10 @@ class Host:
         longer current is refused by the conditional save, and the turn reloads and replays
         (an attempt that does not count against ``max_conflict_retries``). A turn that changes
         nothing is not checked by any save, so it is computed again from the stored session."""
-        return self._handle(session_id, input, context, turn_options, last_saved, push)
+        with self._span(session_id, input) as traced:
+            hosted = self._handle(session_id, input, context, turn_options, last_saved, push)
+            _traced_turn(traced, hosted)
+            return hosted
 
     async def ahandle(
         self,
@@ -188,6 +195,20 @@ class Host:
         block (``Agent.may_block``), no receiver listens to the host's signals (receivers may do
         I/O) and ``LOOP_CONNECTIONS`` is not 0. Should that turn lose the version race, or have
         started from a ``last_saved`` and changed nothing, it is redone in a thread."""
+        with self._span(session_id, input) as traced:
+            hosted = await self._ahandle(session_id, input, context, last_saved, push, turn_options)
+            _traced_turn(traced, hosted)
+            return hosted
+
+    async def _ahandle(
+        self,
+        session_id: str,
+        input: Mapping[str, Any],
+        context: Any,
+        last_saved: Session | None,
+        push: bool,
+        turn_options: Mapping[str, Any],
+    ) -> HostedTurn:
         async with session_lock(session_id):
             if self._runs_on_loop():
                 async with loop_connection(self.using) as connection:
@@ -209,6 +230,24 @@ class Host:
         if push:
             await apush(session_id, hosted.events)
         return hosted
+
+    @contextmanager
+    def _span(self, session_id: str, input: Mapping[str, Any]) -> Iterator[Recorder]:
+        """The turn's span (``tracing``), the parent of its load, model calls, save and push."""
+        kind = next(iter(input), None) if isinstance(input, Mapping) else None
+        with span(
+            "warlock turn",
+            {
+                "warlock.session.id": session_id,
+                "warlock.agent": self.agent_name,
+                "warlock.input.kind": kind,
+            },
+        ) as traced:
+            said = input.get("message") if kind == "message" else None
+            traced.text(
+                "warlock.input.text", said.get("text") if isinstance(said, Mapping) else None
+            )
+            yield traced
 
     def _runs_on_loop(self) -> bool:
         return self.may_run_on_loop and not any(
@@ -241,11 +280,17 @@ class Host:
         version race, it changed nothing on a remembered copy (no save checked that copy), or
         its load found the connection broken (the thread's pool checks the one it hands out)."""
         turn_input = turn_input_of(input)
-        remembered = last_saved is not None
+        # A sealed log is numbered from a load: a remembered copy does not say its last seq.
+        remembered = last_saved is not None and not sealing()
         committer = self.loop_committer
         assert committer is not None  # _runs_on_loop checked it
+        last_seq = None
         try:
-            loaded = last_saved if remembered else await committer.aload(connection, session_id)
+            if remembered:
+                loaded = last_saved
+            else:
+                with span("warlock load", {"warlock.session.id": session_id}):
+                    loaded, last_seq = await committer.aload(connection, session_id)
         except (OperationalError, InterfaceError):
             return None  # a connection lost before anything was written: the thread retries
 
@@ -253,11 +298,12 @@ class Host:
         if not hosted.changed:
             return None if remembered else hosted
         expected = loaded["version"] if loaded is not None else 0
-        changes = self._records(session_id, hosted, expected, turn_input)
+        changes = self._records(session_id, hosted, expected, turn_input, last_seq)
         try:
-            saved, first_seq = await committer.acommit(
-                connection, hosted.session, expected, changes, agent=self.agent_name
-            )
+            with _save_span(changes):
+                saved, first_seq = await committer.acommit(
+                    connection, hosted.session, expected, changes, agent=self.agent_name
+                )
         except SessionConflictError as error:
             self._conflicted(session_id, error, attempt=1)
             return None
@@ -284,7 +330,7 @@ class Host:
             remembered = last_saved is not None
             held = self._holds_session(attempt, remembered)
             with self.committer.exclusive(session_id) if held else nullcontext():
-                loaded = last_saved if remembered else self.store.load(session_id)
+                loaded, last_seq = (last_saved, None) if remembered else self._load(session_id)
                 last_saved = None
                 if self.may_block:
                     give_back_connection(self.using)  # the model may take seconds
@@ -295,7 +341,7 @@ class Host:
                     return hosted
                 expected = loaded["version"] if loaded is not None else 0
                 try:
-                    self._commit(session_id, hosted, expected, turn_input, push_events)
+                    self._commit(session_id, hosted, expected, turn_input, push_events, last_seq)
                 except SessionConflictError as error:
                     conflict = error
                     self._conflicted(session_id, error, attempt=attempt + 1)
@@ -310,6 +356,11 @@ class Host:
                 return hosted
         assert conflict is not None
         raise conflict
+
+    def _load(self, session_id: str) -> tuple[Session | None, int | None]:
+        """The stored session, and its log's last seq when the commit needs it."""
+        with span("warlock load", {"warlock.session.id": session_id}):
+            return self.committer.load(session_id)
 
     def _holds_session(self, attempt: int, remembered: bool) -> bool:
         """Whether this attempt holds its session (``Committer.exclusive``): only once it has
@@ -358,7 +409,7 @@ class Host:
         signals.turn_computed.send(
             sender=type(self), session_id=session_id, input=turn_input, result=result
         )
-        return HostedTurn(**vars(result))
+        return kept(HostedTurn(**vars(result)))
 
     def _conflicted(self, session_id: str, error: SessionConflictError, attempt: int) -> None:
         signals.session_conflict.send(
@@ -370,7 +421,12 @@ class Host:
         )
 
     def _records(
-        self, session_id: str, hosted: HostedTurn, expected: int, turn_input: Mapping[str, Any]
+        self,
+        session_id: str,
+        hosted: HostedTurn,
+        expected: int,
+        turn_input: Mapping[str, Any],
+        last_seq: int | None = None,
     ) -> TurnRecords:
         """What the turn writes besides the session, as its committed version will have it."""
         return turn_records(
@@ -380,6 +436,7 @@ class Host:
             version=expected + 1,
             turn_input=turn_input,
             now=timezone.now(),
+            last_seq=last_seq,
         )
 
     def _commit(
@@ -389,11 +446,13 @@ class Host:
         expected: int,
         turn_input: Mapping[str, Any],
         push_events: Callable[[str, list[dict[str, Any]]], None] | None,
+        last_seq: int | None,
     ) -> None:
-        changes = self._records(session_id, hosted, expected, turn_input)
-        saved, first_seq = self.committer.commit(
-            hosted.session, expected, changes, agent=self.agent_name
-        )
+        changes = self._records(session_id, hosted, expected, turn_input, last_seq)
+        with _save_span(changes):
+            saved, first_seq = self.committer.commit(
+                hosted.session, expected, changes, agent=self.agent_name
+            )
         hosted.session = saved
         hosted.events = events = changes.numbered(first_seq)
 
@@ -405,6 +464,56 @@ class Host:
         transaction.on_commit(after_commit, using=self.using)
 
 
+def _traced_turn(traced: Recorder, hosted: HostedTurn) -> None:
+    traced.set(
+        {
+            "warlock.turn.changed": hosted.changed,
+            "warlock.turn.version": hosted.session["version"],
+            "warlock.turn.code": hosted.code,
+            "warlock.turn.llm_calls": hosted.llm_calls,
+            "warlock.turn.messages": len(hosted.messages),
+        }
+    )
+    traced.text("warlock.output.text", "\n".join(m["text"] for m in hosted.messages) or None)
+
+
+def _save_span(changes: TurnRecords) -> AbstractContextManager[Recorder]:
+    """The span of a turn's commit: its save with the outbox, wakes and event log."""
+    return span(
+        "warlock save",
+        {
+            "warlock.session.id": changes.session_id,
+            "warlock.outbox.messages": len(changes.messages),
+            "warlock.wakes.scheduled": len(changes.schedule),
+            "warlock.events": len(changes.events),
+        },
+    )
+
+
+def kept(hosted: HostedTurn) -> HostedTurn:
+    """``hosted`` as it is stored, sent and shown: with ``REDACT`` set, its messages, outcomes
+    and the session's free text (history, runs' inputs and triggers' payloads) redacted. The
+    data flows collected stay as collected: the flows asked for them."""
+    if redactor() is None:
+        return hosted
+    session: Session = {**hosted.session, "runs": [_kept_run(r) for r in hosted.session["runs"]]}
+    if "history" in session:
+        session["history"] = redact_value(session["history"])
+    hosted.session = session
+    hosted.messages = redact_value(hosted.messages)
+    hosted.outcomes = redact_value(hosted.outcomes)
+    return hosted
+
+
+def _kept_run(run: Run) -> Run:
+    kept_run: dict[str, Any] = {**run, "outcomes": redact_value(run["outcomes"])}
+    if "input" in run:
+        kept_run["input"] = redact_value(run["input"])
+    if "payload" in run["trigger"]:
+        kept_run["trigger"] = {**run["trigger"], "payload": redact_value(run["trigger"]["payload"])}
+    return kept_run  # type: ignore[return-value]
+
+
 def turn_records(
     *,
     session_id: str,
@@ -413,6 +522,7 @@ def turn_records(
     version: int,
     turn_input: Mapping[str, Any],
     now: datetime,
+    last_seq: int | None = None,
 ) -> TurnRecords:
     """What the committed turn writes besides the session (``stores.records.TurnRecords``)."""
     scheduled = {entry["key"] for entry in result.schedule}
@@ -433,6 +543,7 @@ def turn_records(
         applied=applied_key(turn_input),
         messages=result.messages,
         schedule=result.schedule,
-        events=turn_events(result, version, turn_input),
+        events=redact_value(turn_events(result, version, turn_input)),
         delivered=warlock_settings.DELIVER is None,
+        last_seq=last_seq,
     )

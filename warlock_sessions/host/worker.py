@@ -39,6 +39,7 @@ from .. import signals
 from ..backends.outages import OutageLog, unavailable
 from ..conf import warlock_settings
 from ..models import OutboundMessage, Wake
+from ..tracing import span
 from .turns import Host
 
 logger = logging.getLogger("warlock_sessions.worker")
@@ -242,7 +243,21 @@ def _hand_back(row: Wake | OutboundMessage) -> None:
 
 
 def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
-    hosts = {} if hosts is None else hosts
+    """Fire ``wake`` (its turn, in a span that is its parent), then mark it fired; a failure
+    is recorded on the row and retried, and an outage hands the wake back."""
+    with span(
+        "warlock wake",
+        {
+            "warlock.session.id": wake.session_id,
+            "warlock.wake.key": wake.key,
+            "warlock.agent": wake.agent,
+            "warlock.wake.attempts": wake.attempts,
+        },
+    ):
+        _fire(wake, {} if hosts is None else hosts)
+
+
+def _fire(wake: Wake, hosts: dict[str, Host]) -> None:
     started = time.perf_counter()
     try:
         host = hosts.get(wake.agent) or hosts.setdefault(wake.agent, Host(wake.agent))
@@ -315,7 +330,17 @@ def deliver_due_messages(
 
 def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]) -> None:
     try:
-        deliver(message)
+        # DELIVER gets the message as queued, opened if it was sealed.
+        message.text, message.payload = message.opened_text, message.opened_payload
+        with span(
+            "warlock deliver",
+            {
+                "warlock.session.id": message.session_id,
+                "warlock.message.key": message.key,
+                "warlock.delivery.attempts": message.attempts,
+            },
+        ):
+            deliver(message)
     except Exception as error:  # the row keeps the error; the next pass tries again
         _give_up_or_retry(
             message,

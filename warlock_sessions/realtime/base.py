@@ -29,10 +29,11 @@ from rest_framework.settings import api_settings
 
 from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..conf import warlock_settings
-from ..errors import InvalidInputError
+from ..errors import EncryptionError, InvalidInputError
 from ..host.threads import in_worker_thread
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester
+from ..tracing import span
 from .shutdown import open_consumers
 
 logger = logging.getLogger("warlock_sessions.realtime")
@@ -295,13 +296,18 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
     async def handle_frame(self, content: Any, **kwargs: Any) -> None:
         # Whatever the handling raises is not the frame's fault (it once all read as bad JSON),
         # and does not end the socket.
+        kind = content.get("type") if isinstance(content, dict) else None
         try:
-            if api_settings.DEFAULT_THROTTLE_CLASSES:
-                wait = await in_worker_thread(self.throttle_wait)()
-                if wait is not None:
-                    await self.throttled(wait)
-                    return
-            await self.receive_json(content, **kwargs)
+            with span(
+                "warlock frame",
+                {"warlock.socket": type(self).__name__, "warlock.frame.type": str(kind)[:64]},
+            ):
+                if api_settings.DEFAULT_THROTTLE_CLASSES:
+                    wait = await in_worker_thread(self.throttle_wait)()
+                    if wait is not None:
+                        await self.throttled(wait)
+                        return
+                await self.receive_json(content, **kwargs)
         except Exception as error:
             await self.failed_frame(error)
         else:
@@ -342,6 +348,10 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
                     "retry_after": RETRY_AFTER,
                 }
             )
+            return
+        if isinstance(error, EncryptionError):
+            logger.error("a sealed value could not be read: %s", error)
+            await self.error("encryption-error", EncryptionError.public_detail)
             return
         logger.exception("a socket frame failed")
         await self.error("server-error", "The server failed on this frame; it is logged.")

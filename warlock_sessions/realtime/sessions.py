@@ -205,7 +205,7 @@ class SessionConsumer(WarlockConsumer):
     def logged_after(self, seq: int) -> list[dict[str, Any]]:
         rows = SessionEvent.objects.filter(session_id=self.session_id, seq__gt=seq).order_by("seq")
         return [
-            event_frame({"seq": row.seq, "type": row.type, "payload": row.payload})
+            event_frame({"seq": row.seq, "type": row.type, "payload": row.opened_payload})
             for row in rows[:REPLAY_BATCH]
         ]
 

@@ -21,24 +21,36 @@ from typing import Any
 
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
+from ..encryption import SEALED, is_sealed, open_json, open_text, seal_text, sealing
 from ..engine.session import json_problem
 from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, SnapshotCorruptError
 
 # The snapshot stores' errors live in errors.py; importable from here as before.
 from ..errors import InvalidSnapshotError as InvalidSnapshotError
 from ..errors import SnapshotError as SnapshotError
+from ..redaction import redact_value
 
 
 def encode_snapshot(snapshot: object) -> tuple[str, str]:
-    """The snapshot's key and its JSON text, or ``InvalidSnapshotError`` naming what is off."""
+    """The snapshot's key and its JSON text (its text redacted when ``REDACT`` is set), or
+    ``InvalidSnapshotError`` naming what is off."""
     if not isinstance(snapshot, dict):
         raise InvalidSnapshotError(f"a snapshot is a JSON object, not {type(snapshot).__name__}")
     key = check_key(snapshot.get("runId"))
-    problem = json_problem(snapshot)
+    kept: dict[str, Any] = redact_value(snapshot)
+    problem = json_problem(kept)
     if problem is not None:
         path, why = problem
         raise InvalidSnapshotError(f"snapshot {key!r}: {path.lstrip('.') or 'the value'} {why}")
-    return key, json.dumps(snapshot, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if not sealing():
+        return key, text
+    # What stores, retention and erasure select rows by stays in the clear; every other key
+    # is there as a null marker (a "pending" turn is found by its key), its value sealed.
+    clear = {name: kept[name] for name in CLEAR_KEYS if name in kept}
+    markers = {name: None for name in kept if name not in clear}
+    sealed = {**markers, **clear, SEALED: seal_text(text, "snapshot", key)}
+    return key, json.dumps(sealed, ensure_ascii=False, separators=(",", ":"))
 
 
 def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
@@ -50,7 +62,21 @@ def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
         raise SnapshotCorruptError(key, f"is not JSON ({error})") from None
     if not isinstance(value, dict):
         raise SnapshotCorruptError(key, f"is a {type(value).__name__}, not an object")
-    return value
+    return opened_snapshot(value, key)
+
+
+#: What a sealed snapshot keeps in the clear: what stores, retention, erasure and the admin's
+#: lists select by.
+CLEAR_KEYS = ("runId", "type", "status", "sessionId")
+
+
+def opened_snapshot(stored: dict[str, Any], key: str) -> dict[str, Any]:
+    """A stored snapshot as it was saved, opened if it was sealed (``ENCRYPTION_KEYS``)."""
+    if is_sealed(stored.get(SEALED)):
+        opened: dict[str, Any] = json.loads(open_text(stored[SEALED], "snapshot", key))
+        return opened
+    plain: dict[str, Any] = open_json(stored, "snapshot", key)
+    return plain
 
 
 class SnapshotStore(KeyedStore):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from ..conf import Expected, expect
+from ..encryption import open_text, seal_text
 from ..engine.session import (
     MAX_SESSION_ID_LENGTH,
     Session,
@@ -78,6 +79,10 @@ class Store(ABC):
     stored version and write in one atomic step (``check_stored_version`` states the rule).
     """
 
+    #: Whether the store keeps a session's version beside its blob, so a sealed blob
+    #: (``ENCRYPTION_KEYS``) is bound to its version as well as its id.
+    binds_version = True
+
     def load(self, session_id: str) -> Session | None:
         """The stored session (checked with ``assert_session``), or ``None``. Never migrates."""
         session_id = check_session_id(session_id)
@@ -85,7 +90,17 @@ class Store(ABC):
         if stored is None:
             return None
         text, version = stored
-        return decode_session(text, session_id, version)
+        return self.decoded(text, session_id, version)
+
+    @staticmethod
+    def decoded(text: str | bytes, session_id: str, version: int | None) -> Session:
+        """A stored blob as a checked session, opened first if it was sealed."""
+        if isinstance(text, bytes):
+            text = text.decode()
+        where = (
+            ("session", session_id) if version is None else ("session", session_id, str(version))
+        )
+        return decode_session(open_text(text, *where), session_id, version)
 
     def save(self, session: Session, expected_version: int) -> Session:
         """Store ``session`` as version ``expected_version + 1`` if the check holds.
@@ -97,13 +112,16 @@ class Store(ABC):
         self._write(session, expected, text)
         return saved_copy(session, expected + 1)
 
-    @staticmethod
-    def checked(session: Session, expected_version: int) -> tuple[int, str]:
+    def checked(self, session: Session, expected_version: int) -> tuple[int, str]:
         """The checks every save makes: the id, the expected version, and the blob encoded as
-        it will be stored (``InvalidSessionError`` if it cannot be)."""
-        session_id_of(session)
+        it will be stored (``InvalidSessionError`` if it cannot be), sealed with
+        ``ENCRYPTION_KEYS``."""
+        session_id = session_id_of(session)
         expected = check_expected_version(expected_version)
-        return expected, encode_session(session, expected + 1)
+        text = encode_session(session, expected + 1)
+        if self.binds_version:
+            return expected, seal_text(text, "session", session_id, str(expected + 1))
+        return expected, seal_text(text, "session", session_id)
 
     def delete(self, session_id: str) -> bool:
         """Remove the session; ``True`` if there was one."""

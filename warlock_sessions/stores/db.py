@@ -13,7 +13,7 @@ from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from ..backends.loop_connections import database
-from ..engine.session import Session, decode_session
+from ..engine.session import Session
 from ..errors import SessionConflictError
 from ..models import Session as SessionRow
 from ..models import SessionEvent, SessionOwner, forget_records, run_summary
@@ -93,6 +93,12 @@ class DjangoStore(Store):
         by_id = f"WHERE {column['id']} = %s"
         owner, event = SessionOwner._meta, SessionEvent._meta
         owner_column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
+        event_seq = quote(event.get_field("seq").column or "")
+        last_seq = (
+            f"SELECT {event_seq} FROM {quote(event.db_table)} WHERE "
+            f"{quote(event.get_field('session_id').column or '')} = %s "
+            f"ORDER BY {event_seq} DESC LIMIT 1"
+        )
         return {
             # permissions.claim_new_session in one statement: the owner row of an id that no
             # session, log or owner uses yet.
@@ -105,6 +111,12 @@ class DjangoStore(Store):
                 f"ON CONFLICT DO NOTHING RETURNING {owner_column['id']}"
             ),
             "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}",
+            # The session and the last seq of its log, in one round trip (a session not
+            # stored yet reads its log's last seq alone).
+            "load_numbered": (
+                f"SELECT {column['blob']}, {column['version']}, ({last_seq}) FROM {table} {by_id}"
+            ),
+            "last_seq": last_seq,
             "version": f"SELECT {column['version']} FROM {table} {by_id}",
             "hold": f"SELECT 1 FROM {table} {by_id} {connection.ops.for_update_sql()}",
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
@@ -122,6 +134,32 @@ class DjangoStore(Store):
             row = cursor.fetchone()
         return None if row is None else (row[0], row[1])
 
+    def load_numbered(self, session_id: str) -> tuple[Session | None, int]:
+        """The session (``None`` if there is none) and the last ``seq`` of its log."""
+        session_id = check_session_id(session_id)
+        with self._cursor() as cursor:
+            cursor.execute(self._sql["load_numbered"], [session_id, session_id])
+            row = cursor.fetchone()
+            if row is None:
+                cursor.execute(self._sql["last_seq"], [session_id])
+                found = cursor.fetchone()
+                return None, found[0] if found else 0
+        text, version, last_seq = row
+        return self.decoded(text, session_id, version), last_seq or 0
+
+    async def aload_numbered(self, connection: Any, session_id: str) -> tuple[Session | None, int]:
+        """``load_numbered`` awaited on ``connection`` (see ``arun_combined``)."""
+        session_id = check_session_id(session_id)
+        with database(self.using).wrap_database_errors:
+            cursor = await connection.execute(self._sql["load_numbered"], [session_id, session_id])
+            row = await cursor.fetchone()
+            if row is None:
+                cursor = await connection.execute(self._sql["last_seq"], [session_id])
+                found = await cursor.fetchone()
+                return None, found[0] if found else 0
+        text, version, last_seq = row
+        return self.decoded(text, session_id, version), last_seq or 0
+
     def hold(self, session_id: str) -> None:
         """Lock the session's row until the enclosing transaction ends (nothing if none)."""
         with self._cursor() as cursor:
@@ -132,7 +170,7 @@ class DjangoStore(Store):
         with database(self.using).wrap_database_errors:
             cursor = await connection.execute(self._sql["load"], [check_session_id(session_id)])
             row = await cursor.fetchone()
-        return None if row is None else decode_session(row[0], session_id, row[1])
+        return None if row is None else self.decoded(row[0], session_id, row[1])
 
     async def aclaim(
         self, connection: Any, session_id: str, user_id: Any, anonymous_key: str

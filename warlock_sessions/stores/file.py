@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..backends.files import PrivateDirectory, file_name, make_directories, read_file, replace_file
-from ..engine.session import Session, decode_session
+from ..engine.session import Session
 from ..errors import InvalidSessionError
 from .base import (
     Store,
@@ -53,6 +53,9 @@ class FileStore(PrivateDirectory, Store):
         except OSError as error:
             raise InvalidSessionError(session_id, f"its file cannot be opened ({error})") from None
 
+    #: The version is inside the blob: a sealed blob is bound to its session alone.
+    binds_version = False
+
     def _read(self, session_id: str) -> tuple[bytes, None] | None:
         content = self._read_file(session_id, self._name(session_id))
         return None if content is None else (content, None)  # the blob carries its version
@@ -63,7 +66,7 @@ class FileStore(PrivateDirectory, Store):
         make_directories(self.directory, self.dir_mode)
         with self._locked(name):
             stored = self._read_file(session_id, name)
-            version = None if stored is None else decode_session(stored, session_id)["version"]
+            version = None if stored is None else self.decoded(stored, session_id, None)["version"]
             check_stored_version(session_id, expected, version)
             replace_file(self.directory, name, text.encode(), self.file_mode)
 

@@ -25,6 +25,7 @@ from ..conf import warlock_settings
 from ..engine.isotime import datetime_from_iso
 from ..models import Snapshot
 from ..snapshots import DjangoSnapshotStore, default_snapshot_store
+from ..snapshots.base import opened_snapshot
 from .registry import definition_of
 from .runs import now_iso
 
@@ -97,7 +98,8 @@ def _takeable(ask: Any, saved_at: datetime, stale: datetime) -> TypeGuard[dict[s
 
 
 def _resume(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any]) -> None:
-    payload = rows.filter(key=key).values_list("payload", flat=True).first()
+    stored = rows.filter(key=key).values_list("payload", flat=True).first()
+    payload = opened_snapshot(stored, key) if isinstance(stored, dict) else None
     definition = definition_of(payload) if isinstance(payload, dict) else None
     if isinstance(payload, dict) and _cancelled_since(payload, claimed):
         _failed(

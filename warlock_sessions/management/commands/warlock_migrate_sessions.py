@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...encryption import open_text
 from ...engine import migrate_session
-from ...errors import InvalidSessionError, SessionConflictError
+from ...errors import EncryptionError, InvalidSessionError, SessionConflictError
 from ...models import Session
 from ...stores.db import DjangoStore
 
@@ -42,10 +43,10 @@ class Command(BaseCommand):
         rows = (
             Session.objects.using(store.using).order_by("id").values_list("id", "version", "blob")
         )
-        for session_id, version, text in rows.iterator():
+        for session_id, version, stored in rows.iterator():
             try:
-                blob = json.loads(text)
-            except ValueError:
+                blob = json.loads(open_text(stored, "session", session_id, str(version)))
+            except (ValueError, EncryptionError):
                 blob = None
             if isinstance(blob, dict) and "v" in blob:
                 skipped += 1

@@ -4,14 +4,17 @@ output mode, plain and streamed completions, the fallbacks for what a server doe
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
 import httpx
 
 from ...engine.ports import ProviderError
+from ...tracing import Recorder, span
 from .errors import StreamBroke, response_error, send
 from .prompts import parse_json_object, repair_messages, with_json_instruction
 from .streaming import EmptyStream, StreamedReply, check_finish
@@ -94,16 +97,21 @@ class ChatClient:
     ) -> tuple[dict[str, Any], int]:
         """One completion parsed as a JSON object (a second call repairs a reply that was not
         JSON), with the number of calls made."""
-        reply = self._with_format_fallback(
-            lambda mode, sent: self._post(self._body(sent, name, schema, mode), now),
-            messages,
-            schema,
-        )
-        content = first_content(reply)
-        parsed = parse_json_object(content)
-        if parsed is not None:
-            return parsed, 1
-        return self.repair(messages, content, now), 2
+        with self._traced(messages) as traced:
+            reply = self._with_format_fallback(
+                lambda mode, sent: self._post(self._body(sent, name, schema, mode), now),
+                messages,
+                schema,
+            )
+            choices = reply.get("choices") or [{}]
+            _traced_reply(traced, reply, reply.get("usage"), choices[0].get("finish_reason"))
+            content = first_content(reply)
+            traced.text("gen_ai.output.messages", content)
+            parsed = parse_json_object(content)
+            if parsed is not None:
+                return parsed, 1
+            traced.set({"warlock.llm_calls": 2})  # the repair is a second call
+            return self.repair(messages, content, now), 2
 
     def stream(
         self,
@@ -115,11 +123,15 @@ class ChatClient:
     ) -> tuple[str, list[dict[str, Any]]]:
         """One streamed completion: its text and any tool calls it asked for."""
 
-        def attempt(mode: str, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-            body = self._body(sent, "reply", schema, mode)
-            return self._completion(body, tools, now, on_delta, envelope=True).result()
+        with self._traced(messages) as traced:
 
-        return self._with_format_fallback(attempt, messages, schema)
+            def attempt(mode: str, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+                body = self._body(sent, "reply", schema, mode)
+                reply = self._completion(body, tools, now, on_delta, envelope=True)
+                _traced_streamed(traced, reply)
+                return reply.result()
+
+            return self._with_format_fallback(attempt, messages, schema)
 
     def chat(
         self,
@@ -130,7 +142,10 @@ class ChatClient:
     ) -> StreamedReply:
         """One streamed completion in plain text (no envelope), offering ``tools``."""
         body = self._body(messages, "", {}, "prompt")
-        return self._completion(body, tools, now, on_delta, envelope=False)
+        with self._traced(messages) as traced:
+            reply = self._completion(body, tools, now, on_delta, envelope=False)
+            _traced_streamed(traced, reply)
+            return reply
 
     def repair(self, messages: list[dict[str, Any]], content: str, now: datetime) -> dict[str, Any]:
         """Ask once more, showing the model its reply, for only the JSON object."""
@@ -141,6 +156,25 @@ class ChatClient:
         if parsed is None:
             raise ProviderError("provider-invalid", False, detail="the reply was not JSON, twice")
         return parsed
+
+    @contextmanager
+    def _traced(self, messages: list[dict[str, Any]]) -> Iterator[Recorder]:
+        """A model call's span, with the GenAI semantic conventions' attributes."""
+        with span(
+            f"chat {self.model}",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": self.model,
+                "gen_ai.request.temperature": self.temperature,
+                "gen_ai.request.max_tokens": self.max_tokens,
+                "server.address": self._http.base_url.host,
+                "server.port": self._http.base_url.port,
+            },
+            kind="CLIENT",
+        ) as traced:
+            traced.text("gen_ai.input.messages", json.dumps(messages, ensure_ascii=False))
+            yield traced
 
     def _with_format_fallback(
         self,
@@ -303,6 +337,26 @@ class ChatClient:
 
     def _deadline(self) -> float:
         return time.monotonic() + self.deadline
+
+
+def _traced_reply(
+    traced: Recorder, reply: Mapping[str, Any], usage: Any, finish_reason: Any
+) -> None:
+    usage = usage if isinstance(usage, Mapping) else {}
+    traced.set(
+        {
+            "gen_ai.response.model": reply.get("model"),
+            "gen_ai.response.id": reply.get("id"),
+            "gen_ai.usage.input_tokens": usage.get("prompt_tokens"),
+            "gen_ai.usage.output_tokens": usage.get("completion_tokens"),
+            "gen_ai.response.finish_reasons": [finish_reason] if finish_reason else None,
+        }
+    )
+
+
+def _traced_streamed(traced: Recorder, reply: StreamedReply) -> None:
+    _traced_reply(traced, {}, reply.usage, reply.finish_reason)
+    traced.text("gen_ai.output.messages", "".join(reply.content))
 
 
 def format_refused(error: ProviderError) -> bool:

@@ -1,0 +1,211 @@
+"""Redaction (``REDACT``): what the recognisers take out and leave, the setting's rule, and a
+card number typed in a chat found nowhere afterwards (no table, on SQLite and PostgreSQL, and
+no log line) while a collected e-mail still books."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.db import connections
+from django.test import override_settings
+
+from example_project.demo.agents import booking_agent
+from tests.cache.test_semantic_cache import CountingModel, call
+from tests.conversations.fakes import FakeAgent
+from tests.host.conftest import ALIASES
+from warlock_sessions.cache import DjangoCacheStore, SemanticCache
+from warlock_sessions.checkpoints import DjangoCheckpointStore
+from warlock_sessions.checks import check_settings
+from warlock_sessions.conversations import (
+    DjangoConversationStore,
+    RecordConversationStore,
+    session,
+)
+from warlock_sessions.host import Host
+from warlock_sessions.providers.chat import ChatReply
+from warlock_sessions.redaction import RECOGNISERS, RedactingFilter, redact, redact_value
+from warlock_sessions.snapshots import DjangoSnapshotStore, MemorySnapshotStore
+from warlock_sessions.stores import DjangoStore
+
+CARD = "4539 1488 0343 6467"
+EVERYTHING = ["email", "card", "iban", "us_ssn", "br_cpf", "uk_nino", "phone"]
+
+
+@pytest.fixture
+def redacting() -> Iterator[None]:
+    with override_settings(WARLOCK_SESSIONS={"REDACT": EVERYTHING}):
+        yield
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        (f"my card is {CARD}, ok?", "my card is [card], ok?"),
+        ("4539-1488-0343-6467", "[card]"),
+        ("mail joe.bloggs+x@mail.example.co.uk!", "mail [email]!"),
+        ("call +1 (555) 123-4567 or 020 7946 0958", "call [phone] or [phone]"),
+        ("whatsapp 11987654321", "whatsapp [phone]"),
+        ("IBAN GB82 WEST 1234 5698 7654 32", "IBAN [iban]"),
+        ("ssn 123-45-6789", "ssn [us_ssn]"),
+        ("cpf 529.982.247-25", "cpf [br_cpf]"),
+        ("NI number AB 12 34 56 C", "NI number [uk_nino]"),
+    ],
+)
+def test_the_recognisers_take_out_personal_data(redacting: None, said: str, kept: str) -> None:
+    assert redact(said) == kept
+
+
+@pytest.mark.parametrize(
+    ("said", "recogniser"),
+    [
+        ("4539 1488 0343 6468", "card"),  # fails the Luhn check
+        ("on 2026-12-03 at 10:30, table for 4", "phone"),
+        ("run 550e8400-e29b-41d4-a716-446655440000 at 2026-12-03T10:27:53.165Z", "phone"),
+        ("order #123456789", "phone"),
+        ("I paid 1000 dollars for 3 tickets", "phone"),
+        ("ssn 000-12-3456", "us_ssn"),  # no such area
+        ("cpf 111.111.111-11", "br_cpf"),  # fails its check digits
+        ("IBAN GB82 WEST 1234 5698 7654 33", "iban"),  # fails mod 97
+        ("see a@3pm", "email"),
+    ],
+)
+def test_what_is_not_personal_data_is_left_as_it_was(said: str, recogniser: str) -> None:
+    with override_settings(WARLOCK_SESSIONS={"REDACT": [recogniser]}):
+        assert redact(said) == said
+
+
+def test_json_is_redacted_in_its_text_not_its_structure(redacting: None) -> None:
+    value = {
+        "id": "ann@example.com",  # an id may be anything: it is never changed
+        "anchor": "+5511987654321",
+        "text": "mail ann@example.com",
+        "items": [{"role": "user", "content": CARD}, 3, None],
+    }
+    assert redact_value(value) == {
+        "id": "ann@example.com",
+        "anchor": "+5511987654321",
+        "text": "mail [email]",
+        "items": [{"role": "user", "content": "[card]"}, 3, None],
+    }
+
+
+def test_without_the_setting_nothing_is_changed() -> None:
+    value = {"text": CARD}
+    assert redact(CARD) == CARD and redact_value(value) is value
+
+
+def shout(text: str) -> str:
+    return text.replace("secret", "[secret]")
+
+
+def test_a_function_of_the_project_runs_after_the_built_in_recognisers() -> None:
+    with override_settings(WARLOCK_SESSIONS={"REDACT": ["card", f"{__name__}.shout"]}):
+        assert redact(f"secret {CARD}") == "[secret] [card]"
+    with override_settings(WARLOCK_SESSIONS={"REDACT": shout}):
+        assert redact("secret") == "[secret]"
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (["email", "passport"], "names 'passport', neither a recogniser"),
+        ("tests.nowhere.redact", "cannot be imported"),
+        (["tests.test_redaction.CARD"], "is not a function"),
+        ({"email": True}, "must be a list of recognisers"),
+    ],
+)
+def test_a_wrong_setting_is_reported_by_the_checks(value: Any, why: str) -> None:
+    with override_settings(WARLOCK_SESSIONS={"REDACT": value}):
+        found = [m for m in check_settings() if m.id == "warlock_sessions.E029"]
+    assert found and why in found[0].msg
+
+
+def stored_digits(alias: str) -> list[str]:
+    """Every value in every table of the app, as the database holds it, digits only."""
+    found = []
+    with connections[alias].cursor() as cursor:
+        for model in apps.get_app_config("warlock_sessions").get_models():
+            cursor.execute(
+                f"SELECT * FROM {connections[alias].ops.quote_name(model._meta.db_table)}"
+            )
+            found += [re.sub(r"\D", "", str(cell)) for row in cursor.fetchall() for cell in row]
+    return found
+
+
+@pytest.mark.parametrize("alias", ALIASES)
+def test_a_card_number_typed_in_a_chat_is_nowhere_afterwards(
+    alias: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    written: list[str] = []
+    handler = logging.StreamHandler()
+    handler.emit = lambda record: written.append(handler.format(record))  # type: ignore[method-assign]
+    logging.getLogger().addHandler(handler)
+    settings = {
+        "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+        "REDACT": ["card", "email"],
+    }
+    try:
+        with override_settings(WARLOCK_SESSIONS=settings):
+            assert any(isinstance(f, RedactingFilter) for f in handler.filters)
+            host = Host(booking_agent(), DjangoStore(using=alias))
+            said = [f"hi, my card is {CARD}", "book", "Ann", "ann@example.com", "tomorrow"]
+            for index, text in enumerate([*said, "3pm", "yes"]):
+                hosted = host.handle("chat", {"message": {"id": f"m{index}", "text": text}})
+            # The collected e-mail still books; what is said and kept of it is redacted.
+            assert hosted.session["data"]["email"] == "ann@example.com"
+            assert hosted.session["data"]["confirmed"] is True
+            assert "[email]" in hosted.messages[-1]["text"]
+
+            agent = FakeAgent(reply=f"Noted, your card {CARD}")
+            rows = session("conv", DjangoConversationStore(using=alias), agent)
+            rows.send(f"charge {CARD}")
+            assert CARD in agent.calls[0]["input"]  # the turn saw the original
+            records = RecordConversationStore(DjangoSnapshotStore(using=alias))
+            session("conv2", records, FakeAgent(reply=CARD)).send(f"card {CARD}")
+            DjangoSnapshotStore(using=alias).save({"runId": "run-1", "output": {"card": CARD}})
+            DjangoCheckpointStore(using=alias).save(
+                {
+                    "orchestrator_name": "o",
+                    "session_id": "conv",
+                    "turn_index": 0,
+                    "state": {"notes": [f"paid with {CARD}"]},
+                    "signature": "s",
+                }
+            )
+            cache = SemanticCache(store=DjangoCacheStore(using=alias))
+            model = CountingModel(replies=[ChatReply(text="ok"), ChatReply(text=f"card {CARD}")])
+            cache.chat(call(model, f"is {CARD} valid?"))
+            cache.chat(call(model, "what is your card number again?"))
+            assert cache.stats.refusals["personal-data"] == 2
+
+            logger = logging.getLogger("warlock_sessions.test")
+            logger.warning("declined card %s", CARD)
+            try:
+                raise ValueError(f"bad card {CARD}")
+            except ValueError:
+                logger.exception("failed")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    digits = CARD.replace(" ", "")
+    assert [cell for cell in stored_digits(alias) if digits in cell] == []
+    assert written and not [line for line in written if digits in re.sub(r"\D", "", line)]
+    assert any("declined card [card]" in line for line in written)
+    assert any("ValueError: bad card [card]" in line for line in written)
+    connections.close_all()
+
+
+def test_a_memory_snapshot_store_keeps_the_redacted_text_too(redacting: None) -> None:
+    store = MemorySnapshotStore()
+    store.save({"runId": "r", "said": f"mail ann@example.com, card {CARD}"})
+    assert store.load("r") == {"runId": "r", "said": "mail [email], card [card]"}
+
+
+def test_every_built_in_recogniser_is_one_the_setting_may_name() -> None:
+    from warlock_sessions.conf import REDACT_RECOGNISERS
+
+    assert list(RECOGNISERS) == list(REDACT_RECOGNISERS) == EVERYTHING

@@ -1,0 +1,60 @@
+"""``manage.py warlock_rotate_keys``: seal every stored value again with the current key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
+
+from ...errors import ConfigurationError, EncryptionError
+from ...rotation import BATCH, Progress, rotate
+
+
+class Command(BaseCommand):
+    help = (
+        "Seal every sealed or plain value the app keeps in the database again with the first "
+        "key of ENCRYPTION_KEYS, in batches, while the app runs: after adding a key, before "
+        "removing an old one, or to seal a database kept before encryption was turned on."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--database", default=None, help="database alias (default: each table's)"
+        )
+        parser.add_argument("--batch-size", type=int, default=BATCH, help="rows read at a time")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be 1 or more")
+        live = self.stdout.isatty()
+        done: Progress | None = None
+        try:
+            for progress in rotate(options["database"], options["batch_size"]):
+                if done is not None and progress is not done:
+                    self._finished(done)
+                done = progress
+                self._show(progress, live)
+        except (ConfigurationError, EncryptionError, DatabaseError) as error:
+            if live:
+                self.stdout.write("")
+            raise CommandError(str(error)) from error
+        if done is not None:
+            self._finished(done)
+
+    def _show(self, progress: Progress, live: bool) -> None:
+        """The progress bar of the table being sealed: on one line on a terminal, a line a
+        batch in a log."""
+        share = progress.read / progress.total if progress.total else 1.0
+        bar = "#" * int(share * 30)
+        line = f"{progress.table:>22} [{bar:<30}] {progress.read}/{progress.total}"
+        self.stdout.write(f"\r{line}" if live else line, ending="" if live else "\n")
+        self.stdout.flush()
+
+    def _finished(self, progress: Progress) -> None:
+        if self.stdout.isatty():
+            self.stdout.write("")
+        moved = (
+            f", {progress.moved} changed meanwhile (sealed by the app)" if progress.moved else ""
+        )
+        self.stdout.write(f"{progress.table}: sealed {progress.resealed} of {progress.read}{moved}")

@@ -1,0 +1,239 @@
+"""Redaction: personal data taken out of text before anything is kept.
+
+``WARLOCK_SESSIONS["REDACT"]`` names what is taken out: a list of built-in recognisers
+(:data:`RECOGNISERS`: ``"email"``, ``"phone"``, ``"card"``, ``"iban"`` and national ids
+``"us_ssn"``, ``"br_cpf"``, ``"uk_nino"``), import strings of functions ``str -> str``, or
+one such function. The stores call :func:`redact` (text) and :func:`redact_value` (a JSON
+value: its strings, not its structural keys) on what they are about to write; the turn that
+received the text has already run on the original. :class:`RedactingFilter` does the same
+for log records.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .conf import REDACT_RECOGNISERS, BuiltFromSettings, warlock_settings
+from .errors import ConfigurationError
+
+Redactor = Callable[[str], str]
+
+
+def luhn_valid(digits: str) -> bool:
+    """Whether a card number's digits pass the Luhn check (ISO/IEC 7812)."""
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _iban_valid(text: str) -> bool:
+    compact = text.replace(" ", "").upper()
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(char, 36)) for char in rearranged)) % 97 == 1
+
+
+def _cpf_valid(text: str) -> bool:
+    digits = [int(char) for char in text if char.isdigit()]
+    if len(set(digits)) == 1:
+        return False
+    for length in (9, 10):
+        total = sum(d * w for d, w in zip(digits[:length], range(length + 1, 1, -1), strict=True))
+        if (total * 10 % 11) % 10 != digits[length]:
+            return False
+    return True
+
+
+def _ssn_valid(text: str) -> bool:
+    area, group, serial = text.split("-")
+    return area not in {"000", "666"} and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def _phone_valid(text: str) -> bool:
+    """An international number has 7 to 15 digits (E.164); one without its country code
+    at least 9, so a date or an amount is not taken for one."""
+    digits = sum(char.isdigit() for char in text)
+    return (7 if text.startswith("+") else 9) <= digits <= 15
+
+
+@dataclass(frozen=True)
+class Recogniser:
+    """One kind of personal data: where it may be (``pattern``), what makes a match real
+    (``valid``: a check digit, a digit count) and what replaces it (``[<name>]``)."""
+
+    name: str
+    pattern: re.Pattern[str]
+    valid: Callable[[str], bool] = lambda text: True
+
+    def __call__(self, text: str) -> str:
+        def replace(match: re.Match[str]) -> str:
+            found = match.group(0)
+            return f"[{self.name}]" if self.valid(found) else found
+
+        return self.pattern.sub(replace, text)
+
+
+# Numbers are never cut out of a longer run of letters, digits or separators: an id, a hash
+# or a timestamp is not a phone number that happens to sit inside it.
+_NOT_AFTER = r"(?<![\w+.\-/@#])"
+_NOT_BEFORE = r"(?![\w@]|[.\-/]\w)"
+
+#: The built-in recognisers (``conf.REDACT_RECOGNISERS`` names them in the order they run:
+#: the specific before the general).
+RECOGNISERS: dict[str, Recogniser] = {
+    recogniser.name: recogniser
+    for recogniser in (
+        Recogniser(
+            "email",
+            re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+"),
+        ),
+        Recogniser(
+            "card",
+            re.compile(_NOT_AFTER + r"\d(?:[ -]?\d){12,18}" + _NOT_BEFORE),
+            lambda text: luhn_valid(re.sub(r"\D", "", text)),
+        ),
+        Recogniser(
+            "iban",
+            re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![\w])"),
+            _iban_valid,
+        ),
+        Recogniser(
+            "us_ssn", re.compile(_NOT_AFTER + r"\d{3}-\d{2}-\d{4}" + _NOT_BEFORE), _ssn_valid
+        ),
+        Recogniser(
+            "br_cpf",
+            re.compile(_NOT_AFTER + r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}" + _NOT_BEFORE),
+            _cpf_valid,
+        ),
+        Recogniser(
+            "uk_nino",
+            re.compile(
+                r"(?<![\w])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+                r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![\w])"
+            ),
+        ),
+        Recogniser(
+            "phone",
+            # Digits written as a number is dialled (groups, brackets, a leading +).
+            re.compile(
+                _NOT_AFTER
+                + r"(?:\+\d(?:[ .\-]?\(?\d\)?){6,14}|\(?\d{2,4}\)?(?:[ .\-]?\d){7,13})"
+                + _NOT_BEFORE
+            ),
+            _phone_valid,
+        ),
+    )
+}
+
+#: Keys whose values are a document's structure (ids, kinds, moments), never redacted.
+STRUCTURAL_KEYS = frozenset(
+    {
+        "id", "runId", "key", "type", "kind", "role", "status", "flowId", "stepId", "version",
+        "seq", "at", "createdAt", "updatedAt", "startedAt", "storedAt", "expiresAt",
+        "toolCallId", "tool_call_id", "namespace", "scope", "anchor", "dedupeKey",
+        "sessionId", "session_id", "conversationId",
+    }
+)  # fmt: skip
+
+
+def _redactor_of(steps: list[Any] | None) -> Redactor | None:
+    """The one function ``REDACT``'s validated steps amount to: the built-in recognisers in
+    their own order, then the project's functions in the order given."""
+    if not steps:
+        return None
+    built_in = [RECOGNISERS[name] for name in REDACT_RECOGNISERS if name in steps]
+    chain = [*built_in, *(step for step in steps if not isinstance(step, str))]
+
+    def redact_all(text: str) -> str:
+        for step in chain:
+            text = step(text)
+            if not isinstance(text, str):
+                raise TypeError(f"REDACT's {step!r} returned {type(text).__name__}, not text")
+        return text
+
+    return redact_all
+
+
+#: The configured redaction; ``None`` when ``REDACT`` is not set (or Django is not: a store
+#: used on its own redacts nothing).
+redactor = BuiltFromSettings(lambda: _redactor_of(warlock_settings.REDACT))
+
+
+def redact(text: str) -> str:
+    """``text`` with what ``REDACT`` recognises replaced (``text`` itself when it is not set).
+    A function given in the setting that fails is not skipped: its error stops the write."""
+    step = redactor()
+    return text if step is None or not text else step(text)
+
+
+def redact_value(value: Any, *, skip: Iterable[str] = STRUCTURAL_KEYS) -> Any:
+    """A copy of a JSON value with every string redacted but the values of ``skip`` keys;
+    ``value`` itself when ``REDACT`` is not set."""
+    if redactor() is None:
+        return value
+    skipped = frozenset(skip)
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return redact(item)
+        if isinstance(item, Mapping):
+            return {key: entry if key in skipped else walk(entry) for key, entry in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(entry) for entry in item]
+        return item
+
+    return walk(value)
+
+
+def is_personal(text: str) -> bool:
+    """Whether ``REDACT`` would change ``text``."""
+    return redactor() is not None and redact(text) != text
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a log record's message and its traceback before a handler writes them.
+
+    Put it on the handlers in ``LOGGING`` (``"filters": {"redact": {"()":
+    "warlock_sessions.redaction.RedactingFilter"}}``); with ``REDACT`` set, the app also puts
+    it on every handler configured when it starts (:func:`install_log_redaction`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if redactor() is None:
+            return True
+        message = record.getMessage()
+        record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def install_log_redaction() -> None:
+    """With ``REDACT`` set, put a :class:`RedactingFilter` on every handler of every logger
+    configured now (once each)."""
+    try:
+        if warlock_settings.REDACT is None:
+            return
+    except ConfigurationError:
+        return  # the system check reports it; the app still starts
+
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    handlers = {
+        id(handler): handler
+        for logger in loggers
+        if isinstance(logger, logging.Logger)
+        for handler in logger.handlers
+    }
+    for handler in handlers.values():
+        if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
+            handler.addFilter(RedactingFilter())
