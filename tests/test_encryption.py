@@ -294,3 +294,82 @@ def test_rotation_without_keys_says_so() -> None:
     with pytest.raises(CommandError, match="ENCRYPTION_KEYS is not set"):
         call_command("warlock_rotate_keys", stdout=StringIO())
     assert Conversation.objects.count() == ConversationMessage.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rotation_goes_on_past_a_value_that_does_not_open_and_names_it(sealed: None) -> None:
+    host = Host(booking_agent(), DjangoStore())
+    for session_id in ("a", "b", "c"):
+        host.handle(session_id, {"message": {"id": "m1", "text": "book"}})
+    Session.objects.filter(id="b").update(blob=Session.objects.get(id="a").blob)
+    out, err = StringIO(), StringIO()
+    with keys(("k2", K2), ("k1", K1)), pytest.raises(CommandError, match="1 value"):
+        call_command("warlock_rotate_keys", stdout=out, stderr=err)
+    assert "does not open: session/b/1" in err.getvalue()
+    assert Session.objects.get(id="c").blob.startswith("wse1.k2.")
+    assert not SessionEvent.objects.filter(payload__sealed__startswith="wse1.k1.").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rotation_never_writes_an_old_row_over_one_made_again_under_its_id(sealed: None) -> None:
+    host = Host(booking_agent(), DjangoStore())
+    host.handle("chat", {"message": {"id": "m1", "text": "book"}})
+    erased = Session.objects.get(id="chat")
+    DjangoStore().delete("chat")
+    host.handle("chat", {"message": {"id": "n1", "text": "hello"}})  # someone else, version 1
+    with keys(("k2", K2), ("k1", K1)):
+        progress = Progress("sessions", 1)
+        _rotate_row(TABLES[0], "default", erased, progress)
+    assert (progress.resealed, progress.moved) == (0, 1)
+    assert DjangoStore().load("chat")["inputs"] == ["n1"]  # type: ignore[index]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rotation_seals_again_what_stores_outside_the_database_keep(tmp_path: Any) -> None:
+    outside = {
+        "STORE": {
+            "CLASS": "warlock_sessions.stores.FileStore",
+            "OPTIONS": {"directory": str(tmp_path / "s")},
+        },
+        "SNAPSHOT_STORE": {
+            "CLASS": "warlock_sessions.snapshots.FileSnapshotStore",
+            "OPTIONS": {"directory": str(tmp_path / "r")},
+        },
+    }
+    from warlock_sessions.snapshots import default_snapshot_store
+    from warlock_sessions.stores import default_store
+
+    with keys(("k1", K1), **outside):
+        Host(booking_agent()).handle("chat", {"message": {"id": "m1", "text": "book"}})
+        default_snapshot_store().save({"runId": "run-1", "said": "zanzibar sunrise"})  # type: ignore[union-attr]
+    out = StringIO()
+    with keys(("k2", K2), ("k1", K1), **outside):
+        call_command("warlock_rotate_keys", stdout=out, stderr=StringIO())
+    assert "sessions (FileStore): sealed 1 of 1" in out.getvalue()
+    assert "snapshots (FileSnapshotStore): sealed 1 of 1" in out.getvalue()
+    with keys(("k2", K2), **outside):
+        assert default_store().load("chat") is not None
+        assert default_snapshot_store().load("run-1")["said"] == "zanzibar sunrise"  # type: ignore[union-attr]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_shows_sealed_rows_opened_and_survives_one_that_does_not_open(
+    sealed: None,
+) -> None:
+    host = Host(booking_agent(), DjangoStore())
+    host.handle("chat", {"message": {"id": "m1", "text": "book"}})
+    host.handle("chat", {"message": {"id": "m2", "text": "Ann Marlowe"}})
+    client = Client()
+    client.force_login(User.objects.create_superuser("boss", password="x"))
+    event = SessionEvent.objects.filter(session_id="chat", payload__sealed__isnull=False).last()
+    assert event is not None
+    page = client.get(f"/admin/warlock_sessions/sessionevent/{event.pk}/change/").content.decode()
+    assert "wse1." not in page
+    message = OutboundMessage.objects.filter(session_id="chat").last()
+    assert message is not None
+    page = client.get(f"/admin/warlock_sessions/outboundmessage/{message.pk}/change/")
+    assert "wse1." not in page.content.decode() and page.status_code == 200
+    with keys(("k2", K2)):  # every row sealed with a key this server does not have
+        answer = client.get("/admin/warlock_sessions/session/chat/change/")
+        assert answer.status_code == 200 and "not configured" in answer.content.decode()
+        assert client.get("/admin/warlock_sessions/session/").status_code == 200

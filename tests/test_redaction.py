@@ -27,6 +27,7 @@ from warlock_sessions.conversations import (
     session,
 )
 from warlock_sessions.host import Host
+from warlock_sessions.models import OutboundMessage
 from warlock_sessions.providers.chat import ChatReply
 from warlock_sessions.redaction import RECOGNISERS, RedactingFilter, redact, redact_value
 from warlock_sessions.snapshots import DjangoSnapshotStore, MemorySnapshotStore
@@ -46,6 +47,12 @@ def redacting() -> Iterator[None]:
     ("said", "kept"),
     [
         (f"my card is {CARD}, ok?", "my card is [card], ok?"),
+        (f"card {CARD} 123", "card [card]"),  # with its security code
+        ("2 4539148803436467", "2 [card]"),  # a quantity before it
+        (f"{CARD} 12 27", "[card] 12 27"),  # the expiry after it
+        ("4539\u202f1488\u202f0343\u202f6467", "[card]"),  # narrow no-break spaces
+        ('{"output": "calculate\\n4539148803436467"}', '{"output": "calculate\\n[card]"}'),
+        ("mail ann\uff20example.com", "mail [email]"),
         ("4539-1488-0343-6467", "[card]"),
         ("mail joe.bloggs+x@mail.example.co.uk!", "mail [email]!"),
         ("call +1 (555) 123-4567 or 020 7946 0958", "call [phone] or [phone]"),
@@ -65,6 +72,9 @@ def test_the_recognisers_take_out_personal_data(redacting: None, said: str, kept
     [
         ("4539 1488 0343 6468", "card"),  # fails the Luhn check
         ("on 2026-12-03 at 10:30, table for 4", "phone"),
+        ("booked for 2026-12-10 14:30", "phone"),
+        ("10.12.2026 14:30 or from 14:30 2026-12-10", "phone"),
+        ("IP 192.168.100.200", "phone"),
         ("run 550e8400-e29b-41d4-a716-446655440000 at 2026-12-03T10:27:53.165Z", "phone"),
         ("order #123456789", "phone"),
         ("I paid 1000 dollars for 3 tickets", "phone"),
@@ -81,16 +91,21 @@ def test_what_is_not_personal_data_is_left_as_it_was(said: str, recogniser: str)
 
 def test_json_is_redacted_in_its_text_not_its_structure(redacting: None) -> None:
     value = {
-        "id": "ann@example.com",  # an id may be anything: it is never changed
+        "id": "ann@example.com",  # a record's id may be anything: it is never changed
         "anchor": "+5511987654321",
         "text": "mail ann@example.com",
         "items": [{"role": "user", "content": CARD}, 3, None],
+        # Deeper down, a tool's arguments are what someone said, whatever their names.
+        "toolCalls": [{"id": "c1", "input": {"key": CARD, "card": 4539148803436467}}],
+        "declined": {CARD: "no funds"},
     }
     assert redact_value(value) == {
         "id": "ann@example.com",
         "anchor": "+5511987654321",
         "text": "mail [email]",
         "items": [{"role": "user", "content": "[card]"}, 3, None],
+        "toolCalls": [{"id": "c1", "input": {"key": "[card]", "card": "[card]"}}],
+        "declined": {"[card]": "no funds"},
     }
 
 
@@ -156,10 +171,15 @@ def test_a_card_number_typed_in_a_chat_is_nowhere_afterwards(
             said = [f"hi, my card is {CARD}", "book", "Ann", "ann@example.com", "tomorrow"]
             for index, text in enumerate([*said, "3pm", "yes"]):
                 hosted = host.handle("chat", {"message": {"id": f"m{index}", "text": text}})
-            # The collected e-mail still books; what is said and kept of it is redacted.
+            # The collected e-mail still books, and the reply is sent as said; what is kept
+            # of it is redacted.
             assert hosted.session["data"]["email"] == "ann@example.com"
             assert hosted.session["data"]["confirmed"] is True
-            assert "[email]" in hosted.messages[-1]["text"]
+            assert "ann@example.com" in hosted.messages[-1]["text"]
+            shown = [e["payload"].get("text", "") for e in hosted.events if e["type"] == "message"]
+            assert "ann@example.com" in shown[-1]
+            kept = OutboundMessage.objects.using(alias).get(key=hosted.messages[-1]["key"])
+            assert "[email]" in kept.text and "[email]" in kept.payload["text"]
 
             agent = FakeAgent(reply=f"Noted, your card {CARD}")
             rows = session("conv", DjangoConversationStore(using=alias), agent)
@@ -199,6 +219,18 @@ def test_a_card_number_typed_in_a_chat_is_nowhere_afterwards(
     connections.close_all()
 
 
+def test_a_bad_log_call_is_not_made_worse_and_the_last_resort_is_filtered(
+    redacting: None,
+) -> None:
+    record = logging.LogRecord(
+        "x", logging.WARNING, __file__, 1, "retrying %s after %d s", ("x",), None
+    )
+    assert RedactingFilter().filter(record)  # logging itself reports the bad arguments
+    with override_settings(WARLOCK_SESSIONS={"REDACT": ["card"]}):
+        assert logging.lastResort is not None
+        assert any(isinstance(f, RedactingFilter) for f in logging.lastResort.filters)
+
+
 def test_a_memory_snapshot_store_keeps_the_redacted_text_too(redacting: None) -> None:
     store = MemorySnapshotStore()
     store.save({"runId": "r", "said": f"mail ann@example.com, card {CARD}"})
@@ -209,3 +241,26 @@ def test_every_built_in_recogniser_is_one_the_setting_may_name() -> None:
     from warlock_sessions.conf import REDACT_RECOGNISERS
 
     assert list(RECOGNISERS) == list(REDACT_RECOGNISERS) == EVERYTHING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_delivery_keeps_its_error_redacted() -> None:
+    from warlock_sessions.host.worker import deliver_message
+
+    settings = {
+        "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+        "REDACT": ["card"],
+    }
+    with override_settings(WARLOCK_SESSIONS=settings):
+        Host(booking_agent(), DjangoStore()).handle("d", {"message": {"id": "m1", "text": "hi"}})
+        message = OutboundMessage.objects.filter(session_id="d").first()
+        assert message is not None
+
+        def declined(sent: OutboundMessage) -> None:
+            raise ValueError(f"card {CARD} was declined")
+
+        deliver_message(message, declined)
+    assert (
+        OutboundMessage.objects.get(pk=message.pk).last_error
+        == "ValueError: card [card] was declined"
+    )

@@ -123,14 +123,19 @@ def test_a_model_call_is_a_client_span_with_the_genai_attributes(
 
 def test_a_failed_model_call_is_an_error_span(spans: InMemorySpanExporter) -> None:
     with OpenAIServer() as server:
-        server.script.reply(status=401, json={"error": {"message": "bad key"}})
+        # A server that echoes the prompt in its error: the span keeps the kind of failure.
+        server.script.reply(status=400, json={"error": {"message": f"bad prompt: {SAID}"}})
         model = OpenAICompatibleModel(server.url, "gpt-test", api_key="sk-1", timeout=2)
         Host(echo_agent(model), DjangoStore()).handle(
-            "llm", {"message": {"id": "m1", "text": "hi"}}
+            "llm", {"message": {"id": "m1", "text": SAID}}
         )
     (call,) = named(spans, "chat gpt-test")
     assert call.status.status_code == trace.StatusCode.ERROR
-    assert [event.name for event in call.events] == ["exception"]
+    assert call.status.description == "ProviderError"
+    assert [(event.name, dict(event.attributes or {})) for event in call.events] == [
+        ("exception", {"exception.type": "ProviderError"})
+    ]
+    assert "4539" not in repr([(s.status, s.events) for s in spans.get_finished_spans()])
 
 
 def test_a_worker_fire_is_the_parent_of_its_turn(spans: InMemorySpanExporter) -> None:
@@ -177,6 +182,15 @@ async def test_a_socket_frame_is_the_parent_of_its_turn_and_its_push(
     # The socket sends the turn's frames to its own client, then to the session's others.
     assert child_of(turn, frame) and child_of(pushed, frame)
     assert (frame.attributes or {})["warlock.frame.type"] == "message"
+    spans.clear()
+    with override_settings(WARLOCK_SESSIONS=settings, CHANNEL_LAYERS=layer):
+        odd = await socket("/ws/sessions/s9/")
+        assert (await odd.connect())[0]
+        await odd.send_json_to({"type": "pay 4539148803436467", "text": "x"})
+        assert (await odd.receive_json_from(timeout=5))["type"] == "error"
+        await odd.disconnect()
+    (frame,) = named(spans, "warlock frame")
+    assert (frame.attributes or {})["warlock.frame.type"] == "other"
     assert "4539" not in texts(spans) and "Ann" not in texts(spans)
 
 

@@ -56,10 +56,18 @@ def _ssn_valid(text: str) -> bool:
     return area not in {"000", "666"} and area[0] != "9" and group != "00" and serial != "0000"
 
 
+#: What a run of digits that is not a phone number starts as: a date, an IP address.
+_NOT_A_PHONE = re.compile(
+    r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}|\d{1,3}(?:\.\d{1,3}){3}$"
+)
+
+
 def _phone_valid(text: str) -> bool:
     """An international number has 7 to 15 digits (E.164); one without its country code
     at least 9, so a date or an amount is not taken for one."""
     digits = sum(char.isdigit() for char in text)
+    if _NOT_A_PHONE.match(text):
+        return False
     return (7 if text.startswith("+") else 9) <= digits <= 15
 
 
@@ -73,17 +81,60 @@ class Recogniser:
     valid: Callable[[str], bool] = lambda text: True
 
     def __call__(self, text: str) -> str:
-        def replace(match: re.Match[str]) -> str:
-            found = match.group(0)
-            return f"[{self.name}]" if self.valid(found) else found
+        # Matched on a copy with odd spaces and dashes made plain (the same length), so
+        # "4539\u202f1488…" is a card too; replaced in the text itself.
+        shadow = text.translate(_PLAIN_SEPARATORS)
+        kept, last = [], 0
+        for match in self.pattern.finditer(shadow):
+            for start, end in self.spans(match):
+                kept += [text[last:start], f"[{self.name}]"]
+                last = end
+        return "".join([*kept, text[last:]]) if kept else text
 
-        return self.pattern.sub(replace, text)
+    def spans(self, match: re.Match[str]) -> list[tuple[int, int]]:
+        """Where in ``match`` the data is: all of it, if it is real."""
+        return [match.span()] if self.valid(match.group(0)) else []
 
 
-# Numbers are never cut out of a longer run of letters, digits or separators: an id, a hash
-# or a timestamp is not a phone number that happens to sit inside it.
-_NOT_AFTER = r"(?<![\w+.\-/@#])"
-_NOT_BEFORE = r"(?![\w@]|[.\-/]\w)"
+class CardRecogniser(Recogniser):
+    """Card numbers inside a longer run of digit groups ("card 4111 1111 1111 1111 123", a
+    quantity before it, the expiry after it): the groups that together hold 13 to 19
+    digits and pass the Luhn check."""
+
+    def spans(self, match: re.Match[str]) -> list[tuple[int, int]]:
+        groups = [
+            (g.start() + match.start(), g.end() + match.start())
+            for g in re.finditer(r"\d+", match.group(0))
+        ]
+        found: list[tuple[int, int]] = []
+        first = 0
+        while first < len(groups):
+            for last in range(len(groups) - 1, first - 1, -1):
+                start, end = groups[first][0], groups[last][1]
+                digits = re.sub(r"\D", "", match.string[start:end])
+                if 13 <= len(digits) <= 19 and luhn_valid(digits):
+                    found.append((start, end))
+                    first = last
+                    break
+            first += 1
+        return found
+
+
+#: Spaces and dashes of other kinds, as the plain ones (one character for one).
+_PLAIN_SEPARATORS = str.maketrans(
+    {
+        **{char: " " for char in "\u00a0\u202f\u205f\u3000"},
+        **{chr(code): " " for code in range(0x2002, 0x200B)},
+        **{char: "-" for char in "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"},
+        "\uff20": "@",
+    }
+)
+
+# Numbers are never cut out of a longer run of letters, digits or separators: an id, a hash,
+# a time or a timestamp is not a phone number that happens to sit inside it. An escaped line
+# break (JSON's "\n") before a number is a break, not a letter.
+_NOT_AFTER = r"(?:(?<=\\[nrt])|(?<![\w+.\-/@#:]))"
+_NOT_BEFORE = r"(?![\w@]|[.\-/:]\w)"
 
 #: The built-in recognisers (``conf.REDACT_RECOGNISERS`` names them in the order they run:
 #: the specific before the general).
@@ -94,10 +145,10 @@ RECOGNISERS: dict[str, Recogniser] = {
             "email",
             re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+"),
         ),
-        Recogniser(
+        CardRecogniser(
             "card",
-            re.compile(_NOT_AFTER + r"\d(?:[ -]?\d){12,18}" + _NOT_BEFORE),
-            lambda text: luhn_valid(re.sub(r"\D", "", text)),
+            # A run of digit groups (at most 40 digits) that may hold a card among others.
+            re.compile(_NOT_AFTER + r"\d(?:[ -]?\d){12,39}" + _NOT_BEFORE),
         ),
         Recogniser(
             "iban",
@@ -174,22 +225,32 @@ def redact(text: str) -> str:
 
 
 def redact_value(value: Any, *, skip: Iterable[str] = STRUCTURAL_KEYS) -> Any:
-    """A copy of a JSON value with every string redacted but the values of ``skip`` keys;
-    ``value`` itself when ``REDACT`` is not set."""
+    """A copy of a JSON value with its strings, keys and card-like numbers redacted, but the
+    values of ``skip`` keys in its records (the first objects met, as a log entry or a
+    message is): deeper down, a tool's ``key`` argument is what someone said. ``value``
+    itself when ``REDACT`` is not set."""
     if redactor() is None:
         return value
     skipped = frozenset(skip)
 
-    def walk(item: Any) -> Any:
+    def walk(item: Any, record: bool) -> Any:
         if isinstance(item, str):
             return redact(item)
         if isinstance(item, Mapping):
-            return {key: entry if key in skipped else walk(entry) for key, entry in item.items()}
+            return {
+                (redact(key) if isinstance(key, str) else key): (
+                    entry if record and key in skipped else walk(entry, False)
+                )
+                for key, entry in item.items()
+            }
         if isinstance(item, list | tuple):
-            return [walk(entry) for entry in item]
+            return [walk(entry, record) for entry in item]
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**12:
+            said = redact(str(item))
+            return item if said == str(item) else said
         return item
 
-    return walk(value)
+    return walk(value, True)
 
 
 def is_personal(text: str) -> bool:
@@ -207,7 +268,10 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if redactor() is None:
             return True
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # a call with the wrong arguments: logging itself reports it
+            return True
         record.msg, record.args = redact(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
@@ -234,6 +298,10 @@ def install_log_redaction() -> None:
         if isinstance(logger, logging.Logger)
         for handler in logger.handlers
     }
+    # The last resort writes what no handler took (Django's default logging, a project's
+    # LOGGING without a root handler) to stderr.
+    if logging.lastResort is not None:
+        handlers[id(logging.lastResort)] = logging.lastResort
     for handler in handlers.values():
         if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
             handler.addFilter(RedactingFilter())

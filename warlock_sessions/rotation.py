@@ -2,23 +2,27 @@
 key of ``ENCRYPTION_KEYS``, in batches, while the app runs (``manage.py warlock_rotate_keys``).
 
 A row is rewritten only where it still is as it was read: a session or a conversation at the
-version read, a snapshot at its version; log entries, outbox rows, messages and checkpoints
-are never changed by the app once written. A row a turn saved meanwhile was sealed by that
-turn with the current key, and is left as it is.
+version and creation read (not one deleted and made again under its id), a snapshot as last
+saved; log entries, outbox rows, messages and checkpoints are never changed by the app once
+written. A row a turn saved meanwhile was sealed by that turn with the current key, and is
+left as it is. A value that does not open is counted and named, not rewritten, and the
+rotation goes on. Sessions and snapshots in configured stores outside the database are
+sealed again through the stores themselves.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import models, router
 
+from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .checkpoints.base import state_place
 from .encryption import SEALED, keyring, open_text, resealed_json, resealed_text, sealed_key
-from .errors import ConfigurationError
+from .errors import ConfigurationError, EncryptionError, SessionConflictError, SnapshotConflictError
 from .models import (
     Checkpoint,
     Conversation,
@@ -26,13 +30,16 @@ from .models import (
     OutboundMessage,
     Session,
     SessionEvent,
+    SessionOwner,
     Snapshot,
     event_place,
     message_place,
     outbox_place,
     pending_place,
 )
+from .snapshots import DjangoSnapshotStore, SnapshotStore, default_snapshot_store
 from .snapshots.base import encode_snapshot
+from .stores import DjangoStore, Store, default_store
 
 #: Rows read and rewritten at a time.
 BATCH = 500
@@ -73,7 +80,12 @@ def _snapshot(row: Snapshot) -> Changes | None:
 
 
 TABLES = (
-    SealedColumns("sessions", Session, _session, lambda row: {"version": row.version}),
+    SealedColumns(
+        "sessions",
+        Session,
+        _session,
+        lambda row: {"version": row.version, "created_at": row.created_at},
+    ),
     SealedColumns(
         "session events",
         SessionEvent,
@@ -101,7 +113,7 @@ TABLES = (
             if row.pending is None
             else _only({"pending": resealed_json(row.pending, *pending_place(row.id))})
         ),
-        lambda row: {"version": row.version},
+        lambda row: {"version": row.version, "created_at": row.created_at},
     ),
     SealedColumns(
         "conversation messages",
@@ -114,7 +126,12 @@ TABLES = (
             }
         ),
     ),
-    SealedColumns("snapshots", Snapshot, _snapshot, lambda row: {"version": row.version}),
+    SealedColumns(
+        "snapshots",
+        Snapshot,
+        _snapshot,
+        lambda row: {"version": row.version, "saved_at": row.saved_at},
+    ),
     SealedColumns(
         "checkpoints",
         Checkpoint,
@@ -132,6 +149,8 @@ class Progress:
     read: int = 0
     resealed: int = 0
     moved: int = 0
+    #: Where values that do not open are (``EncryptionError``): left as they are.
+    unreadable: list[str] = field(default_factory=list)
 
 
 def rotate(using: str | None = None, batch: int = BATCH) -> Iterator[Progress]:
@@ -143,6 +162,8 @@ def rotate(using: str | None = None, batch: int = BATCH) -> Iterator[Progress]:
             "ENCRYPTION_KEYS is not set: there is no key to seal with (docs/privacy.md)"
         )
     for table in TABLES:
+        if not _kept_by_django(table.model):
+            continue
         alias = using or router.db_for_write(table.model) or "default"
         rows = table.model._default_manager.using(alias).order_by("pk")
         progress = Progress(table.name, rows.count())
@@ -157,10 +178,105 @@ def rotate(using: str | None = None, batch: int = BATCH) -> Iterator[Progress]:
             last = page[-1].pk
             progress.read += len(page)
             yield progress
+    yield from _outside_stores(using)
+
+
+def _kept_by_django(model: type[models.Model]) -> bool:
+    """Whether the configured store of the model's rows is the database's own (the tables
+    of the others are not where their values are)."""
+    if model is Snapshot:
+        return isinstance(default_snapshot_store(), DjangoSnapshotStore | type(None))
+    if model is Checkpoint:
+        return isinstance(default_checkpoint_store(), DjangoCheckpointStore | type(None))
+    return True
+
+
+def _outside_stores(using: str | None) -> Iterator[Progress]:
+    """The configured session and snapshot stores that keep values outside the database's
+    tables, sealed again through their own load and conditional save."""
+    store = default_store()
+    if not isinstance(store, DjangoStore):
+        yield from _stored_sessions(store, using)
+    snapshots = default_snapshot_store()
+    if snapshots is not None and not isinstance(snapshots, DjangoSnapshotStore):
+        yield from _stored_snapshots(snapshots)
+
+
+def not_rotated() -> list[str]:
+    """The configured stores whose values rotation cannot seal again, and why."""
+    checkpoints = default_checkpoint_store()
+    if checkpoints is None or isinstance(checkpoints, DjangoCheckpointStore):
+        return []
+    return [
+        f"CHECKPOINT_STORE {type(checkpoints).__name__} appends rows it never rewrites: its "
+        "rows sealed with an older key open only while that key is configured (they go as "
+        "warlock_prune and the orchestrators prune them)"
+    ]
+
+
+def _stored_sessions(store: Store, using: str | None) -> Iterator[Progress]:
+    """A store outside the database lists no sessions: those the host's records name are
+    the ones it keeps (every turn logs; a claimed session has an owner)."""
+    alias = using or router.db_for_write(SessionEvent) or "default"
+    ids = sorted(
+        set(SessionEvent.objects.using(alias).values_list("session_id", flat=True).distinct())
+        | set(SessionOwner.objects.using(alias).values_list("session_id", flat=True))
+    )
+    progress = Progress(f"sessions ({type(store).__name__})", len(ids))
+    yield progress
+    for session_id in ids:
+        try:
+            session = store.load(session_id)
+            if session is not None and _sealed_with_old_key(store, session_id):
+                store.save(session, session["version"])
+                progress.resealed += 1
+        except EncryptionError as error:
+            progress.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+        except SessionConflictError:
+            progress.moved += 1
+        progress.read += 1
+    yield progress
+
+
+def _sealed_with_old_key(store: Store, session_id: str) -> bool:
+    stored = store._read(session_id)
+    ring = keyring()
+    return stored is not None and ring is not None and sealed_key(_text(stored[0])) != ring.current
+
+
+def _text(stored: str | bytes) -> str:
+    return stored.decode() if isinstance(stored, bytes) else stored
+
+
+def _stored_snapshots(store: SnapshotStore) -> Iterator[Progress]:
+    keys = store.list()
+    progress = Progress(f"snapshots ({type(store).__name__})", len(keys))
+    yield progress
+    for key in keys:
+        try:
+            if store.versioned:
+                found = store.load_versioned(key)
+                if found is not None:
+                    store.save(found[0], expected_version=found[1])
+            else:
+                snapshot = store.load(key)
+                if snapshot is not None:
+                    store.save(snapshot)
+            progress.resealed += 1
+        except EncryptionError as error:
+            progress.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+        except SnapshotConflictError:
+            progress.moved += 1
+        progress.read += 1
+    yield progress
 
 
 def _rotate_row(table: SealedColumns, alias: str, row: Any, progress: Progress) -> None:
-    changes = table.resealed(row)
+    try:
+        changes = table.resealed(row)
+    except EncryptionError as error:
+        progress.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+        return
     if changes is None:
         return
     current = table.model._default_manager.using(alias).filter(pk=row.pk, **table.unchanged(row))

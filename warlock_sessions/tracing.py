@@ -85,6 +85,18 @@ def span(
 
     tracer = trace.get_tracer(TRACER_NAME)
     with tracer.start_as_current_span(
-        name, kind=getattr(trace.SpanKind, kind), attributes=_attributes(attributes or {})
+        name,
+        kind=getattr(trace.SpanKind, kind),
+        attributes=_attributes(attributes or {}),
+        record_exception=False,
+        set_status_on_exception=False,
     ) as current:
-        yield Recorder(current)
+        try:
+            yield Recorder(current)
+        except BaseException as error:
+            # The kind of failure only: an exception's message and traceback may quote what
+            # someone said, which goes into a span only with TRACE_TEXT.
+            kind_of = type(error).__name__
+            current.add_event("exception", {"exception.type": kind_of})
+            current.set_status(trace.Status(trace.StatusCode.ERROR, kind_of))
+            raise

@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from ..errors import EncryptionError
 from ..models import Conversation, ConversationMessage
 from .base import ReadOnlyAdmin
 from .transcripts import transcript_line
@@ -45,8 +46,11 @@ class ConversationAdmin(ReadOnlyAdmin):
     def page_context(self, row: Any) -> dict[str, Any]:
         context: dict[str, Any] = {}
         rows = ConversationMessage.objects.filter(conversation=row).order_by("position")
-        context["transcript"] = [transcript_line(m.position, m.opened_message) for m in rows]
-        context["pending"] = row.opened_pending
+        context["transcript"] = [transcript_line(m.position, _opened(m)) for m in rows]
+        try:
+            context["pending"] = row.opened_pending
+        except EncryptionError as error:
+            context["pending"] = str(error)
         if row.forked_from:
             source = row.forked_from.get("id", "")
             context["forked_from"] = {
@@ -65,3 +69,11 @@ class ConversationAdmin(ReadOnlyAdmin):
     @staticmethod
     def _url(conversation_id: str) -> str:
         return reverse("admin:warlock_sessions_conversation_change", args=[quote(conversation_id)])
+
+
+def _opened(row: ConversationMessage) -> Any:
+    """A message as kept, or what says why it does not open (the rest still readable)."""
+    try:
+        return row.opened_message
+    except EncryptionError as error:
+        return {"role": "?", "content": str(error)}

@@ -23,7 +23,13 @@ from ..conf import warlock_settings
 from ..encryption import sealing
 from ..engine.handover import handover_of
 from ..engine.session import text_problem
-from ..errors import InvalidInputError, InvalidSessionError, ServiceUnavailableError, WarlockError
+from ..errors import (
+    EncryptionError,
+    InvalidInputError,
+    InvalidSessionError,
+    ServiceUnavailableError,
+    WarlockError,
+)
 from ..host import Host
 from ..host.wire import admitted_turn
 from ..models import Session, SessionEvent, SessionOwner, WaitingSession
@@ -41,7 +47,7 @@ def handover_panel(row: Session) -> dict[str, Any]:
     """Who answers the session, for its page: ``None`` values while the bot does."""
     try:
         record = handover_of(row.session) or {}
-    except InvalidSessionError:
+    except (InvalidSessionError, EncryptionError):
         record = {}
     return {
         "status": record.get("status", ""),
@@ -147,14 +153,17 @@ class WaitingSessionAdmin(ReadOnlyAdmin):
             return str(_("waiting for a person"))
         try:
             by = (handover_of(obj.session) or {}).get("by") or "?"
-        except InvalidSessionError:
+        except (InvalidSessionError, EncryptionError):
             by = "?"
         return str(_("taken by %(name)s") % {"name": by})
 
     @admin.display(description=_("last said by the customer"))
     def last_said(self, obj: Any) -> str:
         # A sealed log (ENCRYPTION_KEYS) cannot be read by the list's query: read it here.
-        text = obj.last_user_text or (last_user_text(obj.pk) if sealing() else "")
+        try:
+            text = last_user_text(obj.pk) if sealing() else (obj.last_user_text or "")
+        except EncryptionError:
+            text = "?"
         return text if len(text) <= 120 else text[:119] + "…"
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from django.utils.translation import gettext_lazy as _
 
 from ..agents import get_agent
 from ..conf import warlock_settings
+from ..encryption import sealing
 from ..engine.session import RUN_STATUSES, text_problem
 from ..erasure import Person, erase
-from ..errors import InvalidSessionError
+from ..errors import EncryptionError, InvalidSessionError
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
 from .base import ReadOnlyAdmin
 from .handover import handover_panel, handover_view
@@ -150,7 +151,7 @@ class SessionAdmin(ReadOnlyAdmin):
         context: dict[str, Any] = {}
         try:
             blob = row.session
-        except InvalidSessionError:
+        except (InvalidSessionError, EncryptionError):
             blob = None
         context["runs"] = [
             {
@@ -171,7 +172,7 @@ class SessionAdmin(ReadOnlyAdmin):
                 "seq": event.seq,
                 "type": event.type,
                 "created_at": event.created_at,
-                "payload": json.dumps(event.opened_payload, indent=2, ensure_ascii=False),
+                "payload": _opened_or_why(lambda event=event: event.opened_payload),
             }
             for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
                 :TIMELINE_LENGTH
@@ -179,9 +180,14 @@ class SessionAdmin(ReadOnlyAdmin):
         ]
         context["transcript"] = session_transcript(row.id)
         context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
-        context["outbox"] = OutboundMessage.objects.filter(session_id=row.id).order_by(
-            "-created_at", "-id"
-        )[:TIMELINE_LENGTH]
+        outbox = list(
+            OutboundMessage.objects.filter(session_id=row.id).order_by("-created_at", "-id")[
+                :TIMELINE_LENGTH
+            ]
+        )
+        for message in outbox:  # opened here: one that does not open says why
+            message.shown = _opened_or_why(lambda message=message: message.opened_text)  # type: ignore[attr-defined]
+        context["outbox"] = outbox
         context["raw_blob"] = self.pretty_blob(row)
         context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
         context["handover"] = handover_panel(row)
@@ -228,6 +234,8 @@ class SessionAdmin(ReadOnlyAdmin):
             .values_list("session_id", flat=True)[:TRANSCRIPT_SEARCH]
         )
         found = queryset.filter(id__startswith=term) | sessions.saying(term)
+        if sealing():  # a sealed log is not searched: what it says is not in the clear
+            return found, False
         return found | queryset.filter(id__in=list(said)), False
 
     @admin.display(description=_("blob size"), ordering="stored_size")
@@ -237,7 +245,7 @@ class SessionAdmin(ReadOnlyAdmin):
     def pretty_blob(self, obj: Session) -> str:
         try:
             text = json.dumps(obj.session, indent=2, ensure_ascii=False)
-        except InvalidSessionError as error:
+        except (InvalidSessionError, EncryptionError) as error:
             return format_html('<p class="errornote">{}</p><pre>{}</pre>', error, obj.blob)
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
 
@@ -266,7 +274,7 @@ class SessionAdmin(ReadOnlyAdmin):
         for row in queryset.order_by("id"):
             try:
                 sessions.append(row.session)
-            except InvalidSessionError as error:
+            except (InvalidSessionError, EncryptionError) as error:
                 sessions.append({"id": row.id, "unreadable": str(error), "blob": row.blob})
         response = HttpResponse(
             json.dumps(sessions, indent=2, ensure_ascii=False), content_type="application/json"
@@ -278,6 +286,14 @@ class SessionAdmin(ReadOnlyAdmin):
 @admin.register(SessionEvent)
 class SessionEventAdmin(ReadOnlyAdmin):
     list_display = ["session_id", "seq", "type", "created_at"]
+    # The payload opened (it may be sealed: ENCRYPTION_KEYS), never the stored column.
+    fields = ("session_id", "seq", "type", "created_at", "said")
+    readonly_fields = fields
+
+    @admin.display(description=_("payload"))
+    def said(self, obj: SessionEvent) -> str:
+        return _opened_or_why(lambda: obj.opened_payload)
+
     list_filter = ["type", "created_at"]
     search_fields = ["session_id"]
 
@@ -285,6 +301,16 @@ class SessionEventAdmin(ReadOnlyAdmin):
 @admin.register(OutboundMessage)
 class OutboundMessageAdmin(ReadOnlyAdmin):
     list_display = ["session_id", "key", "kind", "status", "attempts", "deliver_after"]
+    fields = (
+        "session_id", "key", "kind", "status", "attempts", "last_error", "deliver_after",
+        "delivered_at", "said",
+    )  # fmt: skip
+    readonly_fields = fields
+
+    @admin.display(description=_("message"))
+    def said(self, obj: OutboundMessage) -> str:
+        return _opened_or_why(lambda: obj.opened_payload)
+
     list_filter = ["status", "kind"]
     search_fields = ["session_id", "key"]
 
@@ -322,3 +348,13 @@ def people_of(session_ids: list[str]) -> dict[str, Person]:
         f"{label} (selected: {', '.join(selected[label])})" if label in selected else label: person
         for label, person in people.items()
     }
+
+
+def _opened_or_why(read: Any) -> str:
+    """A sealed column's value, opened (text as it is, anything else as JSON); why not, if
+    it does not open."""
+    try:
+        value = read()
+    except EncryptionError as error:
+        return str(error)
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..agents import get_agent
 from ..engine.graph import mermaid
+from ..errors import EncryptionError
 from ..models import SessionEvent
 from ..providers.chat import attachments_of, content_text
 
@@ -35,7 +36,10 @@ def session_transcript(session_id: str) -> list[dict[str, Any]]:
     said = SessionEvent.objects.filter(session_id=session_id, type="message").order_by("-seq")
     lines = []
     for event in reversed(said[:TIMELINE_LENGTH]):
-        payload = event.opened_payload
+        try:
+            payload = event.opened_payload
+        except EncryptionError as error:  # shown as what it is, the rest still readable
+            payload = {"text": str(error)}
         lines.append(
             {
                 "who": _speaker(payload),

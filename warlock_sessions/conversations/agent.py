@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -101,10 +103,12 @@ class EventStream:
                 else:
                     close_old_connections()
 
+        # The caller's context goes along (its trace span: the model calls are its children).
+        run_in_context = functools.partial(contextvars.copy_context().run, target)
         if pool is None:
-            threading.Thread(target=target, daemon=True).start()
+            threading.Thread(target=run_in_context, daemon=True).start()
         else:
-            pool.submit(target)
+            pool.submit(run_in_context)
         return stream
 
     def put(self, event: dict[str, Any]) -> None:

@@ -52,6 +52,9 @@ class TurnRecords:
     #: The last ``seq`` of the session's log as its load saw it, when the load said: the
     #: statement then numbers the events itself, so sealed ones are bound to their ``seq``.
     last_seq: int | None = None
+    #: The events as the turn's own client is shown them live (``events`` as said, before
+    #: ``REDACT``); ``None``: as written.
+    shown: list[tuple[str, Any]] | None = None
 
     @property
     def status(self) -> str:
@@ -60,10 +63,11 @@ class TurnRecords:
         )
 
     def numbered(self, first_seq: int) -> list[dict[str, Any]]:
-        """The events as written, ``seq`` from ``first_seq`` on."""
+        """The events as shown live, ``seq`` from ``first_seq`` on."""
+        events = self.events if self.shown is None else self.shown
         return [
             {"seq": first_seq + index, "type": kind, "payload": payload}
-            for index, (kind, payload) in enumerate(self.events)
+            for index, (kind, payload) in enumerate(events)
         ]
 
 

@@ -491,17 +491,16 @@ def _save_span(changes: TurnRecords) -> AbstractContextManager[Recorder]:
 
 
 def kept(hosted: HostedTurn) -> HostedTurn:
-    """``hosted`` as it is stored, sent and shown: with ``REDACT`` set, its messages, outcomes
-    and the session's free text (history, runs' inputs and triggers' payloads) redacted. The
-    data flows collected stay as collected: the flows asked for them."""
+    """``hosted`` with its session as it is stored: with ``REDACT`` set, the session's free
+    text (history, runs' inputs and triggers' payloads, outcomes) redacted. The data flows
+    collected stay as collected: the flows asked for them. The turn's messages reach the
+    client as said; what is logged and queued of them is redacted (``turn_records``)."""
     if redactor() is None:
         return hosted
     session: Session = {**hosted.session, "runs": [_kept_run(r) for r in hosted.session["runs"]]}
     if "history" in session:
         session["history"] = redact_value(session["history"])
     hosted.session = session
-    hosted.messages = redact_value(hosted.messages)
-    hosted.outcomes = redact_value(hosted.outcomes)
     return hosted
 
 
@@ -534,6 +533,7 @@ def turn_records(
             result.retired
         ).difference(scheduled, {fired})
     )
+    said = turn_events(result, version, turn_input)
     return TurnRecords(
         session_id=session_id,
         agent=agent_name,
@@ -541,9 +541,10 @@ def turn_records(
         fired=fired,
         replaced=replaced,
         applied=applied_key(turn_input),
-        messages=result.messages,
+        messages=redact_value(result.messages),
         schedule=result.schedule,
-        events=redact_value(turn_events(result, version, turn_input)),
+        events=redact_value(said),
+        shown=said,
         delivered=warlock_settings.DELIVER is None,
         last_seq=last_seq,
     )

@@ -39,6 +39,7 @@ from .. import signals
 from ..backends.outages import OutageLog, unavailable
 from ..conf import warlock_settings
 from ..models import OutboundMessage, Wake
+from ..redaction import redact
 from ..tracing import span
 from .turns import Host
 
@@ -175,7 +176,7 @@ def _give_up_or_retry(
     pending: str,
 ) -> None:
     row.attempts += 1
-    row.last_error = f"{type(error).__name__}: {error}"[:2000]
+    row.last_error = redact(f"{type(error).__name__}: {error}")[:2000]
     row.status = failed if row.attempts >= limit else pending
     row.lease_until = now + _backoff(row.attempts)
     type(row)._default_manager.using(row._state.db).filter(

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import json
 import logging
+import re
 from collections import Counter
 from typing import Any
 
@@ -37,6 +38,8 @@ from ..tracing import span
 from .shutdown import open_consumers
 
 logger = logging.getLogger("warlock_sessions.realtime")
+#: What a frame's ``type`` looks like (``message``, ``handover.take``).
+FRAME_TYPE = re.compile(r"[a-z][a-z_.-]{0,31}")
 #: The channel layer, as sockets meet it: one outage, a bounded number of log lines.
 layer_outage = OutageLog(logger, "the channel layer (sockets follow the event log meanwhile)")
 #: Frames whose handling met a database or Redis outage.
@@ -297,10 +300,12 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         # Whatever the handling raises is not the frame's fault (it once all read as bad JSON),
         # and does not end the socket.
         kind = content.get("type") if isinstance(content, dict) else None
+        # A client's frame type goes into the span only when it is a frame type's shape.
+        kind = kind if isinstance(kind, str) and FRAME_TYPE.fullmatch(kind) else "other"
         try:
             with span(
                 "warlock frame",
-                {"warlock.socket": type(self).__name__, "warlock.frame.type": str(kind)[:64]},
+                {"warlock.socket": type(self).__name__, "warlock.frame.type": kind},
             ):
                 if api_settings.DEFAULT_THROTTLE_CLASSES:
                     wait = await in_worker_thread(self.throttle_wait)()

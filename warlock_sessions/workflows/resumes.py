@@ -23,7 +23,9 @@ from django.utils import timezone
 from ..backends.outages import unavailable
 from ..conf import warlock_settings
 from ..engine.isotime import datetime_from_iso
+from ..errors import EncryptionError
 from ..models import Snapshot
+from ..redaction import redact
 from ..snapshots import DjangoSnapshotStore, default_snapshot_store
 from ..snapshots.base import opened_snapshot
 from .registry import definition_of
@@ -99,7 +101,11 @@ def _takeable(ask: Any, saved_at: datetime, stale: datetime) -> TypeGuard[dict[s
 
 def _resume(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any]) -> None:
     stored = rows.filter(key=key).values_list("payload", flat=True).first()
-    payload = opened_snapshot(stored, key) if isinstance(stored, dict) else None
+    try:
+        payload = opened_snapshot(stored, key) if isinstance(stored, dict) else None
+    except EncryptionError as error:
+        _failed(rows, key, claimed, str(error))
+        return
     definition = definition_of(payload) if isinstance(payload, dict) else None
     if isinstance(payload, dict) and _cancelled_since(payload, claimed):
         _failed(
@@ -132,7 +138,7 @@ def _resume(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any]) -> None
 
 
 def _failed(rows: QuerySet[Snapshot], key: str, claimed: dict[str, Any], error: str) -> None:
-    failed = {**claimed, "status": FAILED, "error": error[:1000], "endedAt": now_iso()}
+    failed = {**claimed, "status": FAILED, "error": redact(error)[:1000], "endedAt": now_iso()}
     rows.filter(key=key, resume__startedAt=claimed["startedAt"]).update(resume=failed)
 
 

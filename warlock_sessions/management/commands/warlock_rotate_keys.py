@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from ...errors import ConfigurationError, EncryptionError
-from ...rotation import BATCH, Progress, rotate
+from ...rotation import BATCH, Progress, not_rotated, rotate
 
 
 class Command(BaseCommand):
@@ -29,10 +29,11 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be 1 or more")
         live = self.stdout.isatty()
         done: Progress | None = None
+        unreadable: list[str] = []
         try:
             for progress in rotate(options["database"], options["batch_size"]):
                 if done is not None and progress is not done:
-                    self._finished(done)
+                    unreadable += self._finished(done)
                 done = progress
                 self._show(progress, live)
         except (ConfigurationError, EncryptionError, DatabaseError) as error:
@@ -40,7 +41,14 @@ class Command(BaseCommand):
                 self.stdout.write("")
             raise CommandError(str(error)) from error
         if done is not None:
-            self._finished(done)
+            unreadable += self._finished(done)
+        for why in not_rotated():
+            self.stderr.write(f"not sealed again: {why}")
+        if unreadable:
+            raise CommandError(
+                f"{len(unreadable)} value(s) did not open and were left as they are; every other "
+                "row is sealed with the first key. Find them with the places above."
+            )
 
     def _show(self, progress: Progress, live: bool) -> None:
         """The progress bar of the table being sealed: on one line on a terminal, a line a
@@ -51,10 +59,14 @@ class Command(BaseCommand):
         self.stdout.write(f"\r{line}" if live else line, ending="" if live else "\n")
         self.stdout.flush()
 
-    def _finished(self, progress: Progress) -> None:
+    def _finished(self, progress: Progress) -> list[str]:
+        """Say what one table's rotation did; the places of its values that did not open."""
         if self.stdout.isatty():
             self.stdout.write("")
         moved = (
             f", {progress.moved} changed meanwhile (sealed by the app)" if progress.moved else ""
         )
         self.stdout.write(f"{progress.table}: sealed {progress.resealed} of {progress.read}{moved}")
+        for place in progress.unreadable:
+            self.stderr.write(f"does not open: {place}")
+        return progress.unreadable
