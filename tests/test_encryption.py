@@ -206,6 +206,7 @@ def test_the_api_and_the_admin_read_sealed_sessions(sealed: None) -> None:
     # Search finds a sealed session by its id and agent, not by what it holds.
     found = client.get("/admin/warlock_sessions/session/", {"q": "Marlowe"}).content.decode()
     assert "/session/chat/change/" not in found
+    assert "not searched by content" in found
 
 
 @pytest.mark.django_db(transaction=True)

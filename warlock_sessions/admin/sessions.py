@@ -102,10 +102,18 @@ class SessionAdmin(ReadOnlyAdmin):
     # column would each read the whole table on every page: none is shown.
     show_full_result_count = False
     search_fields = ["id"]
-    search_help_text = _(
-        "An id or its start, any text in the session's data (a name, an e-mail; accents "
-        "ignored), or words said in it."
-    )
+
+    @property
+    def search_help_text(self) -> str:  # type: ignore[override]
+        if sealing():  # a sealed session's data and log are not in the clear to search
+            return str(_("An id or its start (sealed sessions are not searched by content)."))
+        return str(
+            _(
+                "An id or its start, any text in the session's data (a name, an e-mail; "
+                "accents ignored), or words said in it."
+            )
+        )
+
     fields = ("id", "agent", "version", "created_at", "updated_at")
     readonly_fields = fields
     actions = ["fire_due_wakes", "export_json", "erase_people"]
