@@ -107,7 +107,6 @@ def test_a_key_no_longer_configured_and_no_keys_at_all_fail_closed(sealed: None)
     ("value", "why"),
     [
         ("secret", "must be a dict"),
-        ({}, "must be a dict"),
         ({"k1": "not base64!"}, "is not the base64 text of 16, 24 or 32 bytes"),
         ({"k1": base64.b64encode(b"short").decode()}, "16, 24 or 32 bytes"),
         ({"k.1": K1}, "ids are 1 to 32 letters"),
@@ -374,3 +373,19 @@ def test_the_admin_shows_sealed_rows_opened_and_survives_one_that_does_not_open(
         answer = client.get("/admin/warlock_sessions/session/chat/change/")
         assert answer.status_code == 200 and "not configured" in answer.content.decode()
         assert client.get("/admin/warlock_sessions/session/").status_code == 200
+
+
+def test_a_key_with_a_line_break_is_read_and_an_empty_dict_is_no_keys() -> None:
+    with keys(("k1", K1 + "\n")):
+        assert open_text(seal_text("hi", "x"), "x") == "hi"
+    with override_settings(WARLOCK_SESSIONS={"ENCRYPTION_KEYS": {}}):
+        assert seal_text("hi", "x") == "hi"
+
+
+def test_accepting_plaintext_is_a_deployment_warning() -> None:
+    from warlock_sessions.checks import check_plaintext_accepted
+
+    with keys(("k1", K1), ENCRYPTION_ACCEPT_PLAINTEXT=True):
+        assert [m.id for m in check_plaintext_accepted()] == ["warlock_sessions.W007"]
+    with keys(("k1", K1)):
+        assert check_plaintext_accepted() == []

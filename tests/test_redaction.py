@@ -264,3 +264,47 @@ def test_a_failed_delivery_keeps_its_error_redacted() -> None:
         OutboundMessage.objects.get(pk=message.pk).last_error
         == "ValueError: card [card] was declined"
     )
+
+
+def takes_nothing() -> str:
+    return ""
+
+
+def fails(text: str) -> str:
+    raise RuntimeError(f"could not redact {text}")
+
+
+def test_a_function_that_cannot_take_the_text_is_reported_by_the_checks() -> None:
+    with override_settings(WARLOCK_SESSIONS={"REDACT": [f"{__name__}.takes_nothing"]}):
+        found = [m for m in check_settings() if m.id == "warlock_sessions.E029"]
+    assert found and "is not a function str -> str" in found[0].msg
+
+
+def test_a_redact_function_that_fails_withholds_the_log_record_instead_of_raising() -> None:
+    with override_settings(WARLOCK_SESSIONS={"REDACT": [f"{__name__}.fails"]}):
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "card %s", (CARD,), None)
+        assert RedactingFilter().filter(record)
+    assert record.getMessage() == "[a log record withheld: REDACT failed with RuntimeError]"
+
+
+def sent(message: OutboundMessage) -> None:
+    sent.texts.append(message.text)  # type: ignore[attr-defined]
+
+
+sent.texts = []  # type: ignore[attr-defined]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_delivered_elsewhere_is_sent_as_said_and_kept_redacted() -> None:
+    from warlock_sessions.host.worker import deliver_due_messages
+
+    settings = {"REDACT": ["email"], "DELIVER": f"{__name__}.sent"}
+    with override_settings(WARLOCK_SESSIONS=settings):
+        host = Host(booking_agent(), DjangoStore())
+        for index, text in enumerate(["book", "Ann", "ann@example.com", "tomorrow", "3pm"]):
+            host.handle("w", {"message": {"id": f"m{index}", "text": text}})
+        deliver_due_messages()
+    assert any("ann@example.com" in text for text in sent.texts)  # type: ignore[attr-defined]
+    kept = [row.text for row in OutboundMessage.objects.filter(session_id="w")]
+    assert kept and not any("ann@example.com" in text for text in kept)
+    assert any("[email]" in text for text in kept)

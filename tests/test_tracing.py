@@ -103,7 +103,10 @@ def test_a_model_call_is_a_client_span_with_the_genai_attributes(
     spans: InMemorySpanExporter,
 ) -> None:
     with OpenAIServer() as server:
-        server.script.reply(sse=stream_chunks(envelope(f"Hello! You said: {SAID}")))
+        chunks = stream_chunks(envelope(f"Hello! You said: {SAID}"))
+        server.script.reply(
+            sse=[{"id": "chatcmpl-9", "model": "gpt-test-0613", **c} for c in chunks]
+        )
         model = OpenAICompatibleModel(server.url, "gpt-test", api_key="sk-1", timeout=2)
         hosted = Host(echo_agent(model), DjangoStore()).handle(
             "llm", {"message": {"id": "m1", "text": SAID}}
@@ -118,6 +121,8 @@ def test_a_model_call_is_a_client_span_with_the_genai_attributes(
     assert attributes["gen_ai.request.model"] == "gpt-test"
     assert attributes["server.address"] == "127.0.0.1"
     assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert attributes["gen_ai.response.model"] == "gpt-test-0613"
+    assert attributes["gen_ai.response.id"] == "chatcmpl-9"
     assert "gen_ai.input.messages" not in attributes and "4539" not in texts(spans)
 
 

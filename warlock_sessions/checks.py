@@ -19,7 +19,15 @@ from django.db import router
 # The packages that say what their settings must name (conf.expect): imported here, so every
 # setting's whole rule is checked at start-up, whatever has been imported by then.
 from . import cache, checkpoints, locks, permissions, snapshots, stores  # noqa: F401
-from .conf import DEFAULTS, SETTING_NAME, VALIDATORS, Component, SettingError, configured_settings
+from .conf import (
+    DEFAULTS,
+    SETTING_NAME,
+    VALIDATORS,
+    Component,
+    SettingError,
+    configured_settings,
+    warlock_settings,
+)
 from .workflows import orchestrator  # noqa: F401
 
 
@@ -166,6 +174,27 @@ def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
             )
         ]
     return []
+
+
+@register(Tags.security, deploy=True)
+def check_plaintext_accepted(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A deployment check: ``ENCRYPTION_ACCEPT_PLAINTEXT`` is for the time it takes
+    ``warlock_rotate_keys`` to seal a database kept before encryption, not for good."""
+    try:
+        accepting = warlock_settings.ENCRYPTION_ACCEPT_PLAINTEXT
+    except SettingError:
+        return []  # check_settings reports it
+    if not accepting:
+        return []
+    return [
+        Warning(
+            "ENCRYPTION_ACCEPT_PLAINTEXT is on: a plain row where a sealed one belongs (one "
+            "written behind the app's back) is read instead of refused.",
+            hint="Run manage.py warlock_rotate_keys once, then remove the setting "
+            "(docs/privacy.md#encryption-at-rest).",
+            id="warlock_sessions.W007",
+        )
+    ]
 
 
 #: PgBouncer's port: a database on it is taken to be behind a pooler.

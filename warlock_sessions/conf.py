@@ -444,6 +444,16 @@ def _retention(name: str, value: Any) -> Any:
 REDACT_RECOGNISERS = ("email", "card", "iban", "us_ssn", "br_cpf", "uk_nino", "phone")
 
 
+def _takes_one_text(function: Any) -> bool:
+    try:
+        inspect.signature(function).bind("")
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): taken on trust
+        return True
+    return True
+
+
 def _redact(name: str, value: Any) -> list[Any] | None:
     """A list of recogniser names and functions ``str -> str`` (imported), or ``None``."""
     if value is None:
@@ -469,7 +479,7 @@ def _redact(name: str, value: Any) -> list[Any] | None:
                 check_id="warlock_sessions.E029",
             )
         found = imported(entry, name, "warlock_sessions.E029")
-        if not callable(found):
+        if not callable(found) or not _takes_one_text(found):
             raise SettingError(
                 name, f"= {entry!r} is not a function str -> str", check_id="warlock_sessions.E029"
             )
@@ -479,7 +489,7 @@ def _redact(name: str, value: Any) -> list[Any] | None:
 
 def _encryption_keys(name: str, value: Any) -> dict[str, bytes] | None:
     """``{key id: base64 text of 16, 24 or 32 bytes}``, as ``{key id: bytes}``; ``None``."""
-    if value is None:
+    if value is None or value == {}:
         return None
 
     def wrong(why: str, hint: str = "") -> SettingError:
@@ -498,9 +508,9 @@ def _encryption_keys(name: str, value: Any) -> dict[str, bytes] | None:
     for key_id, encoded in value.items():
         if not isinstance(key_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", key_id):
             raise wrong(f"has the key id {key_id!r}: ids are 1 to 32 letters, digits, - or _")
-        try:
-            secret = base64.b64decode(encoded, validate=True)
-        except (TypeError, ValueError):
+        try:  # a key read from a file or a secret often ends with a line break
+            secret = base64.b64decode(encoded.strip(), validate=True)
+        except (AttributeError, TypeError, ValueError):
             secret = b""
         if len(secret) not in (16, 24, 32):
             raise wrong(f"['{key_id}'] is not the base64 text of 16, 24 or 32 bytes")

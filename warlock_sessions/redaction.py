@@ -148,7 +148,7 @@ RECOGNISERS: dict[str, Recogniser] = {
         CardRecogniser(
             "card",
             # A run of digit groups (at most 40 digits) that may hold a card among others.
-            re.compile(_NOT_AFTER + r"\d(?:[ -]?\d){12,39}" + _NOT_BEFORE),
+            re.compile(_NOT_AFTER + r"\d(?:[ .-]?\d){12,39}" + _NOT_BEFORE),
         ),
         Recogniser(
             "iban",
@@ -272,13 +272,22 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a call with the wrong arguments: logging itself reports it
             return True
-        record.msg, record.args = redact(message), None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text)
-        if record.stack_info:
-            record.stack_info = redact(record.stack_info)
+        try:
+            record.msg, record.args = redact(message), None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = redact(record.exc_text)
+            if record.stack_info:
+                record.stack_info = redact(record.stack_info)
+        except Exception as error:  # a REDACT function that fails: nothing of the text goes
+            record.msg = f"[a log record withheld: REDACT failed with {type(error).__name__}]"
+            record.args, record.exc_info, record.exc_text, record.stack_info = (
+                None,
+                None,
+                None,
+                None,
+            )
         return True
 
 

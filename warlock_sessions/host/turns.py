@@ -534,6 +534,7 @@ def turn_records(
         ).difference(scheduled, {fired})
     )
     said = turn_events(result, version, turn_input)
+    delivered = warlock_settings.DELIVER is None
     return TurnRecords(
         session_id=session_id,
         agent=agent_name,
@@ -541,10 +542,12 @@ def turn_records(
         fired=fired,
         replaced=replaced,
         applied=applied_key(turn_input),
-        messages=redact_value(result.messages),
+        # A message DELIVER is yet to send is queued as said (a WhatsApp customer gets their
+        # own e-mail back, not "[email]"), and redacted once it is sent.
+        messages=redact_value(result.messages) if delivered else result.messages,
         schedule=result.schedule,
         events=redact_value(said),
         shown=said,
-        delivered=warlock_settings.DELIVER is None,
+        delivered=delivered,
         last_seq=last_seq,
     )

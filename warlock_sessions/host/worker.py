@@ -38,8 +38,9 @@ from django.utils import timezone
 from .. import signals
 from ..backends.outages import OutageLog, unavailable
 from ..conf import warlock_settings
-from ..models import OutboundMessage, Wake
-from ..redaction import redact
+from ..encryption import seal_json, seal_text
+from ..models import OutboundMessage, Wake, outbox_place
+from ..redaction import redact, redact_value, redactor
 from ..tracing import span
 from .turns import Host
 
@@ -360,7 +361,24 @@ def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage
         return
     OutboundMessage.objects.using(message._state.db).filter(
         session_id=message.session_id, pk=message.pk
-    ).update(status=OutboundMessage.Status.DELIVERED, delivered_at=timezone.now(), lease_until=None)
+    ).update(
+        status=OutboundMessage.Status.DELIVERED,
+        delivered_at=timezone.now(),
+        lease_until=None,
+        **_kept_once_sent(message),
+    )
+
+
+def _kept_once_sent(message: OutboundMessage) -> dict[str, Any]:
+    """A sent message's text and payload as they are kept from now on: redacted (and sealed
+    again) when ``REDACT`` is set; it was queued as said, to be sent as said."""
+    if redactor() is None:
+        return {}
+    place = (message.session_id, message.key)
+    return {
+        "text": seal_text(redact(message.text), *outbox_place(*place)),
+        "payload": seal_json(redact_value(message.payload), *outbox_place(*place, "payload")),
+    }
 
 
 class Worker:

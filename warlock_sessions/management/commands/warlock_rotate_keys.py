@@ -63,10 +63,13 @@ class Command(BaseCommand):
         """Say what one table's rotation did; the places of its values that did not open."""
         if self.stdout.isatty():
             self.stdout.write("")
-        moved = (
-            f", {progress.moved} changed meanwhile (sealed by the app)" if progress.moved else ""
-        )
-        self.stdout.write(f"{progress.table}: sealed {progress.resealed} of {progress.read}{moved}")
+        kept = progress.read - progress.resealed - progress.moved - len(progress.unreadable)
+        parts = [f"sealed {progress.resealed} of {progress.read}", f"{kept} had no change to make"]
+        if progress.moved:
+            parts.append(f"{progress.moved} changed meanwhile (sealed by the app)")
+        if progress.unreadable:
+            parts.append(f"{len(progress.unreadable)} do not open (see stderr)")
+        self.stdout.write(f"{progress.table}: {'; '.join(parts)}")
         for place in progress.unreadable:
             self.stderr.write(f"does not open: {place}")
         return progress.unreadable

@@ -355,7 +355,7 @@ def _traced_reply(
 
 
 def _traced_streamed(traced: Recorder, reply: StreamedReply) -> None:
-    _traced_reply(traced, {}, reply.usage, reply.finish_reason)
+    _traced_reply(traced, reply.said, reply.usage, reply.finish_reason)
     traced.text("gen_ai.output.messages", "".join(reply.content))
 
 

@@ -72,6 +72,8 @@ class StreamedReply:
         self.finish_reason: str | None = None
         #: Server-sent events read so far.
         self.events = 0
+        #: The completion's id and the model that answered, as the server said them.
+        self.said: dict[str, Any] = {}
 
     def read(self, lines: Iterator[str]) -> None:
         for event in sse_events(lines):
@@ -86,6 +88,7 @@ class StreamedReply:
             chunk = json.loads(event)
             if isinstance(chunk, Mapping) and "error" in chunk:
                 raise classify(stream_error_status(chunk["error"]), chunk, {}, self.now)
+            self._said(chunk)
             for choice in chunk.get("choices") or []:
                 self._choice(choice)
             if isinstance(chunk.get("usage"), Mapping):
@@ -93,11 +96,17 @@ class StreamedReply:
         if self.events == 0:
             raise EmptyStream()
 
+    def _said(self, chunk: Mapping[str, Any]) -> None:
+        for name in ("id", "model"):
+            if isinstance(chunk.get(name), str) and name not in self.said:
+                self.said[name] = chunk[name]
+
     def read_completion(self, reply: Mapping[str, Any]) -> None:
         """An unstreamed completion read as if it had streamed in one piece."""
         choices = reply.get("choices") if isinstance(reply, Mapping) else None
         if not choices:
             raise ProviderError("provider-unavailable", True, detail="the reply had no choices")
+        self._said(reply)
         message = choices[0].get("message") or {}
         calls = [
             {**call, "index": index} for index, call in enumerate(message.get("tool_calls") or [])
