@@ -84,7 +84,7 @@ def test_a_turn_is_a_span_with_its_load_and_save_under_the_request(
 
 
 def test_text_goes_into_spans_only_when_configured_and_then_redacted(
-    spans: InMemorySpanExporter, alias: str = "default"
+    spans: InMemorySpanExporter,
 ) -> None:
     settings = {"TRACE_TEXT": True, "REDACT": ["card"]}
     with override_settings(WARLOCK_SESSIONS=settings):

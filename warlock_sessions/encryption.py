@@ -180,3 +180,32 @@ def resealed_json(stored: Any, *where: str) -> Any:
     if sealed_key(stored) is not None:
         return {SEALED: ring.seal(ring.open(stored[SEALED], where), where)}
     return seal_json(stored, *where)
+
+
+# -- where each kind of value is kept: what its sealed form is bound to --------------------
+
+
+def session_place(session_id: str, version: int | None) -> tuple[str, ...]:
+    """Where a session's blob is kept: its id and version (``None``: a store that keeps the
+    version inside the blob, whose sealed blob is bound to the id alone)."""
+    return ("session", session_id) if version is None else ("session", session_id, str(version))
+
+
+def event_place(session_id: str, seq: int) -> tuple[str, ...]:
+    """Where a log entry's payload is kept: what a sealed one is bound to."""
+    return ("event", session_id, str(seq))
+
+
+def outbox_place(session_id: str, key: str, column: str = "text") -> tuple[str, ...]:
+    """Where an outbox message's text (or payload) is kept: what a sealed one is bound to."""
+    return (f"outbox.{column}", session_id, key)
+
+
+def message_place(conversation_id: str, position: int) -> tuple[str, ...]:
+    """Where a conversation's message is kept: what a sealed one is bound to."""
+    return ("conversation.message", conversation_id, str(position))
+
+
+def pending_place(conversation_id: str) -> tuple[str, ...]:
+    """Where a conversation's pending turn is kept."""
+    return ("conversation.pending", conversation_id)

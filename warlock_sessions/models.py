@@ -12,7 +12,16 @@ from django.db import connections, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .encryption import open_json, open_text, sealing
+from .encryption import (
+    event_place,
+    message_place,
+    open_json,
+    open_text,
+    outbox_place,
+    pending_place,
+    sealing,
+    session_place,
+)
 from .engine.handover import handover_of
 from .engine.isotime import datetime_from_iso
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
@@ -162,7 +171,7 @@ class Session(models.Model):
     def session(self) -> SessionBlob:
         """The checked v4 blob (raises ``InvalidSessionError`` when the row is unreadable)."""
         return decode_session(
-            open_text(self.blob, "session", self.id, str(self.version)), self.id, self.version
+            open_text(self.blob, *session_place(self.id, self.version)), self.id, self.version
         )
 
 
@@ -242,16 +251,6 @@ class OutboundMessage(LeasedWork):
     def opened_payload(self) -> Any:
         """The message as queued, opened if it was sealed."""
         return open_json(self.payload, *outbox_place(self.session_id, self.key, "payload"))
-
-
-def event_place(session_id: str, seq: int) -> tuple[str, ...]:
-    """Where a log entry's payload is kept: what a sealed one is bound to."""
-    return ("event", session_id, str(seq))
-
-
-def outbox_place(session_id: str, key: str, column: str = "text") -> tuple[str, ...]:
-    """Where an outbox message's text (or payload) is kept: what a sealed one is bound to."""
-    return (f"outbox.{column}", session_id, key)
 
 
 class SessionEvent(models.Model):
@@ -580,16 +579,6 @@ class ConversationMessage(models.Model):
     def opened_message(self) -> Any:
         """The message as kept, opened if it was sealed (``ENCRYPTION_KEYS``)."""
         return open_json(self.message, *message_place(self.conversation_id, self.position))
-
-
-def message_place(conversation_id: str, position: int) -> tuple[str, ...]:
-    """Where a conversation's message is kept: what a sealed one is bound to."""
-    return ("conversation.message", conversation_id, str(position))
-
-
-def pending_place(conversation_id: str) -> tuple[str, ...]:
-    """Where a conversation's pending turn is kept."""
-    return ("conversation.pending", conversation_id)
 
 
 #: The longest scope and namespace a cache entry may have.

@@ -21,8 +21,21 @@ from django.db import models, router
 
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .checkpoints.base import state_place
-from .encryption import SEALED, keyring, open_text, resealed_json, resealed_text, sealed_key
+from .encryption import (
+    SEALED,
+    event_place,
+    keyring,
+    message_place,
+    open_text,
+    outbox_place,
+    pending_place,
+    resealed_json,
+    resealed_text,
+    sealed_key,
+    session_place,
+)
 from .errors import ConfigurationError, EncryptionError, SessionConflictError, SnapshotConflictError
+from .host.retention import pages_by_pk
 from .models import (
     Checkpoint,
     Conversation,
@@ -32,13 +45,9 @@ from .models import (
     SessionEvent,
     SessionOwner,
     Snapshot,
-    event_place,
-    message_place,
-    outbox_place,
-    pending_place,
 )
 from .snapshots import DjangoSnapshotStore, SnapshotStore, default_snapshot_store
-from .snapshots.base import encode_snapshot
+from .snapshots.base import encode_snapshot, snapshot_place
 from .stores import DjangoStore, Store, default_store
 
 #: Rows read and rewritten at a time.
@@ -64,7 +73,7 @@ def _only(changes: Changes) -> Changes | None:
 
 
 def _session(row: Session) -> Changes | None:
-    blob = resealed_text(row.blob, "session", row.id, str(row.version))
+    blob = resealed_text(row.blob, *session_place(row.id, row.version))
     # A plain database kept its data in the search column: a sealed one keeps none.
     return None if blob is None else {"blob": blob, "search_text": ""}
 
@@ -75,7 +84,7 @@ def _snapshot(row: Snapshot) -> Changes | None:
     if ring is None or sealed_key(stored.get(SEALED)) == ring.current:
         return None
     if sealed_key(stored.get(SEALED)) is not None:
-        stored = json.loads(open_text(stored[SEALED], "snapshot", row.key))
+        stored = json.loads(open_text(stored[SEALED], *snapshot_place(row.key)))
     return {"payload": json.loads(encode_snapshot(stored)[1])}
 
 
@@ -152,6 +161,9 @@ class Progress:
     #: Where values that do not open are (``EncryptionError``): left as they are.
     unreadable: list[str] = field(default_factory=list)
 
+    def could_not_open(self, error: EncryptionError) -> None:
+        self.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+
 
 def rotate(using: str | None = None, batch: int = BATCH) -> Iterator[Progress]:
     """Seal every stored value again with the current key, table by table; yields each
@@ -168,14 +180,9 @@ def rotate(using: str | None = None, batch: int = BATCH) -> Iterator[Progress]:
         rows = table.model._default_manager.using(alias).order_by("pk")
         progress = Progress(table.name, rows.count())
         yield progress
-        last: Any = None
-        while True:
-            page = list((rows if last is None else rows.filter(pk__gt=last))[:batch])
-            if not page:
-                break
+        for page in pages_by_pk(rows, batch):
             for row in page:
                 _rotate_row(table, alias, row, progress)
-            last = page[-1].pk
             progress.read += len(page)
             yield progress
     yield from _outside_stores(using)
@@ -231,7 +238,7 @@ def _stored_sessions(store: Store, using: str | None) -> Iterator[Progress]:
                 store.save(session, session["version"])
                 progress.resealed += 1
         except EncryptionError as error:
-            progress.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+            progress.could_not_open(error)
         except SessionConflictError:
             progress.moved += 1
         progress.read += 1
@@ -241,11 +248,10 @@ def _stored_sessions(store: Store, using: str | None) -> Iterator[Progress]:
 def _sealed_with_old_key(store: Store, session_id: str) -> bool:
     stored = store._read(session_id)
     ring = keyring()
-    return stored is not None and ring is not None and sealed_key(_text(stored[0])) != ring.current
-
-
-def _text(stored: str | bytes) -> str:
-    return stored.decode() if isinstance(stored, bytes) else stored
+    if stored is None or ring is None:
+        return False
+    text = stored[0].decode() if isinstance(stored[0], bytes) else stored[0]
+    return sealed_key(text) != ring.current
 
 
 def _stored_snapshots(store: SnapshotStore) -> Iterator[Progress]:
@@ -264,7 +270,7 @@ def _stored_snapshots(store: SnapshotStore) -> Iterator[Progress]:
                     store.save(snapshot)
             progress.resealed += 1
         except EncryptionError as error:
-            progress.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+            progress.could_not_open(error)
         except SnapshotConflictError:
             progress.moved += 1
         progress.read += 1
@@ -275,7 +281,7 @@ def _rotate_row(table: SealedColumns, alias: str, row: Any, progress: Progress) 
     try:
         changes = table.resealed(row)
     except EncryptionError as error:
-        progress.unreadable.append(f"{'/'.join(error.where)}: {error.why}")
+        progress.could_not_open(error)
         return
     if changes is None:
         return

@@ -14,9 +14,9 @@ from django.utils.dateparse import parse_datetime
 
 from ..backends.connections import give_back_connection
 from ..conf import warlock_settings
-from ..encryption import open_json, seal_json, sealing
+from ..encryption import message_place, open_json, pending_place, seal_json, sealing
 from ..errors import SessionConflictError, SessionExistsError
-from ..models import Conversation, ConversationMessage, message_place, pending_place
+from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
 from ..redaction import redact_value
 from .seen import seen_histories

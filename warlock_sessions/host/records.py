@@ -16,9 +16,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from ..backends.loop_connections import database
-from ..encryption import seal_json, seal_text, sealing
+from ..encryption import event_place, outbox_place, seal_json, seal_text, sealing
 from ..engine.isotime import datetime_from_iso
-from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake, event_place, outbox_place
+from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).

@@ -215,20 +215,21 @@ def _delete_still_ended(sessions: QuerySet[Any], using: str) -> list[str]:
     return [str(key) for key in keys]
 
 
+def pages_by_pk(rows: QuerySet[Any], batch: int) -> Iterator[list[Any]]:
+    """What ``rows`` holds (model rows, or their keys: ``values_list("pk", flat=True)``), at
+    most ``batch`` at a time, walking the primary key upwards."""
+    after: Any = None
+    while True:
+        page = list((rows if after is None else rows.filter(pk__gt=after)).order_by("pk")[:batch])
+        if not page:
+            return
+        after = getattr(page[-1], "pk", page[-1])
+        yield page
+
+
 def _pages_of(rows: QuerySet[Any], batch: int) -> Pages:
     """The keys of ``rows``, at most ``batch`` at a time, walking the primary key upwards."""
-
-    def pages() -> Iterator[list[Any]]:
-        after: Any = None
-        while True:
-            page = rows if after is None else rows.filter(pk__gt=after)
-            keys = list(page.order_by("pk").values_list("pk", flat=True)[:batch])
-            if not keys:
-                return
-            after = keys[-1]
-            yield keys
-
-    return pages
+    return lambda: pages_by_pk(rows.values_list("pk", flat=True), batch)
 
 
 def _old_log_pages(old_log: QuerySet[Any], keep: int, batch: int) -> Iterator[list[Any]]:

@@ -38,8 +38,8 @@ from django.utils import timezone
 from .. import signals
 from ..backends.outages import OutageLog, unavailable
 from ..conf import warlock_settings
-from ..encryption import seal_json, seal_text
-from ..models import OutboundMessage, Wake, outbox_place
+from ..encryption import outbox_place, seal_json, seal_text
+from ..models import OutboundMessage, Wake
 from ..redaction import redact, redact_value, redactor
 from ..tracing import span
 from .turns import Host
@@ -332,8 +332,11 @@ def deliver_due_messages(
 
 def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]) -> None:
     try:
-        # DELIVER gets the message as queued, opened if it was sealed.
+        # DELIVER gets the message as queued, opened if it was sealed. What is kept of it
+        # once sent is made first: a failure there must come before the send, never between
+        # the send and its mark (the message would go again).
         message.text, message.payload = message.opened_text, message.opened_payload
+        kept = _kept_once_sent(message)
         with span(
             "warlock deliver",
             {
@@ -365,7 +368,7 @@ def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage
         status=OutboundMessage.Status.DELIVERED,
         delivered_at=timezone.now(),
         lease_until=None,
-        **_kept_once_sent(message),
+        **kept,
     )
 
 

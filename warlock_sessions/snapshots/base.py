@@ -49,7 +49,7 @@ def encode_snapshot(snapshot: object) -> tuple[str, str]:
     # is there as a null marker (a "pending" turn is found by its key), its value sealed.
     clear = {name: kept[name] for name in CLEAR_KEYS if name in kept}
     markers = {name: None for name in kept if name not in clear}
-    sealed = {**markers, **clear, SEALED: seal_text(text, "snapshot", key)}
+    sealed = {**markers, **clear, SEALED: seal_text(text, *snapshot_place(key))}
     return key, json.dumps(sealed, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -70,12 +70,17 @@ def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
 CLEAR_KEYS = ("runId", "type", "status", "sessionId")
 
 
+def snapshot_place(key: str) -> tuple[str, ...]:
+    """Where a snapshot is kept: what a sealed one is bound to (its key)."""
+    return ("snapshot", key)
+
+
 def opened_snapshot(stored: dict[str, Any], key: str) -> dict[str, Any]:
     """A stored snapshot as it was saved, opened if it was sealed (``ENCRYPTION_KEYS``)."""
     if is_sealed(stored.get(SEALED)):
-        opened: dict[str, Any] = json.loads(open_text(stored[SEALED], "snapshot", key))
+        opened: dict[str, Any] = json.loads(open_text(stored[SEALED], *snapshot_place(key)))
         return opened
-    plain: dict[str, Any] = open_json(stored, "snapshot", key)
+    plain: dict[str, Any] = open_json(stored, *snapshot_place(key))
     return plain
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from ..conf import Expected, expect
-from ..encryption import open_text, seal_text
+from ..encryption import open_text, seal_text, session_place
 from ..engine.session import (
     MAX_SESSION_ID_LENGTH,
     Session,
@@ -97,9 +97,7 @@ class Store(ABC):
         """A stored blob as a checked session, opened first if it was sealed."""
         if isinstance(text, bytes):
             text = text.decode()
-        where = (
-            ("session", session_id) if version is None else ("session", session_id, str(version))
-        )
+        where = session_place(session_id, version)
         return decode_session(open_text(text, *where), session_id, version)
 
     def save(self, session: Session, expected_version: int) -> Session:
@@ -119,9 +117,8 @@ class Store(ABC):
         session_id = session_id_of(session)
         expected = check_expected_version(expected_version)
         text = encode_session(session, expected + 1)
-        if self.binds_version:
-            return expected, seal_text(text, "session", session_id, str(expected + 1))
-        return expected, seal_text(text, "session", session_id)
+        version = expected + 1 if self.binds_version else None
+        return expected, seal_text(text, *session_place(session_id, version))
 
     def delete(self, session_id: str) -> bool:
         """Remove the session; ``True`` if there was one."""

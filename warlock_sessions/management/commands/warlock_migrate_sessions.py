@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...encryption import open_text
+from ...encryption import open_text, session_place
 from ...engine import migrate_session
 from ...errors import EncryptionError, InvalidSessionError, SessionConflictError
 from ...models import Session
@@ -45,7 +45,7 @@ class Command(BaseCommand):
         )
         for session_id, version, stored in rows.iterator():
             try:
-                blob = json.loads(open_text(stored, "session", session_id, str(version)))
+                blob = json.loads(open_text(stored, *session_place(session_id, version)))
             except (ValueError, EncryptionError):
                 blob = None
             if isinstance(blob, dict) and "v" in blob:
