@@ -192,6 +192,18 @@ def sealed(call: Callable[[], None]) -> Callable[[], None]:
     return in_force
 
 
+def in_a_tenant(call: Callable[[], None]) -> Callable[[], None]:
+    """``call`` inside a tenant's scope (``TENANT_RESOLVER``'s requests run so), interleaved
+    with contenders outside every scope."""
+    from warlock_sessions.tenancy import tenant_scope
+
+    def scoped() -> None:
+        with tenant_scope("bench-tenant"):
+            call()
+
+    return scoped
+
+
 def raw_jsonb_load_save(connection: psycopg.Connection, blob: dict) -> Callable[[], None]:
     """The baseline every benchmark compares with: raw psycopg ``SELECT`` + conditional
     ``UPDATE`` of ``blob`` in a jsonb column (table ``bench_raw_jsonb``, recreated here)."""

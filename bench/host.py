@@ -23,6 +23,7 @@ from bench.common import (
     bench_database_url,
     configure_django,
     empty_tables,
+    in_a_tenant,
     measure,
     raw_jsonb_load_save,
     report,
@@ -92,6 +93,7 @@ def message_turn_ratio(iterations: int) -> float:
     blob = realistic_session("bench")
     DjangoStore().save(blob, 0)
     sealed(lambda: DjangoStore().save({**blob, "id": "sealed"}, 0))()
+    in_a_tenant(lambda: DjangoStore().save({**blob, "id": "tenant"}, 0))()
     host = Host(bench_agent(), DjangoStore())
     counter = iter(range(10**9))
 
@@ -106,6 +108,7 @@ def message_turn_ratio(iterations: int) -> float:
                 "raw-psycopg-load+save": raw_jsonb_load_save(raw, blob),
                 "Host.handle message turn": handle,
                 "Host.handle message turn, sealed": sealed(lambda: handle("sealed")),
+                "Host.handle message turn, in a tenant": in_a_tenant(lambda: handle("tenant")),
             },
             iterations=iterations,
         )
@@ -116,6 +119,11 @@ def message_turn_ratio(iterations: int) -> float:
     sealed_ratio = ratios["Host.handle message turn, sealed"] / ratios["Host.handle message turn"]
     # Issue 30 (encryption at rest): sealing costs <= 10 %.
     print(verdict("Host.handle sealed / plain", sealed_ratio, 1.1))
+    tenant_ratio = (
+        ratios["Host.handle message turn, in a tenant"] / ratios["Host.handle message turn"]
+    )
+    # Issue 30 §4 (tenants): a tenant's scope costs <= 10 %.
+    print(verdict("Host.handle in a tenant / no tenant", tenant_ratio, 1.1))
     return ratios["Host.handle message turn"]
 
 

@@ -26,6 +26,7 @@ from bench.common import (
     bench_database_url,
     configure_django,
     empty_tables,
+    in_a_tenant,
     measure,
     raw_jsonb_load_save,
     report,
@@ -91,6 +92,13 @@ def main() -> None:
     django_store_sealed = sealed(django_store_sealed_pair)
     sealed(lambda: store.save({**blob, "id": "sealed"}, 0))()
 
+    def django_store_tenant_pair() -> None:
+        loaded = store.load("tenant")
+        store.save(loaded, loaded["version"])
+
+    django_store_tenant = in_a_tenant(django_store_tenant_pair)
+    in_a_tenant(lambda: store.save({**blob, "id": "tenant"}, 0))()
+
     client_store = DjangoStore(using="client_binding")
     client_store.save({**blob, "id": "client"}, 0)
 
@@ -144,6 +152,7 @@ def main() -> None:
             "raw-psycopg-text": raw_text,
             "DjangoStore": django_store,
             "DjangoStore-sealed": django_store_sealed,
+            "DjangoStore-tenant": django_store_tenant,
             "DjangoStore-client-binding": django_store_client_binding,
             "DjangoStore-django-defaults": django_store_defaults,
             "naive-orm": naive_orm,
@@ -159,6 +168,14 @@ def main() -> None:
     print(
         verdict(
             "DjangoStore sealed / plain", ratios["DjangoStore-sealed"] / ratios["DjangoStore"], 1.1
+        )
+    )
+    # Issue 30 §4 (tenants): a tenant's scope costs <= 10 %.
+    print(
+        verdict(
+            "DjangoStore in a tenant / no tenant",
+            ratios["DjangoStore-tenant"] / ratios["DjangoStore"],
+            1.1,
         )
     )
     saver_context.__exit__(None, None, None)

@@ -66,7 +66,52 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     if {"MODELS", "AGENTS", "DEFAULT_AGENT"} <= set(valid):
         messages.extend(_check_models(configured))
         messages.extend(_check_agents(configured))
+    if valid.get("TENANT_RESOLVER") is not None:
+        messages.extend(_check_tenants(valid))
     return messages
+
+
+#: The stores that keep each row's tenant and read only the current one's: a tenant's
+#: conversations may live only in these while tenants are on.
+TENANT_STORES = {
+    "STORE": "warlock_sessions.stores.DjangoStore",
+    "SNAPSHOT_STORE": "warlock_sessions.snapshots.DjangoSnapshotStore",
+    "CHECKPOINT_STORE": "warlock_sessions.checkpoints.DjangoCheckpointStore",
+}
+TENANT_MIDDLEWARE = "warlock_sessions.tenancy.TenantMiddleware"
+AUTHENTICATION_MIDDLEWARE = "django.contrib.auth.middleware.AuthenticationMiddleware"
+
+
+def _check_tenants(valid: dict[str, Any]) -> list[CheckMessage]:
+    """Tenants fail closed only where every row is read through a tenant's scope: stores that
+    keep the tenant, and every view (the admin's) inside ``TenantMiddleware``."""
+    from django.utils.module_loading import import_string
+
+    problems = [
+        f"{_setting(name)} = {valid[name].cls.__name__} keeps no tenant; use {path} "
+        "(or leave it unset)"
+        for name, path in TENANT_STORES.items()
+        if isinstance(valid.get(name), Component)
+        and not issubclass(valid[name].cls, import_string(path))
+    ]
+    middleware = list(getattr(settings, "MIDDLEWARE", None) or [])
+    if TENANT_MIDDLEWARE not in middleware:
+        problems.append(f"{TENANT_MIDDLEWARE} is not in MIDDLEWARE, so the admin sees every tenant")
+    elif AUTHENTICATION_MIDDLEWARE in middleware and middleware.index(
+        TENANT_MIDDLEWARE
+    ) < middleware.index(AUTHENTICATION_MIDDLEWARE):
+        problems.append(
+            f"{TENANT_MIDDLEWARE} comes before AuthenticationMiddleware, so the resolver "
+            "sees no user"
+        )
+    return [
+        Error(
+            f"{_setting('TENANT_RESOLVER')} is set, but {problem}.",
+            hint="docs/privacy.md#tenants lists what tenants need.",
+            id="warlock_sessions.E032",
+        )
+        for problem in problems
+    ]
 
 
 def _as_check(error: SettingError) -> CheckMessage:

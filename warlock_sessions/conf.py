@@ -123,6 +123,10 @@ DEFAULTS: dict[str, Any] = {
     # warlock_rotate_keys seals them.
     "ENCRYPTION_KEYS": None,
     "ENCRYPTION_ACCEPT_PLAINTEXT": False,
+    # Tenants kept apart (docs/privacy.md#tenants): the import string of a function
+    # (request) -> tenant name, "*" for every tenant, or None for none (refused). None: one
+    # tenant, no tenant column read.
+    "TENANT_RESOLVER": None,
 }
 
 
@@ -518,17 +522,35 @@ def _encryption_keys(name: str, value: Any) -> dict[str, bytes] | None:
     return keys
 
 
-def _deliver(name: str, value: Any) -> Any:
-    if value is None:
-        return None
-    deliver = imported(value, name, "warlock_sessions.E010")
-    if not callable(deliver):
-        raise SettingError(
-            name,
-            f"= {value!r} is not callable; it should be deliver(message) -> None",
-            check_id="warlock_sessions.E014",
-        )
-    return deliver
+def _function(signature: str, *, import_check: str, call_check: str) -> Callable[[str, Any], Any]:
+    """A validator of a function setting (an import string, or the function itself), or
+    ``None``; ``signature`` is how it is called, for the message."""
+
+    def validate(name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        function = imported(value, name, import_check)
+        if not callable(function):
+            raise SettingError(
+                name,
+                f"= {value!r} is not callable; it should be {signature}",
+                check_id=call_check,
+            )
+        return function
+
+    return validate
+
+
+_deliver = _function(
+    "deliver(message) -> None",
+    import_check="warlock_sessions.E010",
+    call_check="warlock_sessions.E014",
+)
+_tenant_resolver = _function(
+    "resolver(request) -> tenant name",
+    import_check="warlock_sessions.E031",
+    call_check="warlock_sessions.E031",
+)
 
 
 def _permission(name: str, value: Any) -> Any:
@@ -572,6 +594,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "TRACE_TEXT": _flag,
     "ENCRYPTION_KEYS": _encryption_keys,
     "ENCRYPTION_ACCEPT_PLAINTEXT": _flag,
+    "TENANT_RESOLVER": _tenant_resolver,
     "MAX_SOCKETS_PER_CLIENT": _number(1, whole=True),
     "LOCK_TIMEOUT": _number(0, whole=False),
     "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),

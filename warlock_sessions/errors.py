@@ -392,6 +392,15 @@ class QuotaExceededError(WarlockError):
         )
 
 
+class TenantUnresolvedError(WarlockError, PermissionError):
+    """``TENANT_RESOLVER`` named no tenant for this request, so it may read and write none of
+    the app's rows (tenants fail closed): the API answers ``403 tenant-unresolved``, a socket
+    is closed with 4403."""
+
+    def __init__(self) -> None:
+        super().__init__("no tenant is known for this request, so it may use no conversation")
+
+
 class EncryptionError(InvalidDataError):
     """A value kept sealed (``ENCRYPTION_KEYS``) cannot be read where it was found: nothing
     was read from it, and it was not replaced. ``where`` is the place it was looked for: a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.db import connections, models
@@ -27,6 +27,7 @@ from .engine.isotime import datetime_from_iso
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
 from .engine.session import Session as SessionBlob
 from .engine.text import fold
+from .tenancy import MAX_TENANT_LENGTH, scoped_rows, tenant_of_new_row
 
 
 def token_list(values: Iterable[str]) -> str:
@@ -86,7 +87,55 @@ def search_text(data: Any) -> str:
     return " ".join(found)[:MAX_SEARCH_TEXT]
 
 
-class SessionQuerySet(models.QuerySet["Session"]):
+_Row = TypeVar("_Row", bound=models.Model)
+
+
+class TenantQuerySet(models.QuerySet[_Row]):
+    """Rows of a table that carries their tenant (``tenancy``): those it makes in bulk are
+    the current scope's tenant's."""
+
+    def bulk_create(self, objs: Iterable[_Row], *args: Any, **kwargs: Any) -> list[_Row]:
+        rows = list(objs)
+        for row in rows:
+            if row._state.adding and not getattr(row, "tenant", ""):
+                row.tenant = tenant_of_new_row()  # type: ignore[attr-defined]
+        return super().bulk_create(rows, *args, **kwargs)
+
+
+class TenantManager(models.Manager[_Row]):
+    """The manager of a table whose rows carry their tenant: it reads only the current
+    scope's rows."""
+
+    def get_queryset(self) -> models.QuerySet[_Row]:
+        return scoped_rows(super().get_queryset())  # type: ignore[no-any-return]
+
+
+class Tenanted(models.Model):
+    """A row of a tenant (``TENANT_RESOLVER``): made with the current scope's tenant, read
+    only in its scope (or outside every scope). ``""``: made while tenants were off, or
+    outside every scope."""
+
+    tenant = models.CharField(
+        _("tenant"),
+        max_length=MAX_TENANT_LENGTH,
+        blank=True,
+        default="",
+        db_default="",
+        editable=False,
+    )
+
+    objects = TenantManager.from_queryset(TenantQuerySet)()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self._state.adding and not self.tenant:
+            self.tenant = tenant_of_new_row()
+        super().save(*args, **kwargs)
+
+
+class SessionQuerySet(TenantQuerySet["Session"]):
     def with_flow(self, flow_id: str) -> SessionQuerySet:
         """Sessions with a live run of ``flow_id``."""
         return self.filter(run_flows__contains=f" {flow_id} ")
@@ -110,7 +159,7 @@ class SessionQuerySet(models.QuerySet["Session"]):
         return self.alias(search_words=words).filter(search_words=query)
 
 
-class Session(models.Model):
+class Session(Tenanted):
     """One conversation's state. Written only through a Store, which checks ``version``.
 
     ``blob`` is the session as JSON *text*, not a JSON column: PostgreSQL would parse it into
@@ -146,7 +195,7 @@ class Session(models.Model):
     # (docs/benchmarks.md, "bench/scale.py").
     updated_at = models.DateTimeField(_("updated"))
 
-    objects = SessionQuerySet.as_manager()
+    objects = TenantManager.from_queryset(SessionQuerySet)()  # type: ignore[misc,assignment]
 
     class Meta:
         verbose_name = _("session")
@@ -156,6 +205,12 @@ class Session(models.Model):
         indexes = [
             models.Index(fields=["agent"], name="warlock_session_agent"),
             models.Index(fields=["-updated_at", "id"], name="warlock_session_recent"),
+            # A tenant's list, in its order; only rows of tenants (none while they are off).
+            models.Index(
+                fields=["tenant", "-updated_at", "id"],
+                name="warlock_session_tenant",
+                condition=~models.Q(tenant=""),
+            ),
             # Only the few sessions with people: the inbox reads them oldest first.
             models.Index(
                 fields=["handover_since"],
@@ -175,7 +230,7 @@ class Session(models.Model):
         )
 
 
-class WaitingSessionManager(models.Manager["WaitingSession"]):
+class WaitingSessionManager(TenantManager["WaitingSession"]):
     def get_queryset(self) -> models.QuerySet[WaitingSession]:
         return super().get_queryset().exclude(handover="")
 
@@ -192,7 +247,7 @@ class WaitingSession(Session):
         ordering = ["handover_since", "id"]
 
 
-class LeasedWork(models.Model):
+class LeasedWork(Tenanted):
     """A row a worker claims: keyed within its session, leased while worked on, and retried
     with a count of attempts and the last error."""
 
@@ -253,7 +308,7 @@ class OutboundMessage(LeasedWork):
         return open_json(self.payload, *outbox_place(self.session_id, self.key, "payload"))
 
 
-class SessionEvent(models.Model):
+class SessionEvent(Tenanted):
     """The persisted event log of a session, in ``seq`` order: what a chat UI replays after a
     dropped socket (the channel layer is lossy; this log is the source of truth)."""
 
@@ -310,7 +365,7 @@ class Wake(LeasedWork):
         ]
 
 
-class AppliedInput(models.Model):
+class AppliedInput(Tenanted):
     """An input a committed turn applied, by a digest of its kind and id (a message's ``id``, an
     event's or a start's ``key``): written with the turn's save, unique per session, so the
     same input sent again is refused however late it comes (the blob remembers only the latest
@@ -333,7 +388,7 @@ class AppliedInput(models.Model):
         return f"{self.session_id}: {self.input_key}"
 
 
-class Owned(models.Model):
+class Owned(Tenanted):
     """Who something belongs to, for the access policy (``permissions.is_owner``): a user, or
     an anonymous visitor by the key their Django session keeps."""
 
@@ -406,7 +461,7 @@ SESSION_RECORDS: tuple[type[models.Model], ...] = (
 )
 
 
-class Snapshot(models.Model):
+class Snapshot(Tenanted):
     """One live snapshot of a workflow, supervisor or agent run, keyed by its ``runId``
     (``snapshots.DjangoSnapshotStore``). ``version`` grows with every save, so a resumed run
     can save conditionally and two processes resuming one run cannot both write."""
@@ -437,7 +492,7 @@ class Snapshot(models.Model):
         return self.key
 
 
-class Checkpoint(models.Model):
+class Checkpoint(Tenanted):
     """One turn of an orchestrator's session (``checkpoints.DjangoCheckpointStore``): rows are
     appended, never updated; the latest turn is the session's state."""
 
@@ -515,7 +570,12 @@ class Conversation(Owned):
                 fields=["anonymous_key"],
                 condition=~models.Q(anonymous_key=""),
                 name="warlock_conversation_visitor",
-            )
+            ),
+            models.Index(
+                fields=["tenant", "-updated_at"],
+                name="warlock_conversation_tenant",
+                condition=~models.Q(tenant=""),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -551,7 +611,7 @@ class JSONTextField(models.TextField):  # type: ignore[type-arg]
         return str(self.get_prep_value(self.value_from_object(obj)))
 
 
-class ConversationMessage(models.Model):
+class ConversationMessage(Tenanted):
     """One message of a conversation, at its position: written once, never edited (a
     truncate deletes the tail; signed provider blocks stay exactly as stored)."""
 
@@ -586,7 +646,7 @@ MAX_CACHE_SCOPE_LENGTH = 300
 MAX_CACHE_NAMESPACE_LENGTH = 200
 
 
-class CacheEntry(models.Model):
+class CacheEntry(Tenanted):
     """One cached answer of the semantic cache (``cache.DjangoCacheStore``): read only in its
     namespace and scope, never after ``expires_at``. ``vector`` is the question's embedding
     as little-endian float32 (no database extension needed)."""

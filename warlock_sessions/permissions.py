@@ -17,11 +17,13 @@ from typing import Any, Protocol
 from django.db import IntegrityError
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
+from . import tenancy
 from .conf import Expected, expect, warlock_settings
 from .errors import QuotaExceededError
 from .models import (
     Conversation,
     Owned,
+    Session,
     SessionEvent,
     SessionOwner,
     SessionQuerySet,
@@ -54,10 +56,12 @@ class SessionAccess:
 
 @dataclass(frozen=True)
 class Requester:
-    """Who makes a request outside DRF (a websocket): its user and Django session."""
+    """Who makes a request outside DRF (a websocket): its user and Django session, and the
+    connection's ASGI scope (its headers and path, for a ``TENANT_RESOLVER``)."""
 
     user: Any
     session: Any
+    scope: Any = None
 
 
 #: Where an anonymous visitor's identity is kept in their Django session: the session key it
@@ -151,11 +155,29 @@ def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner
     if (
         SessionOwner.objects.filter(session_id=session_id).exists()  # the cheaper, and usual
         or store.load(session_id) is not None
+        or used_by_another_tenant(session_id)
     ):
         return None
     if SessionEvent.objects.filter(session_id=session_id).exists():  # every turn logs events
         forget_records(session_id)
     return claim_owner(request, session_id)
+
+
+def used_by_another_tenant(session_id: str) -> bool:
+    """Whether a tenant other than the current scope's keeps ``session_id`` (a session, its
+    owner or its log). Ids are one namespace: such an id is answered as one the requester may
+    not see, and never claimed. Always false outside every tenant's scope."""
+    tenant = tenancy.current()
+    if tenant is None:
+        return False
+    return any(
+        model._base_manager.filter(**{field: session_id}).exclude(tenant=tenant).exists()
+        for model, field in (
+            (SessionOwner, "session_id"),
+            (Session, "id"),
+            (SessionEvent, "session_id"),
+        )
+    )
 
 
 def release_claim(owner: SessionOwner, store: Any) -> None:

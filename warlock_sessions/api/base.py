@@ -15,8 +15,9 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.schemas import DefaultSchema
 
+from .. import tenancy
 from ..conf import warlock_settings
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, TenantUnresolvedError
 from ..host.wire import loads, session_id_input
 from ..permissions import SessionPolicy
 from .errors import ApiError, exception_handler, outage
@@ -61,6 +62,10 @@ class WarlockViewSet(viewsets.ViewSet):
                 return str(header)
         return ""  # none: 403
 
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        with tenancy.kept_scope():  # the tenant entered in initial() ends with the request
+            return super().dispatch(request, *args, **kwargs)
+
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if response.status_code < 500:
             outage.succeeded()
@@ -74,6 +79,12 @@ class WarlockViewSet(viewsets.ViewSet):
         if int(length) > limit:
             raise ApiError(413, "payload-too-large", f"The request body is over {limit} bytes.")
         super().initial(request, *args, **kwargs)
+        # The tenant of the requester as authenticated (a token's user too, whom no
+        # middleware saw): every query of the request reads and writes only its rows.
+        scope = tenancy.resolve(request)
+        if scope is tenancy.UNRESOLVED:
+            raise TenantUnresolvedError()
+        tenancy.enter(scope)
         cookie_borne = request.successful_authenticator is None or isinstance(
             request.successful_authenticator, SessionAuthentication
         )

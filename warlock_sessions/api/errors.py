@@ -19,6 +19,7 @@ from ..errors import (
     QuotaExceededError,
     SessionConflictError,
     SessionLockTimeout,
+    TenantUnresolvedError,
 )
 
 logger = logging.getLogger("warlock_sessions.api")
@@ -106,6 +107,8 @@ def api_error(exc: Exception) -> ApiError | None:
         return ApiError(400, "invalid-input", str(exc), field="agent")
     if isinstance(exc, QuotaExceededError):
         return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
+    if isinstance(exc, TenantUnresolvedError):
+        return ApiError(403, "tenant-unresolved", str(exc))
     if isinstance(exc, InvalidSessionError):
         return ApiError(400, "invalid-session", str(exc))
     if isinstance(exc, EncryptionError):

@@ -31,6 +31,7 @@ from ..permissions import (
     SessionAccess,
     claim_new_session,
     release_claim,
+    used_by_another_tenant,
 )
 from ..stores import default_store
 from . import schema
@@ -148,7 +149,9 @@ class SessionViewSet(PolicyViewSet):
         access = SessionAccess(
             session_id, SessionOwner.objects.filter(session_id=session_id).first()
         )
-        if not self.policy().can_see(request, access):
+        if not self.policy().can_see(request, access) or (
+            access.owner is None and used_by_another_tenant(session_id)
+        ):
             raise not_found(session_id)
         self.check_object_permissions(request, access)
         return access

@@ -33,6 +33,7 @@ from ..errors import CacheNotConfiguredError, CacheUnsupportedError
 from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema, content_text
 from ..providers.embedders import Embedder
 from ..redaction import is_personal
+from ..tenancy import current as current_tenant
 from .base import CacheStore, Entry, now
 from .questions import mismatch, refers_back, too_short
 
@@ -198,8 +199,9 @@ class SemanticCache:
         except Exception:  # a message the fingerprint cannot read: the model answers it
             logger.warning("could not fingerprint a call for the cache", exc_info=True)
             return self._refused("key-failed")
+        namespace = self.tenant_namespace()
         found = Lookup(
-            namespace=self.namespace,
+            namespace=namespace,
             scope=scope,
             key=key,
             question=question,
@@ -207,7 +209,7 @@ class SemanticCache:
             shape=shape,
             storable=True,
         )
-        entry = self._read(lambda: self.store.get(self.namespace, scope, found.key))
+        entry = self._read(lambda: self.store.get(namespace, scope, found.key))
         if entry is not None:
             return self._hit(found, entry, "exact")
         nearest = None
@@ -269,8 +271,15 @@ class SemanticCache:
         return self.store.forget_scope(f"conversation:{conversation_id}")
 
     def clear(self) -> int:
-        """Remove every answer of this cache (its namespace, version and embedder)."""
-        return self.store.clear(self.namespace)
+        """Remove every answer of this cache (its namespace, version and embedder), in the
+        current tenant."""
+        return self.store.clear(self.tenant_namespace())
+
+    def tenant_namespace(self) -> str:
+        """Where this cache's answers live in the current tenant (``tenancy``): no answer,
+        not even a ``shared`` one, is read across tenants, in any store."""
+        tenant = current_tenant()
+        return self.namespace if tenant is None else f"{self.namespace}@{tenant}"
 
     # -- the steps -----------------------------------------------------------------------------
 
@@ -294,7 +303,7 @@ class SemanticCache:
             return None
         scope, vector = found.scope, found.vector
         ranked = (
-            self._read(lambda: self.store.similar(self.namespace, scope, vector, CANDIDATES)) or []
+            self._read(lambda: self.store.similar(found.namespace, scope, vector, CANDIDATES)) or []
         )
         assert self.threshold is not None
         for score, entry in ranked:

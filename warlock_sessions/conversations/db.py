@@ -19,6 +19,7 @@ from ..errors import SessionConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage
 from ..permissions import check_quota
 from ..redaction import redact_value
+from ..tenancy import tenant_of_new_row
 from .seen import seen_histories
 from .stores import RECORD_PREFIX, RECORD_TYPE, kept_text
 
@@ -289,10 +290,10 @@ class DjangoConversationStore:
         table = connection.ops.quote_name(ConversationMessage._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {table} (conversation_id, position, message)"
-                f" SELECT %s, position, message FROM {table}"
+                f"INSERT INTO {table} (conversation_id, position, message, tenant)"
+                f" SELECT %s, position, message, %s FROM {table}"
                 " WHERE conversation_id = %s AND position < %s",
-                [target, source, n],
+                [target, tenant_of_new_row(), source, n],
             )
             return int(cursor.rowcount)
 

@@ -19,6 +19,7 @@ from ..backends.loop_connections import database
 from ..encryption import event_place, outbox_place, seal_json, seal_text, sealing
 from ..engine.isotime import datetime_from_iso
 from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
+from ..tenancy import tenant_of_new_row
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).
@@ -175,12 +176,14 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     sealed = sealing()
     if sealed and changes.last_seq is None:
         raise ValueError("a sealed log is written in one statement only from a numbered load")
+    tenant = tenant_of_new_row()
     params: list[Any] = []
     if changes.applied:
-        params += [changes.session_id, changes.applied, now]
+        params += [changes.session_id, changes.applied, now, tenant]
     if changes.messages:
         params += [
             changes.session_id,
+            tenant,
             changes.status,
             now,
             now,
@@ -194,6 +197,7 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     if changes.schedule:
         params += [
             changes.session_id,
+            tenant,
             changes.agent,
             now,
             _json(changes.schedule),
@@ -205,9 +209,9 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             [kind, seal_json(payload, *event_place(changes.session_id, first + index))]
             for index, (kind, payload) in enumerate(changes.events)
         ]
-        params += [changes.session_id, first, now, _json(events)]
+        params += [changes.session_id, tenant, first, now, _json(events)]
     else:
-        params += [changes.session_id, now, _json(changes.events), changes.session_id]
+        params += [changes.session_id, tenant, now, _json(changes.events), changes.session_id]
     shape = (
         bool(changes.applied),
         bool(changes.messages),
@@ -253,15 +257,15 @@ def _statement_parts(
     if applied:
         # No ON CONFLICT: an input applied before fails the statement, save included.
         parts.append(
-            f"applied AS (INSERT INTO {table[AppliedInput]} (session_id, input_key, created_at) "
-            f"SELECT %s, %s, %s WHERE {SAVED})"
+            f"applied AS (INSERT INTO {table[AppliedInput]} (session_id, input_key, created_at, "
+            f"tenant) SELECT %s, %s, %s, %s WHERE {SAVED})"
         )
     if messages:
         payload = "m.value->'sealed'" if sealed else "m.value"
         parts.append(
-            f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, kind, text, "
-            "after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
-            "delivered_at) SELECT m.value->>'key', %s, m.value->>'kind', m.value->>'text', "
+            f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, tenant, kind, "
+            "text, after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
+            "delivered_at) SELECT m.value->>'key', %s, %s, m.value->>'kind', m.value->>'text', "
             f"(m.value->>'afterMs')::integer, {payload}, %s, 0, '', %s, %s::timestamptz + "
             "(m.value->>'afterMs')::integer * interval '1 millisecond', %s::timestamptz "
             f"FROM jsonb_array_elements(%s::jsonb) AS m(value) WHERE {SAVED} "
@@ -280,8 +284,8 @@ def _statement_parts(
         )
     if schedule:
         parts.append(
-            f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, agent, due_at, status, "
-            "attempts, last_error, created_at) SELECT w.value->>'key', %s, %s, "
+            f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, tenant, agent, due_at, "
+            "status, attempts, last_error, created_at) SELECT w.value->>'key', %s, %s, %s, "
             "(w.value->>'at')::timestamptz, 'pending', 0, '', %s "
             f"FROM jsonb_array_elements(%s::jsonb) AS w(value) WHERE {SAVED} "
             "ON CONFLICT (session_id, key) DO UPDATE SET due_at = EXCLUDED.due_at, "
@@ -291,15 +295,17 @@ def _statement_parts(
         # Numbered from the load's last seq, as each entry was sealed for its own: the save
         # took effect only if no other turn logged anything since that load.
         parts.append(
-            f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
-            "created_at) SELECT %s, %s::bigint + e.ordinality - 1, e.value->>0, e.value->1, "
+            f"events AS (INSERT INTO {table[SessionEvent]} (session_id, tenant, seq, type, "
+            "payload, created_at) SELECT %s, %s, %s::bigint + e.ordinality - 1, e.value->>0, "
+            "e.value->1, "
             "%s FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
             f"WHERE {SAVED} RETURNING seq)"
         )
         return tuple(parts)
     parts.append(
-        f"events AS (INSERT INTO {table[SessionEvent]} (session_id, seq, type, payload, "
-        "created_at) SELECT %s, base.last + e.ordinality, e.value->>0, e.value->1, %s "
+        f"events AS (INSERT INTO {table[SessionEvent]} (session_id, tenant, seq, type, "
+        "payload, created_at) SELECT %s, %s, base.last + e.ordinality, e.value->>0, "
+        "e.value->1, %s "
         "FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
         f"CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM {table[SessionEvent]} "
         f"WHERE session_id = %s) AS base WHERE {SAVED} RETURNING seq)"

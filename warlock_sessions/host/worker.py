@@ -41,6 +41,7 @@ from ..conf import warlock_settings
 from ..encryption import outbox_place, seal_json, seal_text
 from ..models import OutboundMessage, Wake
 from ..redaction import redact, redact_value, redactor
+from ..tenancy import tenant_scope
 from ..tracing import span
 from .turns import Host
 
@@ -246,15 +247,19 @@ def _hand_back(row: Wake | OutboundMessage) -> None:
 
 def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
     """Fire ``wake`` (its turn, in a span that is its parent), then mark it fired; a failure
-    is recorded on the row and retried, and an outage hands the wake back."""
-    with span(
-        "warlock wake",
-        {
-            "warlock.session.id": wake.session_id,
-            "warlock.wake.key": wake.key,
-            "warlock.agent": wake.agent,
-            "warlock.wake.attempts": wake.attempts,
-        },
+    is recorded on the row and retried, and an outage hands the wake back. The turn runs in
+    the wake's tenant (``tenancy``), as its session's own requests do."""
+    with (
+        tenant_scope(wake.tenant or None),
+        span(
+            "warlock wake",
+            {
+                "warlock.session.id": wake.session_id,
+                "warlock.wake.key": wake.key,
+                "warlock.agent": wake.agent,
+                "warlock.wake.attempts": wake.attempts,
+            },
+        ),
     ):
         _fire(wake, {} if hosts is None else hosts)
 
@@ -331,6 +336,13 @@ def deliver_due_messages(
 
 
 def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]) -> None:
+    """Send ``message`` through ``deliver`` in its tenant (``tenancy``), then mark it sent;
+    a failure is recorded on the row and retried."""
+    with tenant_scope(message.tenant or None):
+        _deliver(message, deliver)
+
+
+def _deliver(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]) -> None:
     try:
         # DELIVER gets the message as queued, opened if it was sealed. What is kept of it
         # once sent is made first: a failure there must come before the send, never between

@@ -28,6 +28,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import HttpHeaders
 from rest_framework.settings import api_settings
 
+from .. import tenancy
 from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..conf import warlock_settings
 from ..errors import EncryptionError, InvalidInputError
@@ -90,6 +91,8 @@ class SocketRequest:
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
     client = ""
+    #: The client's tenant, as ``identity`` resolved it.
+    tenant: tenancy.Scope = None
     #: The handling of the frame in hand, shielded from a stopping server's cancellation.
     frame: asyncio.Future[None] | None = None
     shutting_down = False
@@ -187,9 +190,15 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
             layer_outage.failed(error)
 
     def identity(self) -> str | None:
-        """The client: a user, or an anonymous visitor's Django session; ``None``: nobody.
-        Reads the session (call it in a worker thread): a cookie naming no session is no
-        identity, or any made-up cookie would count as one more client."""
+        """The client: a user, or an anonymous visitor's Django session; ``None``: nobody, or
+        no tenant (``TENANT_RESOLVER``). Reads the session (call it in a worker thread): a
+        cookie naming no session is no identity, or any made-up cookie would count as one
+        more client. The rest of the thread's call runs in the client's tenant, and
+        :meth:`admit` enters it for the socket's life."""
+        self.tenant = tenancy.resolve(self.requester)
+        if self.tenant is tenancy.UNRESOLVED:
+            return None
+        tenancy.enter(self.tenant)
         user = self.requester.user
         if user is not None and user.is_authenticated:
             return f"user:{user.pk}"
@@ -201,7 +210,9 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
 
     @property
     def requester(self) -> Requester:
-        return Requester(user=self.scope.get("user"), session=self.scope.get("session"))
+        return Requester(
+            user=self.scope.get("user"), session=self.scope.get("session"), scope=self.scope
+        )
 
     async def websocket_connect(self, message: Any) -> None:
         try:
@@ -225,6 +236,7 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         if client is None:
             await self.refuse(UNAUTHORISED)
             return False
+        tenancy.enter(self.tenant)  # this task's context: every later frame of the socket
         if _open_sockets[client] >= warlock_settings.MAX_SOCKETS_PER_CLIENT:
             await self.refuse(TOO_MANY_SOCKETS)
             return False

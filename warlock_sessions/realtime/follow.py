@@ -19,6 +19,7 @@ from django.db.models import Max
 from ..backends.outages import OutageLog
 from ..host.threads import in_worker_thread
 from ..models import SessionEvent
+from ..tenancy import unscoped_context
 
 logger = logging.getLogger("warlock_sessions.realtime")
 read_outage = OutageLog(logger, "reading the event log for the sockets")
@@ -71,7 +72,10 @@ class LogFollower:
     def follow(self, socket: Follower) -> None:
         self.sockets.add(socket)
         if self.task is None or self.task.done():
-            self.task = asyncio.get_running_loop().create_task(self.run())
+            # It reads the log for sockets of every tenant, each admitted in its own.
+            self.task = asyncio.get_running_loop().create_task(
+                self.run(), context=unscoped_context()
+            )
 
     def unfollow(self, socket: Follower) -> None:
         self.sockets.discard(socket)

@@ -49,6 +49,7 @@ from ..permissions import (
     over_quota,
     owner_fields,
     release_claim,
+    used_by_another_tenant,
 )
 from ..stores import Store, default_store
 from .base import UNAUTHORISED, WarlockConsumer
@@ -149,8 +150,10 @@ class SessionConsumer(WarlockConsumer):
         """The HTTP policy, applied to the socket's user and Django session."""
         access = SessionAccess(self.session_id, owner)
         policy: SessionPolicy = warlock_settings.PERMISSION()
-        return policy.can_see(self.requester, access) and policy.can_act(
-            self.requester, TURN_ACTION, access
+        return (
+            policy.can_see(self.requester, access)
+            and policy.can_act(self.requester, TURN_ACTION, access)
+            and not (owner is None and used_by_another_tenant(self.session_id))
         )
 
     def claimed(self) -> tuple[bool, SessionOwner | None]:

@@ -14,6 +14,7 @@ from django.utils import timezone
 from ..backends.connections import give_back_connection
 from ..errors import ConfigurationError, SnapshotError
 from ..models import Snapshot
+from ..tenancy import current as current_tenant
 from .base import SnapshotStore
 
 
@@ -76,12 +77,18 @@ class DjangoSnapshotStore(SnapshotStore):
     def _rows(self) -> Any:
         return Snapshot.objects.using(self.using)
 
+    def _statements(self) -> dict[str, str] | None:
+        """The hand-written statements (PostgreSQL), outside every tenant's scope; inside
+        one the ORM's, whose manager keeps to the tenant's rows."""
+        return self._sql if current_tenant() is None else None
+
     def _read(self, key: str) -> tuple[object, int] | None:
-        if self._sql is None:
+        sql = self._statements()
+        if sql is None:
             row = self._rows().filter(key=key).values_list("payload", "version").first()
             return None if row is None else (row[0], row[1])
         with connections[self.using].cursor() as cursor:
-            cursor.execute(self._sql["load"], [key])
+            cursor.execute(sql["load"], [key])
             found = cursor.fetchone()
         return None if found is None else (found[0], found[1])
 
@@ -93,18 +100,19 @@ class DjangoSnapshotStore(SnapshotStore):
                 "transaction.atomic() (@transaction.non_atomic_requests in a view under "
                 "ATOMIC_REQUESTS), or give the store a database alias of its own (using=)"
             )
-        if self._sql is None:
+        sql = self._statements()
+        if sql is None:
             self._write_with_the_orm(key, text, expected)
             return
         now = connections[self.using].ops.adapt_datetimefield_value(timezone.now())
         with connections[self.using].cursor() as cursor:
             if expected is None:
-                cursor.execute(self._sql["upsert"], [key, text, now])
+                cursor.execute(sql["upsert"], [key, text, now])
                 return
             if expected == 0:
-                cursor.execute(self._sql["insert"], [key, text, now])
+                cursor.execute(sql["insert"], [key, text, now])
             else:
-                cursor.execute(self._sql["update"], [text, now, key, expected])
+                cursor.execute(sql["update"], [text, now, key, expected])
             if cursor.rowcount != 1:
                 raise self.conflict(key, expected, self._version(key))
 
@@ -129,7 +137,9 @@ class DjangoSnapshotStore(SnapshotStore):
         except IntegrityError:
             if expected == 0:
                 raise self.conflict(key, 0, self._version(key)) from None
-            rows.update(payload=payload, saved_at=now, version=F("version") + 1)
+            if not rows.update(payload=payload, saved_at=now, version=F("version") + 1):
+                # The key is another tenant's: nothing of it is read or overwritten.
+                raise self.conflict(key, 0, None) from None
 
     def _version(self, key: str) -> int | None:
         row = self._rows().filter(key=key).values_list("version", flat=True).first()

@@ -17,6 +17,7 @@ from ..engine.session import Session
 from ..errors import SessionConflictError
 from ..models import Session as SessionRow
 from ..models import SessionEvent, SessionOwner, forget_records, run_summary
+from ..tenancy import current as current_tenant
 from .base import Store, check_session_id, saved_copy
 
 #: The owner row's columns the claim statement fills, in the order of its parameters.
@@ -62,6 +63,21 @@ class DjangoStore(Store):
 
     @cached_property
     def _sql(self) -> dict[str, str]:
+        """The statements outside every tenant's scope (and whenever tenants are off)."""
+        return self._statements(tenant=False)
+
+    @cached_property
+    def _tenant_sql(self) -> dict[str, str]:
+        """The statements inside a tenant's scope: each reads and writes only that tenant's
+        row, and takes the tenant as its last parameter (the claim: after its row's values)."""
+        return self._statements(tenant=True)
+
+    def _scoped(self) -> tuple[dict[str, str], list[Any]]:
+        """The statements for the current scope and the parameters they end with."""
+        tenant = current_tenant()
+        return (self._sql, []) if tenant is None else (self._tenant_sql, [tenant])
+
+    def _statements(self, *, tenant: bool) -> dict[str, str]:
         connection = connections[self.using]
         quote = connection.ops.quote_name
         meta = SessionRow._meta
@@ -77,7 +93,8 @@ class DjangoStore(Store):
             "handover_since",
             "updated_at",
         ]
-        insert_columns = ", ".join(column[name] for name in ["id", "agent", "created_at", *written])
+        created = ["id", "agent", "created_at", *written, *(["tenant"] if tenant else [])]
+        insert_columns = ", ".join(column[name] for name in created)
         ignore = connection.features.supports_ignore_conflicts
         insert = connection.ops.insert_statement(on_conflict=OnConflict.IGNORE if ignore else None)
         suffix = (
@@ -89,10 +106,12 @@ class DjangoStore(Store):
         assignments = ", ".join(f"{column[name]} = %s" for name in written) + (
             f", {agent} = CASE WHEN {agent} = '' THEN %s ELSE {agent} END"
         )
-        placeholders = ", ".join(["%s"] * (3 + len(written)))
+        placeholders = ", ".join(["%s"] * len(created))
+        of_tenant = f" AND {column['tenant']} = %s" if tenant else ""
         by_id = f"WHERE {column['id']} = %s"
         owner, event = SessionOwner._meta, SessionEvent._meta
         owner_column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
+        claimed = [*OWNER_COLUMNS, *(["tenant"] if tenant else [])]
         event_seq = quote(event.get_field("seq").column or "")
         last_seq = (
             f"SELECT {event_seq} FROM {quote(event.db_table)} WHERE "
@@ -101,27 +120,31 @@ class DjangoStore(Store):
         )
         return {
             # permissions.claim_new_session in one statement: the owner row of an id that no
-            # session, log or owner uses yet.
+            # session, log or owner uses yet (in any tenant: an id names one conversation).
             "claim": (
                 f"INSERT INTO {quote(owner.db_table)} ("
-                + ", ".join(owner_column[name] for name in OWNER_COLUMNS)
-                + f") SELECT %s, %s, %s, %s WHERE NOT EXISTS (SELECT 1 FROM {table} {by_id}) "
+                + ", ".join(owner_column[name] for name in claimed)
+                + f") SELECT {', '.join(['%s'] * len(claimed))} "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {table} {by_id}) "
                 f"AND NOT EXISTS (SELECT 1 FROM {quote(event.db_table)} "
                 f"WHERE {quote(event.get_field('session_id').column or '')} = %s) "
                 f"ON CONFLICT DO NOTHING RETURNING {owner_column['id']}"
             ),
-            "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}",
+            "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}{of_tenant}",
             # The session and the last seq of its log, in one round trip (a session not
             # stored yet reads its log's last seq alone).
             "load_numbered": (
-                f"SELECT {column['blob']}, {column['version']}, ({last_seq}) FROM {table} {by_id}"
+                f"SELECT {column['blob']}, {column['version']}, ({last_seq}) FROM {table} "
+                f"{by_id}{of_tenant}"
             ),
             "last_seq": last_seq,
-            "version": f"SELECT {column['version']} FROM {table} {by_id}",
-            "hold": f"SELECT 1 FROM {table} {by_id} {connection.ops.for_update_sql()}",
+            "version": f"SELECT {column['version']} FROM {table} {by_id}{of_tenant}",
+            "hold": f"SELECT 1 FROM {table} {by_id}{of_tenant} {connection.ops.for_update_sql()}",
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
-            "update": f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s",
-            "delete": f"DELETE FROM {table} {by_id}",
+            "update": (
+                f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s{of_tenant}"
+            ),
+            "delete": f"DELETE FROM {table} {by_id}{of_tenant}",
             "version_column": column["version"],
         }
 
@@ -129,19 +152,21 @@ class DjangoStore(Store):
         return connections[self.using].cursor()
 
     def _read(self, session_id: str) -> tuple[str, int] | None:
+        sql, tenant = self._scoped()
         with self._cursor() as cursor:
-            cursor.execute(self._sql["load"], [session_id])
+            cursor.execute(sql["load"], [session_id, *tenant])
             row = cursor.fetchone()
         return None if row is None else (row[0], row[1])
 
     def load_numbered(self, session_id: str) -> tuple[Session | None, int]:
         """The session (``None`` if there is none) and the last ``seq`` of its log."""
         session_id = check_session_id(session_id)
+        sql, tenant = self._scoped()
         with self._cursor() as cursor:
-            cursor.execute(self._sql["load_numbered"], [session_id, session_id])
+            cursor.execute(sql["load_numbered"], [session_id, session_id, *tenant])
             row = cursor.fetchone()
             if row is None:
-                cursor.execute(self._sql["last_seq"], [session_id])
+                cursor.execute(sql["last_seq"], [session_id])
                 found = cursor.fetchone()
                 return None, found[0] if found else 0
         text, version, last_seq = row
@@ -150,11 +175,14 @@ class DjangoStore(Store):
     async def aload_numbered(self, connection: Any, session_id: str) -> tuple[Session | None, int]:
         """``load_numbered`` awaited on ``connection`` (see ``arun_combined``)."""
         session_id = check_session_id(session_id)
+        sql, tenant = self._scoped()
         with database(self.using).wrap_database_errors:
-            cursor = await connection.execute(self._sql["load_numbered"], [session_id, session_id])
+            cursor = await connection.execute(
+                sql["load_numbered"], [session_id, session_id, *tenant]
+            )
             row = await cursor.fetchone()
             if row is None:
-                cursor = await connection.execute(self._sql["last_seq"], [session_id])
+                cursor = await connection.execute(sql["last_seq"], [session_id])
                 found = await cursor.fetchone()
                 return None, found[0] if found else 0
         text, version, last_seq = row
@@ -162,13 +190,15 @@ class DjangoStore(Store):
 
     def hold(self, session_id: str) -> None:
         """Lock the session's row until the enclosing transaction ends (nothing if none)."""
+        sql, tenant = self._scoped()
         with self._cursor() as cursor:
-            cursor.execute(self._sql["hold"], [session_id])
+            cursor.execute(sql["hold"], [session_id, *tenant])
 
     async def aload(self, connection: Any, session_id: str) -> Session | None:
         """``load`` awaited on ``connection`` (see ``arun_combined``)."""
+        sql, tenant = self._scoped()
         with database(self.using).wrap_database_errors:
-            cursor = await connection.execute(self._sql["load"], [check_session_id(session_id)])
+            cursor = await connection.execute(sql["load"], [check_session_id(session_id), *tenant])
             row = await cursor.fetchone()
         return None if row is None else self.decoded(row[0], session_id, row[1])
 
@@ -179,9 +209,10 @@ class DjangoStore(Store):
         in one statement: the new owner row's id, or ``None`` when the session, its log or an
         owner exists already (the synchronous claim then decides)."""
         now = database(self.using).ops.adapt_datetimefield_value(timezone.now())
-        params = [session_id, user_id, anonymous_key, now, session_id, session_id]
+        sql, tenant = self._scoped()
+        params = [session_id, user_id, anonymous_key, now, *tenant, session_id, session_id]
         with database(self.using).wrap_database_errors:
-            row = await (await connection.execute(self._sql["claim"], params)).fetchone()
+            row = await (await connection.execute(sql["claim"], params)).fetchone()
         return None if row is None else int(row[0])
 
     def _prepare(
@@ -208,14 +239,16 @@ class DjangoStore(Store):
             moment(summary["handover_since"]),
             now,
         ]
+        tenant = self._scoped()[1]
         if expected == 0:
-            return [session["id"], agent or self.agent, now, *written]
-        return [*written, agent or self.agent, session["id"], expected]
+            return [session["id"], agent or self.agent, now, *written, *tenant]
+        return [*written, agent or self.agent, session["id"], expected, *tenant]
 
     def _conflict(
         self, cursor: CursorWrapper, session_id: str, expected: int
     ) -> SessionConflictError:
-        cursor.execute(self._sql["version"], [session_id])
+        sql, tenant = self._scoped()
+        cursor.execute(sql["version"], [session_id, *tenant])
         return _conflict_error(session_id, expected, cursor.fetchone())
 
     def save(self, session: Session, expected_version: int, *, agent: str | None = None) -> Session:
@@ -230,7 +263,7 @@ class DjangoStore(Store):
             if expected == 0:
                 rowcount = self._insert(cursor, params)
             else:
-                cursor.execute(self._sql["update"], params)
+                cursor.execute(self._scoped()[0]["update"], params)
                 rowcount = cursor.rowcount
             if rowcount != 1:
                 raise self._conflict(cursor, session["id"], expected)
@@ -260,7 +293,7 @@ class DjangoStore(Store):
         after the saved version in the final ``SELECT``.
         """
         expected, save_params = self._prepare(session, expected_version, agent)
-        saved = self._sql["insert" if expected == 0 else "update"]
+        saved = self._scoped()[0]["insert" if expected == 0 else "update"]
         version = self._sql["version_column"]
         ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
         return CombinedSave(
@@ -290,19 +323,21 @@ class DjangoStore(Store):
         with database(self.using).wrap_database_errors:
             row = await (await connection.execute(combined.statement, combined.values)).fetchone()
             if row[0] is None:
-                cursor = await connection.execute(self._sql["version"], [session_id])
+                sql, tenant = self._scoped()
+                cursor = await connection.execute(sql["version"], [session_id, *tenant])
                 raise _conflict_error(session_id, combined.expected, await cursor.fetchone())
         return combined.saved(), tuple(row[1:])
 
     def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:
+        insert = self._scoped()[0]["insert"]
         if database(self.using).features.supports_ignore_conflicts:
-            cursor.execute(self._sql["insert"], params)
+            cursor.execute(insert, params)
             return int(cursor.rowcount)
         # Backends without ON CONFLICT: a savepoint keeps the duplicate from breaking an
         # enclosing transaction.
         try:
             with transaction.atomic(using=self.using):
-                cursor.execute(self._sql["insert"], params)
+                cursor.execute(insert, params)
         except IntegrityError:
             return 0
         return 1
@@ -310,8 +345,9 @@ class DjangoStore(Store):
     def _remove(self, session_id: str) -> bool:
         """Remove the session and what the host kept of it (log, outbox, wakes, applied inputs,
         owner), together: an id used again starts clean."""
+        sql, tenant = self._scoped()
         with transaction.atomic(using=self.using), self._cursor() as cursor:
-            cursor.execute(self._sql["delete"], [session_id])
+            cursor.execute(sql["delete"], [session_id, *tenant])
             forget_records(session_id, self.using)
             return bool(cursor.rowcount == 1)
 

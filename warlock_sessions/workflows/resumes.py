@@ -28,6 +28,7 @@ from ..models import Snapshot
 from ..redaction import redact
 from ..snapshots import DjangoSnapshotStore, default_snapshot_store
 from ..snapshots.base import opened_snapshot
+from ..tenancy import tenant_scope
 from .registry import definition_of
 from .runs import now_iso
 
@@ -69,7 +70,9 @@ def run_asked_resumes(
     takeable = Q(resume__status=QUEUED) | Q(resume__status=RESUMING, saved_at__lt=stale)
     asked = rows.filter(takeable).order_by("saved_at")
     taken = 0
-    for key, ask, saved_at in asked.values_list("key", "resume", "saved_at")[: limit * 2]:
+    for key, ask, saved_at, tenant in asked.values_list("key", "resume", "saved_at", "tenant")[
+        : limit * 2
+    ]:
         if taken >= limit or should_stop():
             break
         if not _takeable(ask, saved_at, stale):
@@ -83,7 +86,8 @@ def run_asked_resumes(
         if not same_ask.update(resume=claimed):
             continue  # another worker took it, or it was asked again meanwhile
         taken += 1
-        _resume(rows, key, claimed)
+        with tenant_scope(tenant or None):  # the run goes on in its tenant, as it was made
+            _resume(rows, key, claimed)
     return taken
 
 

@@ -12,6 +12,7 @@ from ...backends.outages import unavailable
 from ...erasure import Person, erase
 from ...errors import InvalidInputError
 from ...host.wire import clean_text_param, session_id_input
+from ...tenancy import checked_tenant, tenant_scope
 
 
 class Command(BaseCommand):
@@ -34,6 +35,11 @@ class Command(BaseCommand):
         who.add_argument(
             "--conversation", metavar="ID", help="one conversation and the forks its owner made"
         )
+        parser.add_argument(
+            "--tenant",
+            help="only the person's rows of this tenant (TENANT_RESOLVER); without it, every "
+            "tenant's",
+        )
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -45,10 +51,12 @@ class Command(BaseCommand):
                 conversation=options["conversation"]
                 and session_id_input(options["conversation"], "conversation"),
             )
+            tenant = options["tenant"] and checked_tenant(options["tenant"])
         except (ValueError, InvalidInputError) as error:
             raise CommandError(str(error)) from None
         try:
-            counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
+            with tenant_scope(tenant or None):
+                counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
         except Exception as error:
             if unavailable(error):  # nothing of the database's was deleted: it found no one
                 raise CommandError(

@@ -1,0 +1,567 @@
+"""Tenants (``TENANT_RESOLVER``): the setting's checks, every store keeping a tenant's rows to
+it on SQLite and PostgreSQL, and a property test: random requests of users, staff and
+anonymous visitors of two tenants over the whole HTTP API (sessions and conversations: turns,
+reads, lists, forks, truncates, resumes, deletes) and erasures, on ids both tenants use, never
+read, list, fork, resume or erase another tenant's rows, and every row keeps its maker's
+tenant. The sockets, the admin and the worker are tested below it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connections
+from django.test import Client, override_settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from rest_framework.test import APIClient
+
+from example_project.demo.agents import booking_agent
+from tests.api.conftest import SETTINGS as API_SETTINGS
+from tests.host.conftest import ALIASES
+from tests.realtime.test_session_socket import APPLICATION, refused, until_turn
+from tests.test_erasure import Everything
+from warlock_sessions import tenancy
+from warlock_sessions.cache import MemoryCacheStore, SemanticCache
+from warlock_sessions.checks import check_settings
+from warlock_sessions.erasure import Person, erase
+from warlock_sessions.errors import ConflictError, SessionConflictError, TenantUnresolvedError
+from warlock_sessions.host import Host
+from warlock_sessions.host.worker import run_due_wakes
+from warlock_sessions.models import (
+    AppliedInput,
+    CacheEntry,
+    Checkpoint,
+    Conversation,
+    ConversationMessage,
+    OutboundMessage,
+    Session,
+    SessionEvent,
+    SessionOwner,
+    Snapshot,
+    Wake,
+)
+from warlock_sessions.snapshots import DjangoSnapshotStore
+from warlock_sessions.stores import DjangoStore
+from warlock_sessions.tenancy import EVERY_TENANT, request_host, tenant_scope
+from warlock_sessions.testing import session_blob
+
+TENANTS = ("acme", "globex")
+HOST = "chat.test"
+MIDDLEWARE = [*settings.MIDDLEWARE, "warlock_sessions.tenancy.TenantMiddleware"]
+TENANTED_TABLES = (
+    Session,
+    SessionEvent,
+    OutboundMessage,
+    Wake,
+    AppliedInput,
+    SessionOwner,
+    Conversation,
+    ConversationMessage,
+    Snapshot,
+    Checkpoint,
+    CacheEntry,
+)
+
+
+def tenant_of(request: Any) -> str | None:
+    """The test's resolver: a user's tenant is their name's first part (``acme-ann``), the
+    platform's operator sees every tenant, and an anonymous visitor's is the subdomain they
+    came to (``acme.chat.test``); on any other host, none."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return EVERY_TENANT if user.username == "platform" else user.username.split("-")[0]
+    subdomain, _, rest = request_host(request).partition(".")
+    return subdomain if rest == HOST else None
+
+
+TENANT_SETTINGS = {"TENANT_RESOLVER": f"{__name__}.tenant_of"}
+
+
+@pytest.fixture
+def tenants() -> Iterator[None]:
+    with override_settings(
+        WARLOCK_SESSIONS={**API_SETTINGS, **TENANT_SETTINGS},
+        MIDDLEWARE=MIDDLEWARE,
+        ALLOWED_HOSTS=[f".{HOST}", "testserver"],
+    ):
+        yield
+
+
+@pytest.fixture(params=ALIASES)
+def app_alias(request: pytest.FixtureRequest, tenants: None) -> Iterator[str]:
+    """The app on each database, with tenants on."""
+    Everything.alias = request.param  # accounts, Django sessions and this app's rows
+    with override_settings(
+        DATABASE_ROUTERS=["tests.test_erasure.Everything"],
+        WARLOCK_SESSIONS={
+            **API_SETTINGS,
+            **TENANT_SETTINGS,
+            "STORE_OPTIONS": {"using": request.param},
+        },
+    ):
+        yield request.param
+    Everything.alias = "default"
+    connections.close_all()
+
+
+# -- the setting and its checks -----------------------------------------------------------------
+
+
+def ids_of_checks() -> list[str]:
+    return [message.id for message in check_settings() if message.id]
+
+
+@pytest.mark.parametrize("resolver", ["no.such.module.resolve", 42])
+def test_a_resolver_that_is_no_function_fails_e031(resolver: Any) -> None:
+    with override_settings(WARLOCK_SESSIONS={"TENANT_RESOLVER": resolver}):
+        assert "warlock_sessions.E031" in ids_of_checks()
+
+
+@pytest.mark.parametrize(
+    ("setting", "middleware"),
+    [
+        ({}, settings.MIDDLEWARE),  # no TenantMiddleware: the admin would see every tenant
+        (
+            {},
+            [
+                "django.contrib.sessions.middleware.SessionMiddleware",
+                "warlock_sessions.tenancy.TenantMiddleware",
+                "django.contrib.auth.middleware.AuthenticationMiddleware",
+            ],
+        ),
+        ({"STORE": "warlock_sessions.stores.MemoryStore"}, MIDDLEWARE),
+        ({"SNAPSHOT_STORE": "warlock_sessions.snapshots.MemorySnapshotStore"}, MIDDLEWARE),
+        ({"CHECKPOINT_STORE": "warlock_sessions.checkpoints.MemoryCheckpointStore"}, MIDDLEWARE),
+    ],
+)
+def test_tenants_need_stores_that_keep_them_and_the_middleware_e032(
+    setting: dict[str, Any], middleware: list[str]
+) -> None:
+    with override_settings(WARLOCK_SESSIONS={**TENANT_SETTINGS, **setting}, MIDDLEWARE=middleware):
+        assert "warlock_sessions.E032" in ids_of_checks()
+
+
+def test_a_complete_tenant_setup_passes_the_checks(tenants: None) -> None:
+    assert not [name for name in ids_of_checks() if name.startswith("warlock_sessions.E")]
+
+
+@pytest.mark.parametrize("name", ["", "*", "x" * 65, "a\x00b", "tab\there", 7, None])
+def test_a_tenant_is_a_short_printable_name(name: Any) -> None:
+    with pytest.raises(ValueError, match="cannot name a tenant"):
+        tenancy.checked_tenant(name)
+
+
+def test_a_resolver_may_name_a_tenant_by_its_primary_key() -> None:
+    with override_settings(WARLOCK_SESSIONS={"TENANT_RESOLVER": lambda request: 42}):
+        assert tenancy.resolve(object()) == "42"
+
+
+def test_outside_every_scope_code_sees_every_tenant_and_an_unresolved_one_nothing() -> None:
+    assert tenancy.current() is None
+    token = tenancy.enter(tenancy.UNRESOLVED)
+    try:
+        with pytest.raises(TenantUnresolvedError):
+            tenancy.current()
+        assert tenancy.scoped_rows(Session.objects.all()).query.is_empty()
+    finally:
+        tenancy._scope.reset(token)
+
+
+# -- the stores -----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("app_alias")
+def test_the_session_store_keeps_each_tenants_row_to_it(app_alias: str) -> None:
+    store = DjangoStore(using=app_alias)
+    with tenant_scope("acme"):
+        saved = store.save(session_blob("shared-id", data={"who": "acme"}), 0)
+    with tenant_scope("globex"):
+        assert store.load("shared-id") is None
+        for version in (0, 1):  # neither made anew nor written over
+            with pytest.raises(SessionConflictError):
+                store.save(session_blob("shared-id", data={"who": "globex"}), version)
+        assert store.delete("shared-id") is False
+    with tenant_scope("acme"):
+        assert store.load("shared-id") == saved
+        assert store.save(saved, 1)["version"] == 2
+    assert store.load("shared-id")["data"] == {"who": "acme"}  # outside: every tenant
+    assert Session.objects.using(app_alias).get(id="shared-id").tenant == "acme"
+
+
+@pytest.mark.usefixtures("app_alias")
+def test_a_turns_records_carry_its_tenant_on_both_write_paths(app_alias: str) -> None:
+    """On PostgreSQL the host writes a turn as one statement, elsewhere with the ORM."""
+    host = Host(booking_agent(), DjangoStore(using=app_alias))
+    with tenant_scope("acme"):
+        host.handle("booked", {"message": {"text": "I'd like to book", "id": "m1"}})
+        host.handle("booked", {"message": {"text": "Ana Souza", "id": "m2"}})
+    with tenant_scope("globex"):
+        assert not SessionEvent.objects.using(app_alias).filter(session_id="booked").exists()
+    found = {
+        model.__name__: set(
+            model._base_manager.using(app_alias)
+            .filter(session_id="booked")
+            .values_list("tenant", flat=True)
+        )
+        for model in (SessionEvent, AppliedInput)
+    }
+    assert found == {"SessionEvent": {"acme"}, "AppliedInput": {"acme"}}
+
+
+@pytest.mark.usefixtures("app_alias")
+def test_snapshots_and_the_cache_keep_to_their_tenant(app_alias: str) -> None:
+    snapshots = DjangoSnapshotStore(using=app_alias)
+    with tenant_scope("acme"):
+        snapshots.save({"runId": "run-1", "status": "running"})
+    with tenant_scope("globex"):
+        assert snapshots.load("run-1") is None
+        with pytest.raises(ConflictError):  # neither read nor written over
+            snapshots.save({"runId": "run-1", "status": "hijacked"})
+    with tenant_scope("acme"):
+        assert snapshots.load("run-1")["status"] == "running"
+    assert Snapshot._base_manager.using(app_alias).get(key="run-1").tenant == "acme"
+
+    cache = SemanticCache(store=MemoryCacheStore(), scope="shared")
+    namespaces = set()
+    for tenant in TENANTS:
+        with tenant_scope(tenant):
+            namespaces.add(cache.tenant_namespace())
+    assert len(namespaces) == 2  # not even a "shared" answer crosses
+
+
+# -- the property test over the HTTP API -------------------------------------------------
+
+#: Who makes requests: their tenant and whether they are its staff.
+REQUESTERS = {
+    "acme-ann": ("acme", False),
+    "acme-bob": ("acme", False),
+    "acme-staff": ("acme", True),
+    "globex-gus": ("globex", False),
+    "globex-staff": ("globex", True),
+    "visitor.acme": ("acme", False),
+    "visitor.globex": ("globex", False),
+}
+#: The ids every requester uses: both tenants want the same ones.
+IDS = ("a", "b", "c")
+names = st.sampled_from(sorted(REQUESTERS))
+ids = st.sampled_from(IDS)
+
+
+def client_of(name: str) -> APIClient:
+    tenant, staff = REQUESTERS[name]
+    if name.startswith("visitor."):
+        return APIClient(HTTP_HOST=f"{tenant}.{HOST}")
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user(name, is_staff=staff))
+    return client
+
+
+class TenantsApart(RuleBasedStateMachine):
+    """Requests of every requester on ids both tenants use, against a model of who owns
+    what; after every step, every row in every table is its owner's tenant's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for model in TENANTED_TABLES:
+            model._base_manager.all().delete()
+        User.objects.all().delete()
+        self.clients = {name: client_of(name) for name in REQUESTERS}
+        #: id -> the requester who made it.
+        self.sessions: dict[str, str] = {}
+        self.conversations: dict[str, str] = {}
+        self.sent = 0
+
+    def sees(self, name: str, owner: str | None) -> bool:
+        if owner is None or REQUESTERS[owner][0] != REQUESTERS[name][0]:
+            return False
+        return owner == name or REQUESTERS[name][1]
+
+    def post(self, name: str, path: str, body: Any = None) -> Any:
+        return self.clients[name].post(
+            path, json.dumps(body or {}), content_type="application/json"
+        )
+
+    # -- sessions --
+
+    @rule(name=names, id=ids)
+    def turn(self, name: str, id: str) -> None:
+        self.sent += 1
+        message = {"message": {"text": "I'd like to book", "id": f"m{self.sent}"}}
+        response = self.post(name, f"/api/sessions/{id}/turn/", message)
+        owner = self.sessions.get(id)
+        if owner is None:
+            assert response.status_code == 200, response.content
+            self.sessions[id] = name
+        else:
+            assert response.status_code == (200 if self.sees(name, owner) else 404)
+
+    @rule(name=names, id=ids)
+    def read_session(self, name: str, id: str) -> None:
+        expected = 200 if self.sees(name, self.sessions.get(id)) else 404
+        for path in (f"/api/sessions/{id}/", f"/api/sessions/{id}/events/"):
+            assert self.clients[name].get(path).status_code == expected, path
+
+    @rule(name=names)
+    def list_sessions(self, name: str) -> None:
+        rows = self.clients[name].get("/api/sessions/").json()["results"]
+        assert {row["id"] for row in rows} == {
+            id for id, owner in self.sessions.items() if self.sees(name, owner)
+        }
+
+    def delete(self, name: str, kind: str, made: dict[str, str], id: str) -> None:
+        """Only the tenant's staff delete; others are refused, strangers told nothing."""
+        response = self.clients[name].delete(f"/api/{kind}/{id}/")
+        if not self.sees(name, made.get(id)):
+            assert response.status_code == 404
+        elif not REQUESTERS[name][1]:
+            assert response.status_code == (401 if name.startswith("visitor.") else 403)
+        else:
+            assert response.status_code == 204
+            del made[id]
+
+    @rule(name=names, id=ids)
+    def delete_session(self, name: str, id: str) -> None:
+        self.delete(name, "sessions", self.sessions, id)
+
+    # -- conversations --
+
+    @rule(name=names, id=ids)
+    def send(self, name: str, id: str) -> None:
+        response = self.post(name, f"/api/conversations/{id}/send/", {"input": "hello"})
+        owner = self.conversations.get(id)
+        if owner is None:
+            assert response.status_code == 200, response.content
+            self.conversations[id] = name
+        else:
+            assert response.status_code == (200 if self.sees(name, owner) else 404)
+
+    @rule(name=names, id=ids, action=st.sampled_from(["", "history/"]))
+    def read_conversation(self, name: str, id: str, action: str) -> None:
+        response = self.clients[name].get(f"/api/conversations/{id}/{action}")
+        assert response.status_code == (200 if self.sees(name, self.conversations.get(id)) else 404)
+
+    @rule(name=names, id=ids, fork_id=ids)
+    def fork(self, name: str, id: str, fork_id: str) -> None:
+        response = self.post(name, f"/api/conversations/{id}/fork/", {"target": fork_id})
+        if not self.sees(name, self.conversations.get(id)):
+            assert response.status_code == 404
+        elif fork_id in self.conversations:  # in whichever tenant: ids are one namespace
+            assert response.status_code == 409, response.content
+        else:
+            assert response.status_code == 201, response.content
+            self.conversations[fork_id] = name
+
+    @rule(name=names, id=ids, action=st.sampled_from(["truncate", "resume"]))
+    def change_conversation(self, name: str, id: str, action: str) -> None:
+        body = {"message_count": 1} if action == "truncate" else {}
+        response = self.post(name, f"/api/conversations/{id}/{action}/", body)
+        assert response.status_code == (200 if self.sees(name, self.conversations.get(id)) else 404)
+
+    @rule(name=names, id=ids)
+    def delete_conversation(self, name: str, id: str) -> None:
+        self.delete(name, "conversations", self.conversations, id)
+
+    # -- erasure, in one tenant's scope --
+
+    @rule(tenant=st.sampled_from(TENANTS), person=st.sampled_from(["acme-ann", "globex-gus"]))
+    def erase_in_a_tenant(self, tenant: str, person: str) -> None:
+        with tenant_scope(tenant):
+            erase(Person(user=User.objects.get(username=person).pk))
+        if REQUESTERS[person][0] == tenant:
+            for made in (self.sessions, self.conversations):
+                for id in [id for id, owner in made.items() if owner == person]:
+                    del made[id]
+
+    # -- what every table holds --
+
+    @invariant()
+    def every_row_is_its_makers_tenants(self) -> None:
+        tenant_of_session = {id: REQUESTERS[owner][0] for id, owner in self.sessions.items()}
+        tenant_of_chat = {id: REQUESTERS[owner][0] for id, owner in self.conversations.items()}
+        assert dict(Session._base_manager.values_list("id", "tenant")) == tenant_of_session
+        for model in (SessionEvent, OutboundMessage, Wake, AppliedInput, SessionOwner):
+            for session_id, tenant in model._base_manager.values_list("session_id", "tenant"):
+                assert tenant_of_session.get(session_id) == tenant, (model, session_id)
+        assert dict(Conversation._base_manager.values_list("id", "tenant")) == tenant_of_chat
+        for chat, tenant in ConversationMessage._base_manager.values_list(
+            "conversation_id", "tenant"
+        ):
+            assert tenant_of_chat[chat] == tenant
+        for id, owner in self.sessions.items():
+            row = SessionOwner._base_manager.filter(session_id=id).first()
+            assert row is not None and (row.user.username if row.user else "") == (
+                "" if owner.startswith("visitor.") else owner
+            )
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "postgres"])
+def test_no_tenant_reads_lists_forks_resumes_or_erases_anothers_rows(app_alias: str) -> None:
+    run_state_machine_as_test(
+        TenantsApart,
+        settings=hypothesis_settings(
+            max_examples=25,
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+
+
+# -- what has no tenant, and the operator ------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_request_with_no_tenant_is_refused_with_a_code(tenants: None) -> None:
+    response = APIClient().post(
+        "/api/sessions/s/turn/", {"message": {"text": "hi"}}, format="json"
+    )  # testserver: no subdomain, no tenant
+    assert response.status_code == 403
+    assert response.json()["code"] == "tenant-unresolved"
+    assert not Session.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_platforms_operator_sees_every_tenant(tenants: None) -> None:
+    for tenant in TENANTS:
+        visitor = APIClient(HTTP_HOST=f"{tenant}.{HOST}")
+        visitor.post(
+            f"/api/sessions/{tenant}-chat/turn/",
+            {"message": {"text": "I'd like to book", "id": "m1"}},
+            format="json",
+        )
+    operator = APIClient()
+    operator.force_authenticate(User.objects.create_user("platform", is_staff=True))
+    rows = operator.get("/api/sessions/").json()["results"]
+    assert sorted(row["id"] for row in rows) == ["acme-chat", "globex-chat"]
+
+
+# -- sockets, the admin, the worker, the erase command ------------------------------------------
+
+
+def cookie_of(username: str) -> bytes:
+    client = Client()
+    client.force_login(
+        User.objects.get_or_create(username=username, is_staff="staff" in username)[0]
+    )
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def socket_of(username: str, path: str) -> WebsocketCommunicator:
+    cookie = await database_sync_to_async(cookie_of)(username)
+    return WebsocketCommunicator(APPLICATION, path, headers=[(b"cookie", cookie)])
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_socket_of_another_tenant_is_closed_like_for_any_id(tenants: None) -> None:
+    chat = await socket_of("acme-ann", "/ws/sessions/shared/")
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    assert (await until_turn(chat))[-1]["type"] == "turn"
+
+    for stranger in ("globex-gus", "globex-staff"):
+        other = await socket_of(stranger, "/ws/sessions/shared/")
+        assert (await other.connect())[0]
+        await other.send_json_to({"type": "message", "text": "hi", "id": "x"})
+        assert await other.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    no_tenant = WebsocketCommunicator(APPLICATION, "/ws/sessions/shared/")
+    assert await refused(no_tenant) == 4403
+    visitor = WebsocketCommunicator(
+        APPLICATION, "/ws/sessions/shared/", headers=[(b"host", f"globex.{HOST}".encode())]
+    )
+    assert await refused(visitor) == 4403  # a tenant, but no Django session: no identity
+    assert await chat.receive_nothing(timeout=0.3)  # nothing of theirs reached the owner
+    await chat.disconnect()
+    rows = await database_sync_to_async(
+        lambda: set(SessionEvent._base_manager.values_list("tenant", flat=True))
+    )()
+    assert rows == {"acme"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_conversation_socket_of_another_tenant_is_shut_out(tenants: None) -> None:
+    ann = await socket_of("acme-ann", "/ws/conversations/talk/")
+    assert (await ann.connect())[0]
+    await ann.send_json_to({"type": "send", "input": "hello"})
+    while (await ann.receive_json_from(timeout=10))["type"] != "result":
+        pass
+    for stranger in ("globex-gus", "globex-staff"):
+        other = await socket_of(stranger, "/ws/conversations/talk/")
+        assert (await other.connect())[0]
+        await other.send_json_to({"type": "send", "input": "what did they say?"})
+        assert (await other.receive_output(timeout=5))["code"] == 4403
+    assert await ann.receive_nothing(timeout=0.3)
+    await ann.disconnect()
+    tenants_kept = await database_sync_to_async(
+        lambda: set(ConversationMessage._base_manager.values_list("tenant", flat=True))
+    )()
+    assert tenants_kept == {"acme"}
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_and_erases_only_its_tenants_rows(tenants: None) -> None:
+    for tenant in TENANTS:
+        with tenant_scope(tenant):
+            Host(booking_agent()).handle(
+                f"{tenant}-chat", {"message": {"text": "I'd like to book", "id": "m1"}}
+            )
+    admin = Client(HTTP_HOST=f"acme.{HOST}")
+    admin.force_login(User.objects.create_superuser("acme-admin"))
+    listed = admin.get("/admin/warlock_sessions/session/").content.decode()
+    assert "acme-chat" in listed and "globex-chat" not in listed
+    assert admin.get("/admin/warlock_sessions/session/globex-chat/change/").status_code == 302
+    assert admin.get("/admin/warlock_sessions/session/acme-chat/change/").status_code == 200
+    erased = admin.post(
+        "/admin/warlock_sessions/session/",
+        {"action": "erase_people", "_selected_action": ["globex-chat", "acme-chat"]},
+    )
+    assert erased.status_code in (200, 302)
+    assert Session._base_manager.filter(id="globex-chat").exists()
+    assert SessionEvent._base_manager.filter(session_id="globex-chat").exists()
+
+
+@pytest.mark.django_db
+def test_the_worker_fires_each_wake_in_its_tenant(tenants: None) -> None:
+    agents = {"timer": "tests.host.conftest.timer_agent"}
+    with override_settings(WARLOCK_SESSIONS={**API_SETTINGS, **TENANT_SETTINGS, "AGENTS": agents}):
+        for tenant in TENANTS:
+            with tenant_scope(tenant):
+                Host("timer").handle(f"{tenant}-timer", {"start": {"flow": "lembrete", "key": "k"}})
+        Wake._base_manager.update(due_at="2000-01-01T00:00:00Z")
+        assert run_due_wakes(10) == 2
+    fired = Wake._base_manager.values_list("session_id", "tenant", "status")
+    assert sorted(fired) == [("acme-timer", "acme", "fired"), ("globex-timer", "globex", "fired")]
+    for tenant in TENANTS:  # the reminder each wake logged is its own tenant's
+        logged = SessionEvent._base_manager.filter(session_id=f"{tenant}-timer")
+        assert set(logged.values_list("tenant", flat=True)) == {tenant}
+        assert logged.filter(type="message").count() >= 1
+
+
+@pytest.mark.django_db
+def test_the_erase_command_keeps_to_the_tenant_it_is_given(tenants: None) -> None:
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    ann = User.objects.create_user("acme-ann")
+    with tenant_scope("acme"):
+        SessionOwner.objects.create(session_id="ann-chat", user=ann)
+    out = StringIO()
+    call_command("warlock_erase", "--owner", "acme-ann", "--tenant", "globex", stdout=out)
+    assert SessionOwner._base_manager.filter(session_id="ann-chat").exists()
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.endswith("deleted 0") for line in lines), lines
+    call_command("warlock_erase", "--owner", "acme-ann", "--tenant", "acme", stdout=StringIO())
+    assert not SessionOwner._base_manager.filter(session_id="ann-chat").exists()
+    with pytest.raises(CommandError, match="cannot name a tenant"):
+        call_command("warlock_erase", "--owner", "acme-ann", "--tenant", "*")
