@@ -15,9 +15,9 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.contrib.auth.models import User
-from django.db import connections
-from django.test import Client, override_settings
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import connections, transaction
+from django.test import Client, RequestFactory, override_settings
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -27,13 +27,18 @@ from rest_framework.test import APIClient
 from example_project.demo.agents import booking_agent
 from tests.api.conftest import SETTINGS as API_SETTINGS
 from tests.host.conftest import ALIASES
-from tests.realtime.test_session_socket import APPLICATION, refused, until_turn
+from tests.realtime.test_session_socket import APPLICATION, LAYERS, refused, until_turn
+from tests.services import redis_unreachable
 from tests.test_erasure import Everything
 from warlock_sessions import tenancy
 from warlock_sessions.cache import MemoryCacheStore, SemanticCache
 from warlock_sessions.checks import check_settings
 from warlock_sessions.erasure import Person, erase
-from warlock_sessions.errors import ConflictError, SessionConflictError, TenantUnresolvedError
+from warlock_sessions.errors import (
+    ConflictError,
+    SessionOfAnotherTenantError,
+    TenantUnresolvedError,
+)
 from warlock_sessions.host import Host
 from warlock_sessions.host.worker import run_due_wakes
 from warlock_sessions.models import (
@@ -49,6 +54,7 @@ from warlock_sessions.models import (
     Snapshot,
     Wake,
 )
+from warlock_sessions.permissions import Requester
 from warlock_sessions.snapshots import DjangoSnapshotStore
 from warlock_sessions.stores import DjangoStore
 from warlock_sessions.tenancy import EVERY_TENANT, request_host, tenant_scope
@@ -84,6 +90,15 @@ def tenant_of(request: Any) -> str | None:
 
 
 TENANT_SETTINGS = {"TENANT_RESOLVER": f"{__name__}.tenant_of"}
+
+
+@pytest.fixture(params=sorted(LAYERS))
+def tenants_on_layer(request: pytest.FixtureRequest, tenants: None) -> Iterator[str]:
+    """Tenants on, with each channel layer (the in-memory one, and Redis pub/sub)."""
+    if request.param == "redis" and redis_unreachable() is not None:
+        pytest.skip(redis_unreachable() or "")
+    with override_settings(CHANNEL_LAYERS=LAYERS[request.param]):
+        yield request.param
 
 
 @pytest.fixture
@@ -163,17 +178,41 @@ def test_a_tenant_is_a_short_printable_name(name: Any) -> None:
 def test_a_resolver_may_name_a_tenant_by_its_primary_key() -> None:
     with override_settings(WARLOCK_SESSIONS={"TENANT_RESOLVER": lambda request: 42}):
         assert tenancy.resolve(object()) == "42"
+    with tenant_scope(7):
+        assert tenancy.current() == "7"
+    with tenant_scope(EVERY_TENANT):  # every tenant, as outside every scope
+        assert tenancy.current() is None
+    with pytest.raises(ValueError, match="cannot name a tenant"):
+        tenancy.scope_of("*")  # a text no longer means every tenant: a header could spell it
 
 
-def test_outside_every_scope_code_sees_every_tenant_and_an_unresolved_one_nothing() -> None:
-    assert tenancy.current() is None
-    token = tenancy.enter(tenancy.UNRESOLVED)
-    try:
-        with pytest.raises(TenantUnresolvedError):
-            tenancy.current()
-        assert tenancy.scoped_rows(Session.objects.all()).query.is_empty()
-    finally:
-        tenancy._scope.reset(token)
+def broken_resolver(request: Any) -> str:
+    return request.user.profile.tenant  # an account without a profile: AttributeError
+
+
+@pytest.mark.django_db
+def test_a_resolver_that_fails_names_no_tenant_and_takes_nothing_down(
+    tenants: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with override_settings(
+        WARLOCK_SESSIONS={**API_SETTINGS, "TENANT_RESOLVER": f"{__name__}.broken_resolver"}
+    ):
+        client = APIClient()
+        client.force_login(User.objects.create_user("no-profile"))
+        response = client.get("/api/sessions/")
+        assert response.status_code == 403
+        assert response.json()["code"] == "tenant-unresolved"
+        assert client.get("/admin/login/").status_code in (200, 302)  # the rest of the site
+    assert "TENANT_RESOLVER failed" in caplog.text
+
+
+def test_the_host_a_request_came_to_has_no_port() -> None:
+    with override_settings(ALLOWED_HOSTS=[f".{HOST}"]):
+        made = RequestFactory().get("/", HTTP_HOST="Acme.Chat.Test:8000")
+        assert request_host(made) == "acme.chat.test"
+        port = {"headers": [(b"cookie", b"x=1"), (b"host", b"globex.chat.test:443")]}
+        assert request_host(Requester(None, None, port)) == "globex.chat.test"
+        assert request_host(Requester(None, None, {"headers": []})) == ""
 
 
 # -- the stores -----------------------------------------------------------------------------
@@ -187,7 +226,7 @@ def test_the_session_store_keeps_each_tenants_row_to_it(app_alias: str) -> None:
     with tenant_scope("globex"):
         assert store.load("shared-id") is None
         for version in (0, 1):  # neither made anew nor written over
-            with pytest.raises(SessionConflictError):
+            with pytest.raises(SessionOfAnotherTenantError):
                 store.save(session_blob("shared-id", data={"who": "globex"}), version)
         assert store.delete("shared-id") is False
     with tenant_scope("acme"):
@@ -195,6 +234,18 @@ def test_the_session_store_keeps_each_tenants_row_to_it(app_alias: str) -> None:
         assert store.save(saved, 1)["version"] == 2
     assert store.load("shared-id")["data"] == {"who": "acme"}  # outside: every tenant
     assert Session.objects.using(app_alias).get(id="shared-id").tenant == "acme"
+
+
+@pytest.mark.usefixtures("app_alias")
+def test_server_code_in_a_tenant_is_told_an_id_is_another_tenants(app_alias: str) -> None:
+    host = Host(booking_agent(), DjangoStore(using=app_alias))
+    with tenant_scope("acme"):
+        host.handle("taken", {"message": {"text": "I'd like to book", "id": "m1"}})
+    with tenant_scope("globex"), pytest.raises(SessionOfAnotherTenantError):
+        host.handle("taken", {"message": {"text": "hi", "id": "m1"}})
+    assert set(SessionEvent._base_manager.using(app_alias).values_list("tenant", flat=True)) == {
+        "acme"
+    }
 
 
 @pytest.mark.usefixtures("app_alias")
@@ -462,7 +513,7 @@ async def socket_of(username: str, path: str) -> WebsocketCommunicator:
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
-async def test_a_socket_of_another_tenant_is_closed_like_for_any_id(tenants: None) -> None:
+async def test_a_socket_of_another_tenant_is_closed_like_for_any_id(tenants_on_layer: str) -> None:
     chat = await socket_of("acme-ann", "/ws/sessions/shared/")
     assert (await chat.connect())[0]
     await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
@@ -489,7 +540,9 @@ async def test_a_socket_of_another_tenant_is_closed_like_for_any_id(tenants: Non
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
-async def test_a_conversation_socket_of_another_tenant_is_shut_out(tenants: None) -> None:
+async def test_a_conversation_socket_of_another_tenant_is_shut_out(
+    tenants_on_layer: str,
+) -> None:
     ann = await socket_of("acme-ann", "/ws/conversations/talk/")
     assert (await ann.connect())[0]
     await ann.send_json_to({"type": "send", "input": "hello"})
@@ -565,3 +618,159 @@ def test_the_erase_command_keeps_to_the_tenant_it_is_given(tenants: None) -> Non
     assert not SessionOwner._base_manager.filter(session_id="ann-chat").exists()
     with pytest.raises(CommandError, match="cannot name a tenant"):
         call_command("warlock_erase", "--owner", "acme-ann", "--tenant", "*")
+
+
+@pytest.mark.django_db
+def test_turning_tenants_on_gives_the_rows_of_no_tenant_to_one() -> None:
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    Host(booking_agent()).handle("before", {"message": {"text": "I'd like to book", "id": "m1"}})
+    with tenant_scope("globex"):
+        Host(booking_agent()).handle("theirs", {"message": {"text": "hi", "id": "m1"}})
+    out = StringIO()
+    call_command("warlock_assign_tenant", "acme", "--batch-size", "2", stdout=out)
+    assert "sessions: gave 1 to acme" in out.getvalue()
+    assert dict(Session._base_manager.values_list("id", "tenant")) == {
+        "before": "acme",
+        "theirs": "globex",
+    }
+    for model in TENANTED_TABLES:
+        assert not model._base_manager.filter(tenant="").exists(), model
+    with pytest.raises(CommandError, match="cannot name a tenant"):
+        call_command("warlock_assign_tenant", "*")
+
+
+@pytest.mark.django_db
+def test_erasing_in_a_tenant_nobody_has_says_so(tenants: None) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    User.objects.create_user("acme-ann")
+    err = StringIO()
+    call_command("warlock_erase", "--owner", "acme-ann", "--tenant", "acem", stderr=err)
+    assert "no session or conversation belongs to the tenant 'acem'" in err.getvalue()
+
+
+# -- what the attack on tenants found ------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_silent_socket_of_another_tenants_staff_hears_nothing(
+    tenants_on_layer: str,
+) -> None:
+    """The log follower serves every tenant's sockets: each hears only in its own tenant."""
+    chat = await socket_of("acme-ann", "/ws/sessions/quiet/")
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    await until_turn(chat)
+    spy = await socket_of("globex-staff", "/ws/sessions/quiet/")
+    assert (await spy.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
+    await until_turn(chat)
+    assert await spy.receive_nothing(timeout=2)  # four follower reads: nothing past, nothing new
+    await spy.disconnect()
+    await chat.disconnect()
+
+
+@pytest.mark.usefixtures("app_alias")
+def test_an_operators_turn_on_a_tenants_chat_stays_that_tenants(app_alias: str) -> None:
+    ann = client_of("acme-ann")
+    operator = APIClient(HTTP_HOST=f"acme.{HOST}")
+    operator.force_authenticate(User.objects.create_user("platform", is_staff=True))
+
+    def turn(client: APIClient, text: str, id: str) -> int:
+        body = {"message": {"text": text, "id": id}}
+        return int(client.post("/api/sessions/s1/turn/", body, format="json").status_code)
+
+    def send(client: APIClient, text: str) -> int:
+        body = json.dumps({"input": text})
+        path = "/api/conversations/c1/send/"
+        return int(client.post(path, body, content_type="application/json").status_code)
+
+    assert turn(ann, "I'd like to book", "m1") == send(ann, "hello") == 200
+    assert turn(operator, "Ana Souza", "m2") == send(operator, "a word from support") == 200
+    assert turn(ann, "ana@example.com", "m3") == send(ann, "thanks") == 200  # not stuck
+    for model in TENANTED_TABLES:
+        kept = set(model._base_manager.using(app_alias).values_list("tenant", flat=True))
+        assert kept <= {"acme"}, (model, kept)
+    events = ann.get("/api/sessions/s1/events/").json()["events"]
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert ann.delete("/api/sessions/s1/").status_code == 403  # and staff's delete takes all
+    assert client_of("acme-staff").delete("/api/sessions/s1/").status_code == 204
+    assert not SessionEvent._base_manager.using(app_alias).filter(session_id="s1").exists()
+
+
+@pytest.mark.django_db
+def test_a_parallel_workflow_steps_run_in_the_tenant_of_their_run() -> None:
+    from warlock_sessions.snapshots import MemorySnapshotStore
+    from warlock_sessions.workflows import Step, Workflow
+
+    seen: list[str | None] = []
+    workflow = Workflow(
+        "wf",
+        [
+            Step(
+                "g",
+                parallel=[
+                    Step(name, run=lambda ctx: seen.append(tenancy.current())) for name in "xy"
+                ],
+            )
+        ],
+        store=MemorySnapshotStore(),
+    )
+    with tenant_scope("acme"):
+        workflow.execute(run_id="r")
+    assert seen == ["acme", "acme"]
+
+
+@pytest.mark.django_db
+def test_saving_an_instance_with_another_tenants_key_overwrites_nothing() -> None:
+    from django.db import IntegrityError
+    from django.utils import timezone
+
+    with tenant_scope("acme"):
+        Snapshot.objects.create(key="acme-run", payload={"secret": 1}, saved_at=timezone.now())
+    with tenant_scope("globex"), pytest.raises(IntegrityError), transaction.atomic():
+        Snapshot(key="acme-run", payload={"mine": 1}, saved_at=timezone.now()).save()
+    row = Snapshot._base_manager.get(key="acme-run")
+    assert (row.tenant, row.payload) == ("acme", {"secret": 1})
+
+
+def test_the_middleware_resolves_again_once_drf_authenticates_another_user(tenants: None) -> None:
+    request = RequestFactory().get("/", HTTP_HOST=f"globex.{HOST}")
+    request.user = AnonymousUser()
+    deferred = tenancy._Deferred(request)
+    token = tenancy.enter(deferred)
+    try:
+        assert tenancy.current() == "globex"  # the host's, for a visitor
+        request.user = User(username="acme-ann")  # what DRF sets once it authenticated a token
+        assert tenancy.current() == "acme"
+    finally:
+        tenancy._scope.reset(token)
+
+
+def test_a_socket_host_django_would_refuse_names_no_tenant() -> None:
+    with override_settings(ALLOWED_HOSTS=[f".{HOST}"]):
+        for host in (b"*.chat.test", b"acme.chat.test.evil.example", b"a b.chat.test"):
+            assert request_host(Requester(None, None, {"headers": [(b"host", host)]})) == ""
+
+
+@pytest.mark.django_db
+def test_erasing_with_an_empty_tenant_is_refused() -> None:
+    from django.core.management import CommandError, call_command
+
+    User.objects.create_user("acme-ann")
+    with pytest.raises(CommandError, match="cannot name a tenant"):
+        call_command("warlock_erase", "--owner", "acme-ann", "--tenant", "")
+
+
+def test_a_write_with_no_tenant_in_a_projects_view_is_a_403() -> None:
+    middleware = tenancy.TenantMiddleware(lambda request: None)
+    request = RequestFactory().post("/")
+    answer = middleware.process_exception(request, TenantUnresolvedError())
+    assert answer is not None and answer.status_code == 403
+    assert middleware.process_exception(request, ValueError()) is None

@@ -115,7 +115,7 @@ def _check_tenants(valid: dict[str, Any]) -> list[CheckMessage]:
 
 
 def _as_check(error: SettingError) -> CheckMessage:
-    return Error(f"{error}.", hint=error.hint or None, id=error.check_id)
+    return Error(f"{str(error).rstrip('.')}.", hint=error.hint or None, id=error.check_id)
 
 
 def _check_policy(policy: type) -> list[CheckMessage]:

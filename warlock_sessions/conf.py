@@ -124,8 +124,8 @@ DEFAULTS: dict[str, Any] = {
     "ENCRYPTION_KEYS": None,
     "ENCRYPTION_ACCEPT_PLAINTEXT": False,
     # Tenants kept apart (docs/privacy.md#tenants): the import string of a function
-    # (request) -> tenant name, "*" for every tenant, or None for none (refused). None: one
-    # tenant, no tenant column read.
+    # (request) -> tenant name, tenancy.EVERY_TENANT for every tenant, or None for none
+    # (refused). None: one tenant, no tenant column read.
     "TENANT_RESOLVER": None,
 }
 

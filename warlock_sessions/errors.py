@@ -398,7 +398,18 @@ class TenantUnresolvedError(WarlockError, PermissionError):
     is closed with 4403."""
 
     def __init__(self) -> None:
-        super().__init__("no tenant is known for this request, so it may use no conversation")
+        super().__init__("no tenant is known for this request, so it may use nothing here")
+
+
+class SessionOfAnotherTenantError(WarlockError, PermissionError):
+    """The session id is kept by a tenant other than the current scope's
+    (``TENANT_RESOLVER``): ids are one namespace, so this scope may neither read the session
+    nor make one under its id. Nothing was written; use another id. The API answers it as
+    for any id the requester may not see (404), a socket closes with 4403."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} is another tenant's: use another id")
 
 
 class EncryptionError(InvalidDataError):

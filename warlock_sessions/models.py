@@ -27,7 +27,8 @@ from .engine.isotime import datetime_from_iso
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
 from .engine.session import Session as SessionBlob
 from .engine.text import fold
-from .tenancy import MAX_TENANT_LENGTH, scoped_rows, tenant_of_new_row
+from .tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_new_row
+from .tenancy import enabled as tenants_enabled
 
 
 def token_list(values: Iterable[str]) -> str:
@@ -133,6 +134,27 @@ class Tenanted(models.Model):
         if self._state.adding and not self.tenant:
             self.tenant = tenant_of_new_row()
         super().save(*args, **kwargs)
+
+    def _do_update(self, base_qs: Any, *args: Any, **kwargs: Any) -> Any:
+        # Saving an instance whose key another tenant's row has: that row is not this
+        # scope's to overwrite (the insert that follows then fails on the key).
+        return super()._do_update(scoped_rows(base_qs), *args, **kwargs)
+
+
+def tenant_of_parent(model: type[models.Model], using: str, **parent: Any) -> str:
+    """The tenant of rows added under the ``model`` rows ``parent`` finds (a session's
+    records, a conversation's messages, an orchestrator session's earlier turns): theirs,
+    whoever's scope adds them (an operator's turn on a tenant's session keeps it that
+    tenant's). Inside a tenant's scope that is the scope's (only its rows are read there);
+    otherwise the parent says, or, with none (a new one, a store outside the database), the
+    scope."""
+    scope = current_scope()
+    if isinstance(scope, str):
+        return scope
+    if scope is None and not tenants_enabled():
+        return ""
+    found = model._base_manager.using(using).filter(**parent).values_list("tenant", flat=True)
+    return found.first() or tenant_of_new_row()
 
 
 class SessionQuerySet(TenantQuerySet["Session"]):

@@ -14,20 +14,35 @@ This module sits below the models: it knows the setting, not the tables.
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
+from django.http import HttpResponseForbidden
+from django.http.request import host_validation_re, split_domain_port, validate_host
 
 from .conf import warlock_settings
 from .errors import TenantUnresolvedError
 
-#: What a resolver returns for a requester who may see every tenant (the platform's own
-#: staff): their requests run unscoped.
-EVERY_TENANT = "*"
+logger = logging.getLogger("warlock_sessions.tenancy")
+
 #: The longest tenant name a row holds.
 MAX_TENANT_LENGTH = 64
+
+
+class _EveryTenant:
+    """What a resolver returns for a requester who may see every tenant (the platform's own
+    operators): their requests run outside every scope. An object, not a text, so no header
+    or field a client controls can ever spell it."""
+
+    def __repr__(self) -> str:
+        return "EVERY_TENANT"
+
+
+EVERY_TENANT = _EveryTenant()
 
 
 class _Unresolved:
@@ -39,8 +54,28 @@ class _Unresolved:
 
 UNRESOLVED = _Unresolved()
 
+
+class _Deferred:
+    """The scope of a request whose user may not be known yet (``TenantMiddleware`` runs
+    before DRF authenticates a token or Basic credentials): resolved when first read, and
+    again once the request's user is another (DRF sets the one it authenticated)."""
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.user: Any = None
+        self.scope: Scope = UNRESOLVED
+
+    def resolved(self) -> Scope:
+        user = getattr(self.request, "user", None)
+        if user is None or user is not self.user:
+            self.user, self.scope = user, resolve(self.request)
+        return self.scope
+
+
 Scope = str | _Unresolved | None
-_scope: contextvars.ContextVar[Scope] = contextvars.ContextVar("warlock_tenant", default=None)
+_scope: contextvars.ContextVar[Scope | _Deferred] = contextvars.ContextVar(
+    "warlock_tenant", default=None
+)
 
 
 def enabled() -> bool:
@@ -48,27 +83,29 @@ def enabled() -> bool:
     return warlock_settings.TENANT_RESOLVER is not None
 
 
+def current_scope() -> Scope:
+    """The scope as it is now, unresolved included."""
+    scope = _scope.get()
+    return scope.resolved() if isinstance(scope, _Deferred) else scope
+
+
 def current() -> str | None:
     """The tenant the running code is scoped to; ``None`` outside every scope (every tenant).
     Raises :class:`TenantUnresolvedError` in a request the resolver named no tenant for."""
-    scope = _scope.get()
+    scope = current_scope()
     if isinstance(scope, _Unresolved):
         raise TenantUnresolvedError()
     return scope
 
 
-def current_scope() -> Scope:
-    """The scope as it is, unresolved included (for code that reads nothing in it)."""
-    return _scope.get()
-
-
 def checked_tenant(tenant: Any) -> str:
-    """``tenant`` if it can name a tenant: text of 1 to 64 printable characters."""
+    """``tenant`` if it can name a tenant: text of 1 to 64 printable characters (not ``*``,
+    which is too easily taken for every tenant)."""
     if (
         not isinstance(tenant, str)
         or not 0 < len(tenant) <= MAX_TENANT_LENGTH
         or not tenant.isprintable()
-        or tenant == EVERY_TENANT
+        or tenant == "*"
     ):
         raise ValueError(
             f"{tenant!r} cannot name a tenant: a tenant is a text of 1 to {MAX_TENANT_LENGTH} "
@@ -79,47 +116,68 @@ def checked_tenant(tenant: Any) -> str:
 
 def resolve(requester: Any) -> Scope:
     """The scope of a request: what ``TENANT_RESOLVER`` says of ``requester`` (an
-    ``HttpRequest``, a DRF request, or for a socket a ``permissions.Requester``): a name, or
-    a whole number (a tenant's primary key) taken as its digits. ``None``
+    ``HttpRequest``, a DRF request, or for a socket a ``permissions.Requester``). ``None``
     when tenants are off or the resolver answers :data:`EVERY_TENANT`; :data:`UNRESOLVED`
-    when it answers ``None`` or ``""``."""
+    when it answers ``None`` or ``""``, or fails (logged: a resolver that breaks on one
+    account must not take the site down, nor let that account see every tenant)."""
     resolver: Callable[[Any], Any] | None = warlock_settings.TENANT_RESOLVER
     if resolver is None:
         return None
-    tenant = resolver(requester)
-    if isinstance(tenant, int) and not isinstance(tenant, bool):
-        tenant = str(tenant)  # a tenant's primary key
-    if tenant == EVERY_TENANT:
+    try:
+        return scope_of(resolver(requester))
+    except Exception:
+        logger.exception("TENANT_RESOLVER failed: the request gets no tenant")
+        return UNRESOLVED
+
+
+def scope_of(tenant: Any) -> Scope:
+    """What a resolver's answer means: a tenant's name (a whole number, a primary key, is
+    taken as its digits), ``None`` for :data:`EVERY_TENANT`, :data:`UNRESOLVED` for ``None``
+    or ``""``; anything else is a ``ValueError``."""
+    if tenant is EVERY_TENANT:
         return None
+    if isinstance(tenant, int) and not isinstance(tenant, bool):
+        tenant = str(tenant)
     if tenant is None or tenant == "":
         return UNRESOLVED
     return checked_tenant(tenant)
 
 
 def request_host(request: Any) -> str:
-    """The host a request was sent to (its ``Host`` header, lowercased, port included), for
-    a resolver that tells tenants by subdomain: an HTTP request's, or a socket's (from the
-    ASGI scope of a ``permissions.Requester``)."""
-    meta = getattr(request, "META", None)
-    if meta is not None:
-        return str(meta.get("HTTP_HOST", "")).lower()
-    scope = getattr(request, "scope", None) or {}
-    for name, value in scope.get("headers") or ():
+    """The host name a request was sent to, lowercased and without its port, for a resolver
+    that tells tenants by subdomain: an HTTP request's as Django reads it
+    (``request.get_host()``: ``USE_X_FORWARDED_HOST`` and ``ALLOWED_HOSTS`` apply), or a
+    socket's ``Host`` header (from the ASGI scope of a ``permissions.Requester``), held to
+    the same rules; ``""`` for a host Django would refuse."""
+    if hasattr(request, "get_host"):
+        return split_domain_port(request.get_host().lower())[0]
+    host = ""
+    for name, value in (getattr(request, "scope", None) or {}).get("headers") or ():
         if name == b"host":
-            return bytes(value).decode("latin-1").lower()
-    return ""
+            host = bytes(value).decode("latin-1").lower()
+    domain = split_domain_port(host)[0]
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:  # as Django's get_host
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    if not host_validation_re.match(host) or not validate_host(domain, allowed):
+        return ""
+    return domain
 
 
-def enter(scope: Scope) -> contextvars.Token[Scope]:
+def enter(scope: Scope | _Deferred) -> contextvars.Token[Scope | _Deferred]:
     """Enter ``scope`` for the rest of the current context (a socket's task)."""
     return _scope.set(scope)
 
 
 @contextmanager
-def tenant_scope(tenant: str | None) -> Iterator[None]:
-    """Run the block as ``tenant`` (``None``: every tenant), e.g. server code outside a
-    request: ``with tenant_scope("acme"): Host("booking").handle(...)``."""
-    token = _scope.set(None if tenant is None else checked_tenant(tenant))
+def tenant_scope(tenant: str | int | _EveryTenant | None) -> Iterator[None]:
+    """Run the block as ``tenant`` (``None`` or :data:`EVERY_TENANT`: every tenant), e.g.
+    server code outside a request: ``with tenant_scope("acme"): Host("booking").handle(...)``.
+    It takes what a resolver may return, but ``None`` here is every tenant, not none."""
+    scope = None if tenant is None else scope_of(tenant)
+    if isinstance(scope, _Unresolved):
+        raise ValueError(f"{tenant!r} cannot name a tenant: give a name, or None for all")
+    token = _scope.set(scope)
     try:
         yield
     finally:
@@ -146,7 +204,7 @@ def unscoped_context() -> contextvars.Context:
 
 def scoped_rows(rows: Any) -> Any:
     """A queryset of a tenant's table as the current scope may read it."""
-    scope = _scope.get()
+    scope = current_scope()
     if scope is None:
         return rows
     if isinstance(scope, _Unresolved):
@@ -162,10 +220,11 @@ def tenant_of_new_row() -> str:
 
 class TenantMiddleware:
     """Runs every view of a request inside the tenant ``TENANT_RESOLVER`` names for it, so
-    the admin and a project's own views read and write only that tenant's rows (the API and
-    the websockets enter it themselves, after their own authentication). Put it after
-    ``AuthenticationMiddleware``. Check ``warlock_sessions.E032`` asks for it while tenants
-    are on."""
+    the admin and a project's own views read and write only that tenant's rows. The tenant is
+    resolved when first needed, and again if the request's user changes (a DRF view's token
+    or Basic credentials are authenticated after every middleware); a write with no tenant is
+    answered 403. Put it after ``AuthenticationMiddleware``. Check ``warlock_sessions.E032``
+    asks for it while tenants are on."""
 
     sync_capable = True
     async_capable = True
@@ -179,11 +238,19 @@ class TenantMiddleware:
         if iscoroutinefunction(self):
             return self._acall(request)
         with kept_scope():
-            enter(resolve(request))
+            enter(_Deferred(request))
             return self.get_response(request)
 
     async def _acall(self, request: Any) -> Any:
+        deferred = _Deferred(request)
+        # Resolved now, in a thread (the resolver may read the user from the database), so
+        # code on the event loop reads it without a query.
+        await sync_to_async(deferred.resolved)()
         with kept_scope():
-            # The resolver may read the user from the database: it runs in a thread.
-            enter(await sync_to_async(resolve)(request))
+            enter(deferred)
             return await self.get_response(request)
+
+    def process_exception(self, request: Any, exception: Exception) -> Any:
+        if isinstance(exception, TenantUnresolvedError):
+            return HttpResponseForbidden(str(exception))
+        return None

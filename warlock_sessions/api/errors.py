@@ -19,6 +19,7 @@ from ..errors import (
     QuotaExceededError,
     SessionConflictError,
     SessionLockTimeout,
+    SessionOfAnotherTenantError,
     TenantUnresolvedError,
 )
 
@@ -109,6 +110,8 @@ def api_error(exc: Exception) -> ApiError | None:
         return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
     if isinstance(exc, TenantUnresolvedError):
         return ApiError(403, "tenant-unresolved", str(exc))
+    if isinstance(exc, SessionOfAnotherTenantError):
+        return not_found(exc.session_id)
     if isinstance(exc, InvalidSessionError):
         return ApiError(400, "invalid-session", str(exc))
     if isinstance(exc, EncryptionError):

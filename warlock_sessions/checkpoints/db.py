@@ -8,7 +8,7 @@ from typing import Any
 from django.db import IntegrityError, router, transaction
 from django.utils.dateparse import parse_datetime
 
-from ..models import Checkpoint
+from ..models import Checkpoint, tenant_of_parent
 from .base import (
     COLUMNS,
     MOMENTS,
@@ -40,9 +40,16 @@ class DjangoCheckpointStore(CheckpointStore):
         for column in MOMENTS:
             if isinstance(values[column], str):
                 values[column] = parse_datetime(values[column])
+        # A turn is its orchestrator session's tenant's, whoever's scope appends it.
+        values["tenant"] = tenant_of_parent(
+            Checkpoint,
+            self.using,
+            orchestrator_name=values["orchestrator_name"],
+            session_id=values["session_id"],
+        )
         try:
             with transaction.atomic(using=self.using):
-                Checkpoint.objects.using(self.using).create(**values)
+                Checkpoint._base_manager.using(self.using).create(**values)
         except IntegrityError:
             raise DuplicateCheckpointError(
                 checked["orchestrator_name"], checked["session_id"], checked["turn_index"]

@@ -16,10 +16,9 @@ from ..backends.connections import give_back_connection
 from ..conf import warlock_settings
 from ..encryption import message_place, open_json, pending_place, seal_json, sealing
 from ..errors import SessionConflictError, SessionExistsError
-from ..models import Conversation, ConversationMessage
+from ..models import Conversation, ConversationMessage, tenant_of_parent
 from ..permissions import check_quota
 from ..redaction import redact_value
-from ..tenancy import tenant_of_new_row
 from .seen import seen_histories
 from .stores import RECORD_PREFIX, RECORD_TYPE, kept_text
 
@@ -189,9 +188,11 @@ class DjangoConversationStore:
     def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> int | None:
         """Insert the rows: the id of the last one, where the database says (``None`` if it
         does not, or there are none)."""
-        rows = ConversationMessage.objects.using(self.using).bulk_create(
+        tenant = tenant_of_parent(Conversation, self.using, pk=id)
+        rows = ConversationMessage._base_manager.using(self.using).bulk_create(
             ConversationMessage(
                 conversation_id=id,
+                tenant=tenant,
                 position=start + index,
                 message=seal_json(message, *message_place(id, start + index)),
             )
@@ -293,7 +294,7 @@ class DjangoConversationStore:
                 f"INSERT INTO {table} (conversation_id, position, message, tenant)"
                 f" SELECT %s, position, message, %s FROM {table}"
                 " WHERE conversation_id = %s AND position < %s",
-                [target, tenant_of_new_row(), source, n],
+                [target, tenant_of_parent(Conversation, self.using, pk=target), source, n],
             )
             return int(cursor.rowcount)
 

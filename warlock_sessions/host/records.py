@@ -18,8 +18,7 @@ from django.db.models import Max
 from ..backends.loop_connections import database
 from ..encryption import event_place, outbox_place, seal_json, seal_text, sealing
 from ..engine.isotime import datetime_from_iso
-from ..models import AppliedInput, OutboundMessage, SessionEvent, Wake
-from ..tenancy import tenant_of_new_row
+from ..models import AppliedInput, OutboundMessage, Session, SessionEvent, Wake, tenant_of_parent
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).
@@ -74,21 +73,28 @@ class TurnRecords:
 
 def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
     """Write ``changes`` with the ORM, inside the caller's transaction; returns the first seq.
+    Every row is the session's tenant's, whoever's scope the turn ran in, and is read and
+    numbered among all of the session's rows (``_base_manager``), as the statement does.
 
     ``exclusive``: the caller holds the session's row lock, so no other turn of this session
     can number events meanwhile; otherwise a clash on ``seq`` is renumbered and retried.
     """
     now = changes.now
+    tenant = tenant_of_parent(Session, using, pk=changes.session_id)
     if changes.applied:
         # Unique per session: an input applied before fails the whole transaction here.
-        AppliedInput.objects.using(using).create(
-            session_id=changes.session_id, input_key=changes.applied, created_at=now
+        AppliedInput._base_manager.using(using).create(
+            session_id=changes.session_id,
+            input_key=changes.applied,
+            created_at=now,
+            tenant=tenant,
         )
-    OutboundMessage.objects.using(using).bulk_create(
+    OutboundMessage._base_manager.using(using).bulk_create(
         [
             OutboundMessage(
                 key=message["key"],
                 session_id=changes.session_id,
+                tenant=tenant,
                 kind=message["kind"],
                 text=seal_text(message["text"], *outbox_place(changes.session_id, message["key"])),
                 after_ms=message["afterMs"],
@@ -104,7 +110,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
         ],
         ignore_conflicts=True,  # the same key is the same message: a replay never queues it twice
     )
-    wakes = Wake.objects.using(using).filter(
+    wakes = Wake._base_manager.using(using).filter(
         session_id=changes.session_id, status=Wake.Status.PENDING
     )
     if changes.fired:
@@ -114,11 +120,12 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
     if changes.replaced:
         wakes.filter(key__in=changes.replaced).delete()
     if changes.schedule:
-        Wake.objects.using(using).bulk_create(
+        Wake._base_manager.using(using).bulk_create(
             [
                 Wake(
                     key=entry["key"],
                     session_id=changes.session_id,
+                    tenant=tenant,
                     agent=changes.agent,
                     due_at=datetime_from_iso(entry["at"]),
                     created_at=now,
@@ -129,16 +136,13 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
             unique_fields=["session_id", "key"],
             update_fields=["due_at", "agent", "status", "attempts", "lease_until"],
         )
+    log = SessionEvent._base_manager.using(using)
     for attempt in range(1 if exclusive else SEQ_ATTEMPTS):
-        last = (
-            SessionEvent.objects.using(using)
-            .filter(session_id=changes.session_id)
-            .aggregate(last=Max("seq"))["last"]
-            or 0
-        )
+        last = log.filter(session_id=changes.session_id).aggregate(last=Max("seq"))["last"] or 0
         rows = [
             SessionEvent(
                 session_id=changes.session_id,
+                tenant=tenant,
                 seq=last + index,
                 type=kind,
                 payload=seal_json(payload, *event_place(changes.session_id, last + index)),
@@ -147,11 +151,11 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
             for index, (kind, payload) in enumerate(changes.events, start=1)
         ]
         if exclusive:
-            SessionEvent.objects.using(using).bulk_create(rows)
+            log.bulk_create(rows)
             return last + 1
         try:
             with transaction.atomic(using=using):
-                SessionEvent.objects.using(using).bulk_create(rows)
+                log.bulk_create(rows)
             return last + 1
         except IntegrityError:  # another writer numbered events of this session first
             if attempt == SEQ_ATTEMPTS - 1:
@@ -161,6 +165,9 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
 
 #: What every write in ``statement_parts`` is guarded by: the session save took effect.
 SAVED = "EXISTS (SELECT 1 FROM saved)"
+#: The tenant of every row those parts write: the saved session's (``tenancy``), whoever's
+#: scope the turn ran in (an operator's turn on a tenant's session is that tenant's).
+TENANT = "(SELECT tenant FROM saved)"
 #: The final select that returns the first ``seq`` those parts wrote.
 FIRST_SEQ = "(SELECT MIN(seq) FROM events)"
 
@@ -176,14 +183,12 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     sealed = sealing()
     if sealed and changes.last_seq is None:
         raise ValueError("a sealed log is written in one statement only from a numbered load")
-    tenant = tenant_of_new_row()
     params: list[Any] = []
     if changes.applied:
-        params += [changes.session_id, changes.applied, now, tenant]
+        params += [changes.session_id, changes.applied, now]
     if changes.messages:
         params += [
             changes.session_id,
-            tenant,
             changes.status,
             now,
             now,
@@ -197,7 +202,6 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     if changes.schedule:
         params += [
             changes.session_id,
-            tenant,
             changes.agent,
             now,
             _json(changes.schedule),
@@ -209,9 +213,9 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             [kind, seal_json(payload, *event_place(changes.session_id, first + index))]
             for index, (kind, payload) in enumerate(changes.events)
         ]
-        params += [changes.session_id, tenant, first, now, _json(events)]
+        params += [changes.session_id, first, now, _json(events)]
     else:
-        params += [changes.session_id, tenant, now, _json(changes.events), changes.session_id]
+        params += [changes.session_id, now, _json(changes.events), changes.session_id]
     shape = (
         bool(changes.applied),
         bool(changes.messages),
@@ -258,14 +262,15 @@ def _statement_parts(
         # No ON CONFLICT: an input applied before fails the statement, save included.
         parts.append(
             f"applied AS (INSERT INTO {table[AppliedInput]} (session_id, input_key, created_at, "
-            f"tenant) SELECT %s, %s, %s, %s WHERE {SAVED})"
+            f"tenant) SELECT %s, %s, %s, {TENANT} WHERE {SAVED})"
         )
     if messages:
         payload = "m.value->'sealed'" if sealed else "m.value"
         parts.append(
             f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, tenant, kind, "
             "text, after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
-            "delivered_at) SELECT m.value->>'key', %s, %s, m.value->>'kind', m.value->>'text', "
+            f"delivered_at) SELECT m.value->>'key', %s, {TENANT}, m.value->>'kind', "
+            "m.value->>'text', "
             f"(m.value->>'afterMs')::integer, {payload}, %s, 0, '', %s, %s::timestamptz + "
             "(m.value->>'afterMs')::integer * interval '1 millisecond', %s::timestamptz "
             f"FROM jsonb_array_elements(%s::jsonb) AS m(value) WHERE {SAVED} "
@@ -285,7 +290,7 @@ def _statement_parts(
     if schedule:
         parts.append(
             f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, tenant, agent, due_at, "
-            "status, attempts, last_error, created_at) SELECT w.value->>'key', %s, %s, %s, "
+            f"status, attempts, last_error, created_at) SELECT w.value->>'key', %s, {TENANT}, %s, "
             "(w.value->>'at')::timestamptz, 'pending', 0, '', %s "
             f"FROM jsonb_array_elements(%s::jsonb) AS w(value) WHERE {SAVED} "
             "ON CONFLICT (session_id, key) DO UPDATE SET due_at = EXCLUDED.due_at, "
@@ -296,15 +301,15 @@ def _statement_parts(
         # took effect only if no other turn logged anything since that load.
         parts.append(
             f"events AS (INSERT INTO {table[SessionEvent]} (session_id, tenant, seq, type, "
-            "payload, created_at) SELECT %s, %s, %s::bigint + e.ordinality - 1, e.value->>0, "
-            "e.value->1, "
-            "%s FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
+            f"payload, created_at) SELECT %s, {TENANT}, %s::bigint + e.ordinality - 1, "
+            "e.value->>0, e.value->1, %s "
+            "FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
             f"WHERE {SAVED} RETURNING seq)"
         )
         return tuple(parts)
     parts.append(
         f"events AS (INSERT INTO {table[SessionEvent]} (session_id, tenant, seq, type, "
-        "payload, created_at) SELECT %s, %s, base.last + e.ordinality, e.value->>0, "
+        f"payload, created_at) SELECT %s, {TENANT}, base.last + e.ordinality, e.value->>0, "
         "e.value->1, %s "
         "FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(value, ordinality) "
         f"CROSS JOIN (SELECT COALESCE(MAX(seq), 0) AS last FROM {table[SessionEvent]} "

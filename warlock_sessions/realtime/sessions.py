@@ -23,6 +23,7 @@ from urllib.parse import parse_qs
 
 from django.db import DatabaseError
 
+from .. import tenancy
 from ..backends.loop_connections import loop_connection, loop_connections_available
 from ..conf import warlock_settings
 from ..engine import ProviderError, Session
@@ -32,6 +33,7 @@ from ..errors import (
     InvalidInputError,
     QuotaExceededError,
     SessionConflictError,
+    SessionOfAnotherTenantError,
 )
 from ..host import Host, HostedTurn, group_name
 from ..host.commit import committer_for
@@ -150,6 +152,8 @@ class SessionConsumer(WarlockConsumer):
         """The HTTP policy, applied to the socket's user and Django session."""
         access = SessionAccess(self.session_id, owner)
         policy: SessionPolicy = warlock_settings.PERMISSION()
+        if owner is not None and isinstance(self.tenant, str) and owner.tenant != self.tenant:
+            return False  # another tenant's, however the scope it is read in came to be
         return (
             policy.can_see(self.requester, access)
             and policy.can_act(self.requester, TURN_ACTION, access)
@@ -197,7 +201,9 @@ class SessionConsumer(WarlockConsumer):
         """The log has events this socket has not sent (``realtime.follow``): send them, or,
         for a socket that could not see the session before, check whether it may now (another
         tab of the same visitor started it): once each time the log moves, so an idle socket
-        on someone else's session costs no more than an idle owner's."""
+        on someone else's session costs no more than an idle owner's. Called from the log
+        follower's task, which serves every tenant: it runs in this socket's."""
+        tenancy.enter(self.tenant)
         if self.following:
             await self.catch_up()
         elif latest > self.checked_seq:
@@ -310,6 +316,8 @@ class SessionConsumer(WarlockConsumer):
         except SessionConflictError as error:
             await self.error("session-conflict", f"{error} Send it again.")
             return
+        except SessionOfAnotherTenantError:
+            hosted = None  # as for any id it may not use
         except ProviderError as error:
             await self.error(error.code, provider_failure(error))
             return

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from ..backends.loop_connections import database
 from ..engine.session import Session
-from ..errors import SessionConflictError
+from ..errors import SessionConflictError, SessionOfAnotherTenantError
 from ..models import Session as SessionRow
 from ..models import SessionEvent, SessionOwner, forget_records, run_summary
 from ..tenancy import current as current_tenant
@@ -146,6 +146,7 @@ class DjangoStore(Store):
             ),
             "delete": f"DELETE FROM {table} {by_id}{of_tenant}",
             "version_column": column["version"],
+            "tenant_column": column["tenant"],
         }
 
     def _cursor(self) -> CursorWrapper:
@@ -249,7 +250,13 @@ class DjangoStore(Store):
     ) -> SessionConflictError:
         sql, tenant = self._scoped()
         cursor.execute(sql["version"], [session_id, *tenant])
-        return _conflict_error(session_id, expected, cursor.fetchone())
+        row = cursor.fetchone()
+        if row is None and tenant:
+            # Not this tenant's: another's row would make a replay fail for ever.
+            cursor.execute(self._sql["version"], [session_id])
+            if cursor.fetchone() is not None:
+                raise SessionOfAnotherTenantError(session_id)
+        return _conflict_error(session_id, expected, row)
 
     def save(self, session: Session, expected_version: int, *, agent: str | None = None) -> Session:
         """``Store.save``; ``agent`` (else the store's) is named on a session it creates."""
@@ -288,14 +295,16 @@ class DjangoStore(Store):
         trips.
 
         ``parts`` are common table expressions (``name AS (...)``) that may read ``saved`` (the
-        saved row's ``version``) and must write only ``WHERE EXISTS (SELECT 1 FROM saved)``:
+        saved row's ``version`` and ``tenant``) and must write only
+        ``WHERE EXISTS (SELECT 1 FROM saved)``:
         on a conflict ``saved`` is empty and nothing is written. ``select`` is SQL evaluated
         after the saved version in the final ``SELECT``.
         """
         expected, save_params = self._prepare(session, expected_version, agent)
         saved = self._scoped()[0]["insert" if expected == 0 else "update"]
         version = self._sql["version_column"]
-        ctes = ", ".join([f"saved AS ({saved} RETURNING {version})", *parts])
+        tenant = self._sql["tenant_column"]
+        ctes = ", ".join([f"saved AS ({saved} RETURNING {version}, {tenant})", *parts])
         return CombinedSave(
             session=session,
             expected=expected,
@@ -325,7 +334,12 @@ class DjangoStore(Store):
             if row[0] is None:
                 sql, tenant = self._scoped()
                 cursor = await connection.execute(sql["version"], [session_id, *tenant])
-                raise _conflict_error(session_id, combined.expected, await cursor.fetchone())
+                found = await cursor.fetchone()
+                if found is None and tenant:
+                    cursor = await connection.execute(self._sql["version"], [session_id])
+                    if await cursor.fetchone() is not None:
+                        raise SessionOfAnotherTenantError(session_id)
+                raise _conflict_error(session_id, combined.expected, found)
         return combined.saved(), tuple(row[1:])
 
     def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:

@@ -5,6 +5,7 @@ a changed definition (docs/workflows.md)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import inspect
 import time
@@ -417,7 +418,13 @@ class _Run(RunInProgress[str | None, WorkflowResult]):
         contexts = [self.ctx() for _ in children]
         with ThreadPoolExecutor(max_workers=max(1, len(children))) as pool:
             retries = [self.workflow.retry_of(child) for child in children]
-            outcomes = list(pool.map(run_step, children, contexts, retries))
+            # Each child in a copy of this context: its tenant (``tenancy``), its span.
+            runs = [contextvars.copy_context() for _ in children]
+            outcomes = list(
+                pool.map(
+                    lambda run, *args: run.run(run_step, *args), runs, children, contexts, retries
+                )
+            )
         merged = copy.deepcopy(self.state)
         error: BaseException | None = None
         for child, (record, state) in zip(children, outcomes, strict=True):

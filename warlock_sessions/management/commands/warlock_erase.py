@@ -12,6 +12,7 @@ from ...backends.outages import unavailable
 from ...erasure import Person, erase
 from ...errors import InvalidInputError
 from ...host.wire import clean_text_param, session_id_input
+from ...models import Conversation, Session, SessionOwner
 from ...tenancy import checked_tenant, tenant_scope
 
 
@@ -51,11 +52,11 @@ class Command(BaseCommand):
                 conversation=options["conversation"]
                 and session_id_input(options["conversation"], "conversation"),
             )
-            tenant = options["tenant"] and checked_tenant(options["tenant"])
+            tenant = None if options["tenant"] is None else checked_tenant(options["tenant"])
         except (ValueError, InvalidInputError) as error:
             raise CommandError(str(error)) from None
         try:
-            with tenant_scope(tenant or None):
+            with tenant_scope(tenant):
                 counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
         except Exception as error:
             if unavailable(error):  # nothing of the database's was deleted: it found no one
@@ -63,6 +64,11 @@ class Command(BaseCommand):
                     f"the database is unavailable ({error}); run it again once it is back"
                 ) from None
             raise
+        if tenant and not any(
+            model._base_manager.filter(tenant=tenant).exists()
+            for model in (SessionOwner, Conversation, Session)
+        ):
+            self.stderr.write(f"no session or conversation belongs to the tenant {tenant!r}")
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
             self.stdout.write(f"{what}: {verb} {count}")

@@ -1,0 +1,59 @@
+"""``manage.py warlock_assign_tenant``: give the rows of no tenant to one (turning tenants on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import models
+
+from ...host.retention import pages_by_pk
+from ...tenancy import checked_tenant
+
+BATCH = 1000
+
+
+def tenanted_models() -> list[type[models.Model]]:
+    """Every table of the app whose rows carry a tenant."""
+    return [
+        model
+        for model in apps.get_app_config("warlock_sessions").get_models()
+        if not model._meta.proxy and any(field.name == "tenant" for field in model._meta.fields)
+    ]
+
+
+class Command(BaseCommand):
+    help = (
+        "Give every row that belongs to no tenant (kept before TENANT_RESOLVER was set, or made "
+        "outside every tenant's scope) to TENANT, in every table that keeps one, in batches, "
+        "while the app runs. Prints how many rows of each table it gave."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("tenant", help="the tenant the rows of no tenant become")
+        parser.add_argument(
+            "--database", default=None, help="database alias (default: each table's)"
+        )
+        parser.add_argument("--batch-size", type=int, default=BATCH, help="rows written at a time")
+        parser.add_argument("--dry-run", action="store_true", help="count, change nothing")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            tenant = checked_tenant(options["tenant"])
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be 1 or more")
+        verb = "would give" if options["dry_run"] else "gave"
+        for model in tenanted_models():
+            rows = model._base_manager.db_manager(options["database"]).filter(tenant="")
+            if options["dry_run"]:
+                count = rows.count()
+            else:
+                count = 0
+                keys = rows.values_list("pk", flat=True)
+                for page in pages_by_pk(keys, options["batch_size"]):
+                    # Only rows still of no tenant: one made meanwhile in a scope keeps its own.
+                    count += rows.filter(pk__in=page).update(tenant=tenant)
+            self.stdout.write(f"{model._meta.verbose_name_plural}: {verb} {count} to {tenant}")
