@@ -26,6 +26,7 @@ from rest_framework.test import APIClient
 
 from example_project.demo.agents import booking_agent
 from tests.api.conftest import SETTINGS as API_SETTINGS
+from tests.cache.test_semantic_cache import CountingModel
 from tests.host.conftest import ALIASES
 from tests.realtime.test_session_socket import APPLICATION, LAYERS, refused, until_turn
 from tests.services import redis_unreachable
@@ -232,8 +233,11 @@ def test_the_session_store_keeps_each_tenants_row_to_it(app_alias: str) -> None:
     with tenant_scope("acme"):
         assert store.load("shared-id") == saved
         assert store.save(saved, 1)["version"] == 2
-    assert store.load("shared-id")["data"] == {"who": "acme"}  # outside: every tenant
-    assert Session.objects.using(app_alias).get(id="shared-id").tenant == "acme"
+    with tenant_scope(EVERY_TENANT):  # the operator's
+        assert store.load("shared-id")["data"] == {"who": "acme"}
+    with pytest.raises(TenantUnresolvedError):  # no scope entered: fails closed
+        store.load("shared-id")
+    assert Session._base_manager.using(app_alias).get(id="shared-id").tenant == "acme"
 
 
 @pytest.mark.usefixtures("app_alias")
@@ -629,8 +633,10 @@ def test_turning_tenants_on_gives_the_rows_of_no_tenant_to_one() -> None:
     Host(booking_agent()).handle("before", {"message": {"text": "I'd like to book", "id": "m1"}})
     with tenant_scope("globex"):
         Host(booking_agent()).handle("theirs", {"message": {"text": "hi", "id": "m1"}})
+    with pytest.raises(CommandError, match="belong to tenants already"):
+        call_command("warlock_assign_tenant", "acme")  # globex's rows: an orphan may be theirs
     out = StringIO()
-    call_command("warlock_assign_tenant", "acme", "--batch-size", "2", stdout=out)
+    call_command("warlock_assign_tenant", "acme", "--batch-size", "2", "--force", stdout=out)
     assert "sessions: gave 1 to acme" in out.getvalue()
     assert dict(Session._base_manager.values_list("id", "tenant")) == {
         "before": "acme",
@@ -774,3 +780,122 @@ def test_a_write_with_no_tenant_in_a_projects_view_is_a_403() -> None:
     answer = middleware.process_exception(request, TenantUnresolvedError())
     assert answer is not None and answer.status_code == 403
     assert middleware.process_exception(request, ValueError()) is None
+
+
+class Crash(BaseException):
+    """A process killed mid-turn."""
+
+
+@pytest.mark.django_db(transaction=True)  # snapshots refuse a transaction around them
+def test_the_worker_settles_a_tenants_cut_short_orchestrator_turn_in_its_tenant(
+    tenants: None,
+) -> None:
+    from warlock_sessions.checkpoints import DjangoCheckpointStore
+    from warlock_sessions.workflows import SUPERVISOR_END
+    from warlock_sessions.workflows.orchestrator import Orchestrator
+
+    crash = {"on": True}
+    scopes: list[str | None] = []
+
+    def count(ctx: Any) -> int:
+        scopes.append(tenancy.current())
+        if crash["on"] and ctx.iteration == 1:
+            raise Crash()
+        return int(ctx.state.get("count", 0)) + 1
+
+    def router() -> Orchestrator:
+        return Orchestrator(
+            "router",
+            {"count": count},
+            route=lambda ctx: "count" if ctx.iteration < 3 else SUPERVISOR_END,
+            iterate=True,
+            checkpoint_store=DjangoCheckpointStore(),
+            snapshot_store=DjangoSnapshotStore(),
+        )
+
+    with tenant_scope("acme"), pytest.raises(Crash):
+        router().turn("acme-chat", "hello")
+    crash["on"] = False
+    scopes.clear()
+    assert [turn.session_id for turn in router().drain()] == ["acme-chat"]  # the boot drain
+    assert set(scopes) == {"acme"}
+    with tenant_scope("acme"):
+        assert router().turn("acme-chat", "next").turn_index == 1  # not stuck
+    assert set(Checkpoint._base_manager.values_list("tenant", flat=True)) == {"acme"}
+
+
+@pytest.mark.django_db
+def test_code_that_entered_no_scope_reads_and_writes_nothing_while_tenants_are_on(
+    tenants: None,
+) -> None:
+    from django.http import StreamingHttpResponse
+
+    for tenant in TENANTS:
+        with tenant_scope(tenant):
+            Host(booking_agent()).handle(f"{tenant}-s", {"message": {"text": "hi", "id": "m"}})
+    assert not Session.objects.exists()  # a thread or task that lost its request's scope
+    with pytest.raises(TenantUnresolvedError):
+        Host(booking_agent()).handle("nobody", {"message": {"text": "hi", "id": "m"}})
+    with tenant_scope(EVERY_TENANT):
+        assert Session.objects.count() == 2
+
+    def export(request: Any) -> StreamingHttpResponse:
+        return StreamingHttpResponse(id for id in Session.objects.values_list("id", flat=True))
+
+    request = RequestFactory().get("/", HTTP_HOST=f"acme.{HOST}")
+    request.user = AnonymousUser()
+    streamed = b"".join(tenancy.TenantMiddleware(export)(request).streaming_content)
+    assert streamed == b"acme-s"  # the body is read in the request's tenant, after the view
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operators_conversation_turn_keeps_its_snapshot_and_cache_in_the_tenant(
+    tenants: None,
+) -> None:
+    from django.utils import timezone
+
+    from warlock_sessions.cache import DjangoCacheStore
+    from warlock_sessions.cache.middleware import CacheCall
+
+    with tenant_scope("acme"):
+        Conversation.objects.create(id="c1", created_at=timezone.now(), updated_at=timezone.now())
+    with tenant_scope(EVERY_TENANT):  # the operator, outside every tenant
+        DjangoSnapshotStore().save({"runId": "agent-run", "sessionId": "c1", "status": "x"})
+    assert Snapshot._base_manager.get(key="agent-run").tenant == "acme"
+
+    cache = SemanticCache(store=DjangoCacheStore(), scope="conversation")
+    call = CacheCall(
+        model=CountingModel(),
+        messages=[{"role": "user", "content": "what are your opening hours?"}],
+        tools=[],
+        conversation="c1",
+        first=True,
+    )
+    with tenant_scope(EVERY_TENANT):
+        cache.chat(call)
+    assert set(CacheEntry._base_manager.values_list("tenant", "namespace")) == {
+        ("acme", f"{cache.namespace}@acme")
+    }
+
+
+def _memory_orchestrator() -> Any:
+    from warlock_sessions.checkpoints import MemoryCheckpointStore
+    from warlock_sessions.workflows import SUPERVISOR_END
+    from warlock_sessions.workflows.orchestrator import Orchestrator
+
+    return Orchestrator(
+        "kept-in-memory",
+        {"noop": lambda ctx: None},
+        route=lambda ctx: SUPERVISOR_END,
+        checkpoint_store=MemoryCheckpointStore(),
+    )
+
+
+memory_orchestrator = _memory_orchestrator()
+
+
+def test_an_orchestrators_own_store_that_keeps_no_tenant_fails_e032(tenants: None) -> None:
+    setting = {**TENANT_SETTINGS, "ORCHESTRATORS": [f"{__name__}.memory_orchestrator"]}
+    with override_settings(WARLOCK_SESSIONS=setting):
+        found = [message for message in check_settings() if message.id == "warlock_sessions.E032"]
+    assert found and "kept-in-memory" in found[0].msg

@@ -94,6 +94,16 @@ def _check_tenants(valid: dict[str, Any]) -> list[CheckMessage]:
         if isinstance(valid.get(name), Component)
         and not issubclass(valid[name].cls, import_string(path))
     ]
+    kinds = {"checkpoint_store": "CHECKPOINT_STORE", "snapshot_store": "SNAPSHOT_STORE"}
+    for configured in valid.get("ORCHESTRATORS") or []:
+        for attribute, kind in kinds.items():
+            store = getattr(configured, attribute, None)
+            if store is not None and not isinstance(store, import_string(TENANT_STORES[kind])):
+                problems.append(
+                    f"the orchestrator {configured.name!r} keeps its "
+                    f"{attribute.replace('_', ' ')} in a {type(store).__name__}, which keeps no "
+                    "tenant"
+                )
     middleware = list(getattr(settings, "MIDDLEWARE", None) or [])
     if TENANT_MIDDLEWARE not in middleware:
         problems.append(f"{TENANT_MIDDLEWARE} is not in MIDDLEWARE, so the admin sees every tenant")

@@ -153,6 +153,8 @@ def tenant_of_parent(model: type[models.Model], using: str, **parent: Any) -> st
         return scope
     if scope is None and not tenants_enabled():
         return ""
+    if scope is not None:  # a request with no tenant adds nothing under anyone's rows
+        return tenant_of_new_row()
     found = model._base_manager.using(using).filter(**parent).values_list("tenant", flat=True)
     return found.first() or tenant_of_new_row()
 
@@ -718,3 +720,15 @@ class CacheScope(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace} {self.scope}"
+
+
+def tenant_kept_for(session_id: str, using: str | None = None) -> str:
+    """The tenant of whatever ``session_id`` names (a conversation, a session, an
+    orchestrator's session), for what an operator adds about it outside every scope (a run's
+    snapshot, a cached answer): ``""`` when none of them is a tenant's."""
+    for model, field in ((Conversation, "pk"), (Session, "pk"), (Checkpoint, "session_id")):
+        rows = model._base_manager.db_manager(using).filter(**{field: session_id})
+        found = rows.exclude(tenant="").values_list("tenant", flat=True).first()
+        if found:
+            return str(found)
+    return ""

@@ -14,10 +14,11 @@ This module sits below the models: it knows the setting, not the tables.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
@@ -60,21 +61,39 @@ class _Deferred:
     before DRF authenticates a token or Basic credentials): resolved when first read, and
     again once the request's user is another (DRF sets the one it authenticated)."""
 
+    _NOBODY_YET = object()
+
     def __init__(self, request: Any) -> None:
         self.request = request
-        self.user: Any = None
-        self.scope: Scope = UNRESOLVED
+        #: The user it was resolved for and what it resolved to, as one value: threads
+        #: sharing the request read one or the other, never a mix.
+        self.resolved_for: tuple[Any, Scope] = (self._NOBODY_YET, UNRESOLVED)
 
     def resolved(self) -> Scope:
         user = getattr(self.request, "user", None)
-        if user is None or user is not self.user:
-            self.user, self.scope = user, resolve(self.request)
-        return self.scope
+        resolved_for, scope = self.resolved_for
+        if user is not resolved_for:
+            scope = resolve(self.request)
+            self.resolved_for = (user, scope)
+        return scope
+
+
+class _Default:
+    """The scope of code that entered none: every tenant while tenants are off; none while
+    they are on (fails closed: a thread or task that lost its request's scope reads nothing
+    and writes nothing, instead of every tenant's rows). The operator's code says so:
+    ``tenant_scope(EVERY_TENANT)``; the worker and the commands do."""
+
+    def __repr__(self) -> str:
+        return "<no scope entered>"
+
+
+_DEFAULT = _Default()
 
 
 Scope = str | _Unresolved | None
-_scope: contextvars.ContextVar[Scope | _Deferred] = contextvars.ContextVar(
-    "warlock_tenant", default=None
+_scope: contextvars.ContextVar[Scope | _Deferred | _Default] = contextvars.ContextVar(
+    "warlock_tenant", default=_DEFAULT
 )
 
 
@@ -86,6 +105,8 @@ def enabled() -> bool:
 def current_scope() -> Scope:
     """The scope as it is now, unresolved included."""
     scope = _scope.get()
+    if isinstance(scope, _Default):
+        return UNRESOLVED if enabled() else None
     return scope.resolved() if isinstance(scope, _Deferred) else scope
 
 
@@ -147,14 +168,17 @@ def request_host(request: Any) -> str:
     """The host name a request was sent to, lowercased and without its port, for a resolver
     that tells tenants by subdomain: an HTTP request's as Django reads it
     (``request.get_host()``: ``USE_X_FORWARDED_HOST`` and ``ALLOWED_HOSTS`` apply), or a
-    socket's ``Host`` header (from the ASGI scope of a ``permissions.Requester``), held to
-    the same rules; ``""`` for a host Django would refuse."""
+    socket's ``Host`` header (from the ASGI scope of a ``permissions.Requester``; its
+    ``X-Forwarded-Host`` with ``USE_X_FORWARDED_HOST``), held to the same rules; ``""`` for
+    a host Django would refuse."""
     if hasattr(request, "get_host"):
         return split_domain_port(request.get_host().lower())[0]
-    host = ""
-    for name, value in (getattr(request, "scope", None) or {}).get("headers") or ():
-        if name == b"host":
-            host = bytes(value).decode("latin-1").lower()
+    headers = {
+        bytes(name).lower(): bytes(value).decode("latin-1")
+        for name, value in (getattr(request, "scope", None) or {}).get("headers") or ()
+    }
+    forwarded = settings.USE_X_FORWARDED_HOST and headers.get(b"x-forwarded-host")
+    host = (forwarded or headers.get(b"host", "")).lower()  # as get_host reads it
     domain = split_domain_port(host)[0]
     allowed = settings.ALLOWED_HOSTS
     if settings.DEBUG and not allowed:  # as Django's get_host
@@ -164,7 +188,7 @@ def request_host(request: Any) -> str:
     return domain
 
 
-def enter(scope: Scope | _Deferred) -> contextvars.Token[Scope | _Deferred]:
+def enter(scope: Scope | _Deferred) -> contextvars.Token[Scope | _Deferred | _Default]:
     """Enter ``scope`` for the rest of the current context (a socket's task)."""
     return _scope.set(scope)
 
@@ -182,6 +206,21 @@ def tenant_scope(tenant: str | int | _EveryTenant | None) -> Iterator[None]:
         yield
     finally:
         _scope.reset(token)
+
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+def for_every_tenant(function: _Function) -> _Function:
+    """``function`` runs as the operator does, over every tenant (the worker's claims, the
+    commands' sweeps); what it does for one row enters that row's tenant itself."""
+
+    @functools.wraps(function)
+    def operator(*args: Any, **kwargs: Any) -> Any:
+        with tenant_scope(EVERY_TENANT):
+            return function(*args, **kwargs)
+
+    return operator  # type: ignore[return-value]
 
 
 @contextmanager
@@ -218,6 +257,43 @@ def tenant_of_new_row() -> str:
     return current() or ""
 
 
+def _streamed_in(scope: _Deferred, response: Any) -> Any:
+    """``response``, its streamed body (read after the view returned, by the server) read in
+    the request's scope too: a streamed export is its tenant's rows."""
+    if not getattr(response, "streaming", False):
+        return response
+    if response.is_async:
+        response.streaming_content = _async_chunks_in(scope, response.streaming_content)
+    else:
+        response.streaming_content = _chunks_in(scope, iter(response.streaming_content))
+    return response
+
+
+def _chunks_in(scope: _Deferred, chunks: Iterator[Any]) -> Iterator[Any]:
+    while True:
+        token = _scope.set(scope)
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            return
+        finally:
+            _scope.reset(token)
+        yield chunk
+
+
+async def _async_chunks_in(scope: _Deferred, chunks: AsyncIterable[Any]) -> AsyncIterator[Any]:
+    iterator = aiter(chunks)
+    while True:
+        token = _scope.set(scope)
+        try:
+            chunk = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        finally:
+            _scope.reset(token)
+        yield chunk
+
+
 class TenantMiddleware:
     """Runs every view of a request inside the tenant ``TENANT_RESOLVER`` names for it, so
     the admin and a project's own views read and write only that tenant's rows. The tenant is
@@ -237,9 +313,10 @@ class TenantMiddleware:
     def __call__(self, request: Any) -> Any:
         if iscoroutinefunction(self):
             return self._acall(request)
+        deferred = _Deferred(request)
         with kept_scope():
-            enter(_Deferred(request))
-            return self.get_response(request)
+            enter(deferred)
+            return _streamed_in(deferred, self.get_response(request))
 
     async def _acall(self, request: Any) -> Any:
         deferred = _Deferred(request)
@@ -248,7 +325,7 @@ class TenantMiddleware:
         await sync_to_async(deferred.resolved)()
         with kept_scope():
             enter(deferred)
-            return await self.get_response(request)
+            return _streamed_in(deferred, await self.get_response(request))
 
     def process_exception(self, request: Any, exception: Exception) -> Any:
         if isinstance(exception, TenantUnresolvedError):

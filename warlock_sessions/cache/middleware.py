@@ -26,6 +26,7 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema,
 from ..providers.embedders import Embedder
 from ..redaction import is_personal
 from ..tenancy import current as current_tenant
+from ..tenancy import current_scope, tenant_scope
+from ..tenancy import enabled as tenants_enabled
 from .base import CacheStore, Entry, now
 from .questions import mismatch, refers_back, too_short
 
@@ -168,7 +171,19 @@ class SemanticCache:
     # -- the call ------------------------------------------------------------------------------
 
     def chat(self, call: CacheCall, on_delta: OnDelta | None = None) -> ChatReply:
-        """The cached answer to ``call``, or the model's (stored when it may be)."""
+        """The cached answer to ``call``, or the model's (stored when it may be). Outside
+        every tenant's scope (the operator), a call in a tenant's conversation reads and
+        writes that tenant's answers."""
+        tenant = ""
+        if current_scope() is None and tenants_enabled() and call.conversation:
+            # Imported here: an agent with a cache may be built before the apps are ready.
+            from ..models import tenant_kept_for
+
+            tenant = tenant_kept_for(call.conversation)
+        with tenant_scope(tenant) if tenant else nullcontext():
+            return self._chat(call, on_delta)
+
+    def _chat(self, call: CacheCall, on_delta: OnDelta | None) -> ChatReply:
         found = self.lookup(call)
         if found.hit is not None:
             if on_delta is not None and found.hit.text:

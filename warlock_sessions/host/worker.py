@@ -41,7 +41,7 @@ from ..conf import warlock_settings
 from ..encryption import outbox_place, seal_json, seal_text
 from ..models import OutboundMessage, Wake
 from ..redaction import redact, redact_value, redactor
-from ..tenancy import tenant_scope
+from ..tenancy import for_every_tenant, tenant_scope
 from ..tracing import span
 from .turns import Host
 
@@ -191,6 +191,7 @@ def _give_up_or_retry(
     )
 
 
+@for_every_tenant
 def run_due_wakes(
     limit: int = 100,
     *,
@@ -314,6 +315,7 @@ def _fire(wake: Wake, hosts: dict[str, Host]) -> None:
     )
 
 
+@for_every_tenant
 def deliver_due_messages(
     limit: int = 100, *, using: str | None = None, shard: Shard | None = None
 ) -> int:
@@ -472,6 +474,7 @@ class Worker:
             self.aside, self.aside_work = None, None
         return done
 
+    @for_every_tenant
     def run_pass(self) -> int:
         # Connections broken by an outage (or past CONN_MAX_AGE) are dropped here, so this
         # pass makes new ones; as Django does around each request, outside any transaction.
@@ -501,6 +504,7 @@ class Worker:
             self.aside_work = self.aside.submit(self._more_work_on_thread)
         return done
 
+    @for_every_tenant  # a thread of its own: no scope is copied to it
     def _more_work_on_thread(self) -> int:
         try:
             return self._do_more_work()

@@ -54,6 +54,7 @@ from ..permissions import (
     used_by_another_tenant,
 )
 from ..stores import Store, default_store
+from ..tenancy import tenant_of_new_row
 from .base import UNAUTHORISED, WarlockConsumer
 from .follow import log_follower
 from .membership import alone_in_group
@@ -141,9 +142,8 @@ class SessionConsumer(WarlockConsumer):
             return None  # the claim in a thread refuses it, with its reason
         user = owner_row["user"]
         fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
-        return (
-            fields if self.permitted(SessionOwner(session_id=self.session_id, **fields)) else None
-        )
+        owner = SessionOwner(session_id=self.session_id, tenant=tenant_of_new_row(), **fields)
+        return fields if self.permitted(owner) else None
 
     def current_owner(self) -> SessionOwner | None:
         return SessionOwner.objects.filter(session_id=self.session_id).first()

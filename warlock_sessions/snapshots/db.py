@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from functools import cached_property
 from typing import Any
 
@@ -13,8 +14,10 @@ from django.utils import timezone
 
 from ..backends.connections import give_back_connection
 from ..errors import ConfigurationError, SnapshotError
-from ..models import Snapshot
+from ..models import Snapshot, tenant_kept_for
 from ..tenancy import current as current_tenant
+from ..tenancy import current_scope, tenant_scope
+from ..tenancy import enabled as tenants_enabled
 from .base import SnapshotStore
 
 
@@ -76,6 +79,16 @@ class DjangoSnapshotStore(SnapshotStore):
 
     def _rows(self) -> Any:
         return Snapshot.objects.using(self.using)
+
+    def save(self, snapshot: dict[str, Any], *, expected_version: int | None = None) -> None:
+        """``SnapshotStore.save``; outside every tenant's scope (the operator), the snapshot
+        of a run about a tenant's conversation or session is that tenant's."""
+        session_id = snapshot.get("sessionId") if isinstance(snapshot, dict) else None
+        tenant = ""
+        if current_scope() is None and tenants_enabled() and isinstance(session_id, str):
+            tenant = tenant_kept_for(session_id, self.using)
+        with tenant_scope(tenant) if tenant else nullcontext():
+            super().save(snapshot, expected_version=expected_version)
 
     def _statements(self) -> dict[str, str] | None:
         """The hand-written statements (PostgreSQL), outside every tenant's scope; inside

@@ -14,7 +14,10 @@ from ..checkpoints import CheckpointStore, default_checkpoint_store
 from ..conf import Expected, expect
 from ..errors import OrchestratorDriftError, SupervisorFailedError
 from ..locks import AbortSignal
+from ..models import Checkpoint, Snapshot
 from ..snapshots import SnapshotStore
+from ..tenancy import EVERY_TENANT, tenant_scope
+from ..tenancy import enabled as tenants_enabled
 from .registry import register
 from .runs import logger, now_iso, resolve_store
 from .signature import orchestrator_signature
@@ -179,17 +182,33 @@ class Orchestrator:
         here): the sessions with checkpoints, and those whose first turn was cut short before
         any was recorded (found by its snapshot, saved when the turn started). A session that
         cannot be settled (drift, a failing intent) is logged and skipped; the others go on."""
-        recorded = self.checkpoints().list(self.name)
+        with tenant_scope(EVERY_TENANT):
+            recorded = self.checkpoints().list(self.name)
+            left = self._first_turns_left(set(recorded))
         finished = []
-        for session_id in [*recorded, *self._first_turns_left(set(recorded))]:
+        for session_id in [*recorded, *left]:
             try:
-                done = self.resume(session_id)
+                with tenant_scope(self._tenant_of(session_id)):
+                    done = self.resume(session_id)
             except Exception:
                 logger.exception("could not settle session %r of %r", session_id, self.name)
                 continue
             if done is not None:
                 finished.append(done)
         return finished
+
+    def _tenant_of(self, session_id: str) -> str | None:
+        """The tenant a session's turns are settled in (``tenancy``): its checkpoints', else
+        its first turn's snapshot's; ``None`` (every tenant) for one of no tenant, or while
+        tenants are off."""
+        if not tenants_enabled():
+            return None
+        turns = Checkpoint._base_manager.filter(orchestrator_name=self.name, session_id=session_id)
+        found = turns.values_list("tenant", flat=True).first()
+        if found is None:
+            first = Snapshot._base_manager.filter(key=self.run_id(session_id, 0))
+            found = first.values_list("tenant", flat=True).first()
+        return found or None
 
     def _first_turns_left(self, recorded: set[str]) -> list[str]:
         """The sessions of this orchestrator with a first turn's snapshot and no checkpoint:

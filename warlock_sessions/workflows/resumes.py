@@ -28,7 +28,7 @@ from ..models import Snapshot
 from ..redaction import redact
 from ..snapshots import DjangoSnapshotStore, default_snapshot_store
 from ..snapshots.base import opened_snapshot
-from ..tenancy import tenant_scope
+from ..tenancy import for_every_tenant, tenant_scope
 from .registry import definition_of
 from .runs import now_iso
 
@@ -58,6 +58,7 @@ def ask_resume(key: str, *, by: str, force: bool = False, using: str | None = No
     return RESUMING if rows.exists() else None
 
 
+@for_every_tenant
 def run_asked_resumes(
     limit: int = 10, *, using: str | None = None, should_stop: Callable[[], bool] = lambda: False
 ) -> int:

@@ -37,6 +37,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--batch-size", type=int, default=BATCH, help="rows written at a time")
         parser.add_argument("--dry-run", action="store_true", help="count, change nothing")
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="give them even though some rows are tenants' already (a row of no tenant may "
+            "then be another tenant's)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -45,9 +51,18 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be 1 or more")
+        models_ = tenanted_models()
+        using = options["database"]
+        if not options["force"] and any(
+            model._base_manager.db_manager(using).exclude(tenant="").exists() for model in models_
+        ):
+            raise CommandError(
+                "some rows belong to tenants already, so a row of no tenant may be one of "
+                "theirs (made outside every scope): give those by hand, or use --force"
+            )
         verb = "would give" if options["dry_run"] else "gave"
-        for model in tenanted_models():
-            rows = model._base_manager.db_manager(options["database"]).filter(tenant="")
+        for model in models_:
+            rows = model._base_manager.db_manager(using).filter(tenant="")
             if options["dry_run"]:
                 count = rows.count()
             else:

@@ -16,6 +16,7 @@ from ...cache.evaluation import (
     wilson,
 )
 from ...providers.embedders import Embedder, OfflineEmbedder
+from ...tenancy import for_every_tenant
 
 
 class Command(BaseCommand):
@@ -47,6 +48,7 @@ class Command(BaseCommand):
             help="score as SemanticCache(paraphrases=True) does (other words may differ)",
         )
 
+    @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         if not 0 < options["precision"] <= 1:
             raise CommandError("--precision is above 0 and at most 1")

@@ -12,6 +12,7 @@ from ...engine import migrate_session
 from ...errors import EncryptionError, InvalidSessionError, SessionConflictError
 from ...models import Session
 from ...stores.db import DjangoStore
+from ...tenancy import for_every_tenant
 
 
 class Command(BaseCommand):
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="report, change nothing")
         parser.add_argument("--database", default=None, help="database alias of the sessions")
 
+    @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         flow_map = {}
         for pair in options["flow_map"]:

@@ -14,6 +14,7 @@ from ...conf import warlock_settings
 from ...engine.durations import is_duration, parse_duration
 from ...host.notify import tell_followers
 from ...host.retention import DEFAULT_BATCH, DEFAULT_PAUSE, Retention, prune
+from ...tenancy import for_every_tenant
 
 BAR_WIDTH = 30
 
@@ -84,6 +85,7 @@ class Command(BaseCommand):
 
     _drawing: str | None = None  # the kind of row whose bar is on the line now
 
+    @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1 or options["keep_events"] < 0 or options["pause"] < 0:
             raise CommandError("--batch must be at least 1, --keep-events and --pause at least 0")

@@ -9,6 +9,7 @@ from django.db import DatabaseError
 
 from ...errors import ConfigurationError, EncryptionError
 from ...rotation import BATCH, Progress, not_rotated, rotate
+from ...tenancy import for_every_tenant
 
 
 class Command(BaseCommand):
@@ -24,6 +25,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--batch-size", type=int, default=BATCH, help="rows read at a time")
 
+    @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be 1 or more")

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backends.outages import unavailable
 from ...host import Shard, Worker
+from ...tenancy import for_every_tenant
 from ...workflows.orchestrator import drain_configured
 from ...workflows.resumes import run_asked_resumes
 
@@ -47,6 +48,7 @@ class Command(BaseCommand):
             "1/2 split them between two workers); all of them by default",
         )
 
+    @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch must be at least 1")
