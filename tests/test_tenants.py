@@ -36,7 +36,7 @@ from warlock_sessions.cache import MemoryCacheStore, SemanticCache
 from warlock_sessions.checks import check_settings
 from warlock_sessions.erasure import Person, erase
 from warlock_sessions.errors import (
-    ConflictError,
+    OfAnotherTenantError,
     SessionOfAnotherTenantError,
     TenantUnresolvedError,
 )
@@ -279,7 +279,7 @@ def test_snapshots_and_the_cache_keep_to_their_tenant(app_alias: str) -> None:
         snapshots.save({"runId": "run-1", "status": "running"})
     with tenant_scope("globex"):
         assert snapshots.load("run-1") is None
-        with pytest.raises(ConflictError):  # neither read nor written over
+        with pytest.raises(OfAnotherTenantError):  # neither read nor written over
             snapshots.save({"runId": "run-1", "status": "hijacked"})
     with tenant_scope("acme"):
         assert snapshots.load("run-1")["status"] == "running"
@@ -899,3 +899,49 @@ def test_an_orchestrators_own_store_that_keeps_no_tenant_fails_e032(tenants: Non
     with override_settings(WARLOCK_SESSIONS=setting):
         found = [message for message in check_settings() if message.id == "warlock_sessions.E032"]
     assert found and "kept-in-memory" in found[0].msg
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operators_first_orchestrator_turn_on_a_tenants_chat_is_the_tenants(
+    tenants: None,
+) -> None:
+    from django.utils import timezone
+
+    from warlock_sessions.checkpoints import DjangoCheckpointStore
+    from warlock_sessions.workflows import SUPERVISOR_END
+    from warlock_sessions.workflows.orchestrator import Orchestrator
+
+    def router() -> Orchestrator:
+        return Orchestrator(
+            "router",
+            {"count": lambda ctx: int(ctx.state.get("count", 0)) + 1},
+            route=lambda ctx: "count" if ctx.iteration < 1 else SUPERVISOR_END,
+            checkpoint_store=DjangoCheckpointStore(),
+            snapshot_store=DjangoSnapshotStore(),
+        )
+
+    with tenant_scope("acme"):
+        Conversation.objects.create(id="chat", created_at=timezone.now(), updated_at=timezone.now())
+    with tenant_scope(EVERY_TENANT):
+        router().turn("chat", "from support")
+    with tenant_scope("acme"):
+        assert router().turn("chat", "from the customer").turn_index == 1
+    assert set(Checkpoint._base_manager.values_list("tenant", flat=True)) == {"acme"}
+
+
+@pytest.mark.django_db
+def test_saving_with_no_tenant_says_so(tenants: None) -> None:
+    from django.utils import timezone
+
+    with tenant_scope("acme"):
+        snapshot = Snapshot.objects.create(key="k", payload={}, saved_at=timezone.now())
+    with pytest.raises(TenantUnresolvedError):  # not an IntegrityError from the insert after
+        snapshot.save()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_tenants_snapshot_key_is_said_to_be_theirs(tenants: None) -> None:
+    with tenant_scope("acme"):
+        DjangoSnapshotStore().save({"runId": "run-9", "status": "running"})
+    with tenant_scope("globex"), pytest.raises(OfAnotherTenantError, match="another tenant"):
+        DjangoSnapshotStore().save({"runId": "run-9", "status": "mine"})

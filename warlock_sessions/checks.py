@@ -106,7 +106,10 @@ def _check_tenants(valid: dict[str, Any]) -> list[CheckMessage]:
                 )
     middleware = list(getattr(settings, "MIDDLEWARE", None) or [])
     if TENANT_MIDDLEWARE not in middleware:
-        problems.append(f"{TENANT_MIDDLEWARE} is not in MIDDLEWARE, so the admin sees every tenant")
+        problems.append(
+            f"{TENANT_MIDDLEWARE} is not in MIDDLEWARE, so the admin and your views have no "
+            "tenant: they read nothing and cannot write"
+        )
     elif AUTHENTICATION_MIDDLEWARE in middleware and middleware.index(
         TENANT_MIDDLEWARE
     ) < middleware.index(AUTHENTICATION_MIDDLEWARE):

@@ -49,6 +49,7 @@ from .models import (
 )
 from .snapshots import DjangoSnapshotStore, default_snapshot_store
 from .stores import DjangoStore, default_store
+from .tenancy import current_scope
 
 #: Ids per statement: well within SQLite's and PostgreSQL's limits on parameters.
 BATCH = 500
@@ -132,9 +133,21 @@ def erase(person: Person, *, dry_run: bool = False, by: str = "") -> dict[str, i
         person,
         by or "code",
         ", ".join(f"{what} {count}" for what, count in counts.items() if count) or "nothing",
-        extra={"event": "erased", "person": str(person), "by": by, "counts": counts},
+        extra={
+            "event": "erased",
+            "person": str(person),
+            "by": by,
+            "counts": counts,
+            "tenant": _scope_named(),
+        },
     )
     return counts
+
+
+def _scope_named() -> str:
+    """The scope an erase ran in, for its audit line: a tenant, or every tenant's."""
+    scope = current_scope()
+    return scope if isinstance(scope, str) else "every tenant" if scope is None else "none"
 
 
 def traces_of(person: Person) -> Traces:

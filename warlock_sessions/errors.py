@@ -401,15 +401,24 @@ class TenantUnresolvedError(WarlockError, PermissionError):
         super().__init__("no tenant is known for this request, so it may use nothing here")
 
 
-class SessionOfAnotherTenantError(WarlockError, PermissionError):
-    """The session id is kept by a tenant other than the current scope's
-    (``TENANT_RESOLVER``): ids are one namespace, so this scope may neither read the session
-    nor make one under its id. Nothing was written; use another id. The API answers it as
-    for any id the requester may not see (404), a socket closes with 4403."""
+class OfAnotherTenantError(WarlockError, PermissionError):
+    """An id or key is kept by a tenant other than the current scope's (``TENANT_RESOLVER``):
+    ids are one namespace, so this scope may neither read it nor make one under it. Nothing
+    was written; use another id. ``what`` says what it names (``session``, ``snapshot``)."""
+
+    def __init__(self, what: str, key: str) -> None:
+        self.what = what
+        self.key = key
+        super().__init__(f"{what} {key!r} is another tenant's: use another id")
+
+
+class SessionOfAnotherTenantError(OfAnotherTenantError):
+    """A session id another tenant keeps. The API answers it as for any id the requester
+    may not see (404), a socket closes with 4403."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(f"session {session_id!r} is another tenant's: use another id")
+        super().__init__("session", session_id)
 
 
 class EncryptionError(InvalidDataError):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,7 +28,9 @@ from .engine.isotime import datetime_from_iso
 from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
 from .engine.session import Session as SessionBlob
 from .engine.text import fold
-from .tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_new_row
+from .errors import TenantUnresolvedError
+from .tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_new_row, tenant_scope
+from .tenancy import current as current_tenant
 from .tenancy import enabled as tenants_enabled
 
 
@@ -137,7 +140,9 @@ class Tenanted(models.Model):
 
     def _do_update(self, base_qs: Any, *args: Any, **kwargs: Any) -> Any:
         # Saving an instance whose key another tenant's row has: that row is not this
-        # scope's to overwrite (the insert that follows then fails on the key).
+        # scope's to overwrite (the insert that follows then fails on the key). With no
+        # tenant at all, nothing is saved: said as such, not as the insert's failure.
+        current_tenant()
         return super()._do_update(scoped_rows(base_qs), *args, **kwargs)
 
 
@@ -154,7 +159,7 @@ def tenant_of_parent(model: type[models.Model], using: str, **parent: Any) -> st
     if scope is None and not tenants_enabled():
         return ""
     if scope is not None:  # a request with no tenant adds nothing under anyone's rows
-        return tenant_of_new_row()
+        raise TenantUnresolvedError()
     found = model._base_manager.using(using).filter(**parent).values_list("tenant", flat=True)
     return found.first() or tenant_of_new_row()
 
@@ -254,15 +259,16 @@ class Session(Tenanted):
         )
 
 
-class WaitingSessionManager(TenantManager["WaitingSession"]):
+class WaitingSessionManager(TenantManager.from_queryset(TenantQuerySet)):  # type: ignore[misc]
     def get_queryset(self) -> models.QuerySet[WaitingSession]:
-        return super().get_queryset().exclude(handover="")
+        rows: models.QuerySet[WaitingSession] = super().get_queryset()
+        return rows.exclude(handover="")
 
 
 class WaitingSession(Session):
     """A session people have (``engine.handover``): the admin's inbox, oldest first."""
 
-    objects = WaitingSessionManager()  # type: ignore[assignment,misc]
+    objects = WaitingSessionManager()  # type: ignore[misc]
 
     class Meta:
         proxy = True
@@ -732,3 +738,15 @@ def tenant_kept_for(session_id: str, using: str | None = None) -> str:
         if found:
             return str(found)
     return ""
+
+
+@contextmanager
+def in_the_tenant_of(session_id: Any, using: str | None = None) -> Iterator[None]:
+    """The operator's block (outside every tenant's scope, tenants on) run in the tenant of
+    whatever ``session_id`` names (``tenant_kept_for``): what it keeps about a tenant's chat
+    (a run's snapshot, a cached answer) is that tenant's. Any other block runs as it is."""
+    tenant = ""
+    if current_scope() is None and tenants_enabled() and isinstance(session_id, str):
+        tenant = tenant_kept_for(session_id, using)
+    with tenant_scope(tenant) if tenant else nullcontext():
+        yield

@@ -155,7 +155,7 @@ def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner
     if (
         SessionOwner.objects.filter(session_id=session_id).exists()  # the cheaper, and usual
         or store.load(session_id) is not None
-        or used_by_another_tenant(session_id)
+        or used_by_another_tenant(session_id, getattr(store, "using", None))
     ):
         return None
     if SessionEvent.objects.filter(session_id=session_id).exists():  # every turn logs events
@@ -163,7 +163,7 @@ def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner
     return claim_owner(request, session_id)
 
 
-def used_by_another_tenant(session_id: str) -> bool:
+def used_by_another_tenant(session_id: str, using: str | None = None) -> bool:
     """Whether a tenant other than the current scope's keeps ``session_id`` (a session, its
     owner or its log). Ids are one namespace: such an id is answered as one the requester may
     not see, and never claimed. Always false outside every tenant's scope."""
@@ -171,7 +171,10 @@ def used_by_another_tenant(session_id: str) -> bool:
     if tenant is None:
         return False
     return any(
-        model._base_manager.filter(**{field: session_id}).exclude(tenant=tenant).exists()
+        model._base_manager.db_manager(using)
+        .filter(**{field: session_id})
+        .exclude(tenant=tenant)
+        .exists()
         for model, field in (
             (SessionOwner, "session_id"),
             (Session, "id"),

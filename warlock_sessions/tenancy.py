@@ -1,12 +1,13 @@
 """Tenants: whose rows the running code may touch (``WARLOCK_SESSIONS["TENANT_RESOLVER"]``).
 
-With a resolver set, every row of the app's tables (the locks' aside) carries the tenant it was
-made for, and code runs inside a *scope*: the API and the websockets enter the requester's
-tenant, :class:`TenantMiddleware` every other view's (the admin's), and the worker each row's.
-Inside a scope the models' managers read only that tenant's rows and name it on the rows they
-make, and the stores' own statements do the same (:func:`current`). Outside every scope (a
-management command, the shell, the worker between two rows) code sees every tenant, as an
-operator does. A request the resolver names no tenant for reads nothing and writes nothing.
+With a resolver set, every row of the app's tables (the locks and the cache's removal counters
+aside) carries the tenant it was made for, and code runs inside a *scope*: the API and the
+websockets enter the requester's tenant, :class:`TenantMiddleware` every other view's (the
+admin's), and the worker each row's. Inside a tenant's scope the models' managers read only
+that tenant's rows and name it on the rows they make, and the stores' own statements do the
+same (:func:`current`). The operator's scope (:data:`EVERY_TENANT`: the worker's claims, this
+app's commands) sees every tenant. Code that entered no scope, and a request the resolver
+names no tenant for, read nothing and write nothing while tenants are on.
 
 This module sits below the models: it knows the setting, not the tables.
 """
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import HttpResponseForbidden
 from django.http.request import host_validation_re, split_domain_port, validate_host
 
@@ -89,6 +91,9 @@ class _Default:
 
 
 _DEFAULT = _Default()
+#: The scope of code that entered none, to enter it again explicitly (a socket not admitted).
+NO_SCOPE = _DEFAULT
+NoScope = _Default
 
 
 Scope = str | _Unresolved | None
@@ -111,8 +116,10 @@ def current_scope() -> Scope:
 
 
 def current() -> str | None:
-    """The tenant the running code is scoped to; ``None`` outside every scope (every tenant).
-    Raises :class:`TenantUnresolvedError` in a request the resolver named no tenant for."""
+    """The tenant the running code is scoped to; ``None`` in the operator's scope, or while
+    tenants are off (every tenant). Raises :class:`TenantUnresolvedError` where there is no
+    tenant: a request the resolver named none for, or code that entered no scope while
+    tenants are on."""
     scope = current_scope()
     if isinstance(scope, _Unresolved):
         raise TenantUnresolvedError()
@@ -172,7 +179,10 @@ def request_host(request: Any) -> str:
     ``X-Forwarded-Host`` with ``USE_X_FORWARDED_HOST``), held to the same rules; ``""`` for
     a host Django would refuse."""
     if hasattr(request, "get_host"):
-        return split_domain_port(request.get_host().lower())[0]
+        try:
+            return split_domain_port(request.get_host().lower())[0]
+        except DisallowedHost:
+            return ""
     headers = {
         bytes(name).lower(): bytes(value).decode("latin-1")
         for name, value in (getattr(request, "scope", None) or {}).get("headers") or ()
@@ -188,7 +198,7 @@ def request_host(request: Any) -> str:
     return domain
 
 
-def enter(scope: Scope | _Deferred) -> contextvars.Token[Scope | _Deferred | _Default]:
+def enter(scope: Scope | _Deferred | _Default) -> contextvars.Token[Scope | _Deferred | _Default]:
     """Enter ``scope`` for the rest of the current context (a socket's task)."""
     return _scope.set(scope)
 
@@ -260,8 +270,8 @@ def tenant_of_new_row() -> str:
 def _streamed_in(scope: _Deferred, response: Any) -> Any:
     """``response``, its streamed body (read after the view returned, by the server) read in
     the request's scope too: a streamed export is its tenant's rows."""
-    if not getattr(response, "streaming", False):
-        return response
+    if not getattr(response, "streaming", False) or getattr(response, "file_to_stream", None):
+        return response  # a file's body reads no rows, and keeps the server's sendfile
     if response.is_async:
         response.streaming_content = _async_chunks_in(scope, response.streaming_content)
     else:
@@ -296,9 +306,10 @@ async def _async_chunks_in(scope: _Deferred, chunks: AsyncIterable[Any]) -> Asyn
 
 class TenantMiddleware:
     """Runs every view of a request inside the tenant ``TENANT_RESOLVER`` names for it, so
-    the admin and a project's own views read and write only that tenant's rows. The tenant is
-    resolved when first needed, and again if the request's user changes (a DRF view's token
-    or Basic credentials are authenticated after every middleware); a write with no tenant is
+    the admin and a project's own views read and write only that tenant's rows, a streamed
+    body included. The tenant is resolved when first needed (under ASGI: before the view, in
+    a thread), and again if the request's user changes (a DRF view's token or Basic
+    credentials are authenticated after every middleware); a write with no tenant is
     answered 403. Put it after ``AuthenticationMiddleware``. Check ``warlock_sessions.E032``
     asks for it while tenants are on."""
 

@@ -150,7 +150,8 @@ class SessionViewSet(PolicyViewSet):
             session_id, SessionOwner.objects.filter(session_id=session_id).first()
         )
         if not self.policy().can_see(request, access) or (
-            access.owner is None and used_by_another_tenant(session_id)
+            access.owner is None
+            and used_by_another_tenant(session_id, getattr(default_store(), "using", None))
         ):
             raise not_found(session_id)
         self.check_object_permissions(request, access)

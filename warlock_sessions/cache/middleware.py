@@ -26,7 +26,6 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +34,6 @@ from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema,
 from ..providers.embedders import Embedder
 from ..redaction import is_personal
 from ..tenancy import current as current_tenant
-from ..tenancy import current_scope, tenant_scope
-from ..tenancy import enabled as tenants_enabled
 from .base import CacheStore, Entry, now
 from .questions import mismatch, refers_back, too_short
 
@@ -174,13 +171,10 @@ class SemanticCache:
         """The cached answer to ``call``, or the model's (stored when it may be). Outside
         every tenant's scope (the operator), a call in a tenant's conversation reads and
         writes that tenant's answers."""
-        tenant = ""
-        if current_scope() is None and tenants_enabled() and call.conversation:
-            # Imported here: an agent with a cache may be built before the apps are ready.
-            from ..models import tenant_kept_for
+        # Imported here: an agent with a cache may be built before the apps are ready.
+        from ..models import in_the_tenant_of
 
-            tenant = tenant_kept_for(call.conversation)
-        with tenant_scope(tenant) if tenant else nullcontext():
+        with in_the_tenant_of(call.conversation):
             return self._chat(call, on_delta)
 
     def _chat(self, call: CacheCall, on_delta: OnDelta | None) -> ChatReply:

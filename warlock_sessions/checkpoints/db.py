@@ -8,7 +8,7 @@ from typing import Any
 from django.db import IntegrityError, router, transaction
 from django.utils.dateparse import parse_datetime
 
-from ..models import Checkpoint, tenant_of_parent
+from ..models import Checkpoint, tenant_kept_for, tenant_of_parent
 from .base import (
     COLUMNS,
     MOMENTS,
@@ -40,13 +40,14 @@ class DjangoCheckpointStore(CheckpointStore):
         for column in MOMENTS:
             if isinstance(values[column], str):
                 values[column] = parse_datetime(values[column])
-        # A turn is its orchestrator session's tenant's, whoever's scope appends it.
+        # A turn is its orchestrator session's tenant's, whoever's scope appends it (the
+        # operator's first turn of a tenant's chat: that chat's).
         values["tenant"] = tenant_of_parent(
             Checkpoint,
             self.using,
             orchestrator_name=values["orchestrator_name"],
             session_id=values["session_id"],
-        )
+        ) or tenant_kept_for(values["session_id"], self.using)
         try:
             with transaction.atomic(using=self.using):
                 Checkpoint._base_manager.using(self.using).create(**values)

@@ -91,8 +91,9 @@ class SocketRequest:
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
     client = ""
-    #: The client's tenant, as ``identity`` resolved it.
-    tenant: tenancy.Scope = None
+    #: The client's tenant, as ``identity`` resolved it; until then none entered (which,
+    #: while tenants are on, reads and writes nothing).
+    tenant: tenancy.Scope | tenancy.NoScope = tenancy.NO_SCOPE
     #: The handling of the frame in hand, shielded from a stopping server's cancellation.
     frame: asyncio.Future[None] | None = None
     shutting_down = False

@@ -157,7 +157,10 @@ class SessionConsumer(WarlockConsumer):
         return (
             policy.can_see(self.requester, access)
             and policy.can_act(self.requester, TURN_ACTION, access)
-            and not (owner is None and used_by_another_tenant(self.session_id))
+            and not (
+                owner is None
+                and used_by_another_tenant(self.session_id, getattr(default_store(), "using", None))
+            )
         )
 
     def claimed(self) -> tuple[bool, SessionOwner | None]:

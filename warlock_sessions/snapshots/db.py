@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 from functools import cached_property
 from typing import Any
 
@@ -13,11 +12,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..backends.connections import give_back_connection
-from ..errors import ConfigurationError, SnapshotError
-from ..models import Snapshot, tenant_kept_for
+from ..errors import ConfigurationError, OfAnotherTenantError, SnapshotError
+from ..models import Snapshot, in_the_tenant_of
 from ..tenancy import current as current_tenant
-from ..tenancy import current_scope, tenant_scope
-from ..tenancy import enabled as tenants_enabled
 from .base import SnapshotStore
 
 
@@ -38,8 +35,9 @@ class DjangoSnapshotStore(SnapshotStore):
       increments the version, a conditional one an ``UPDATE … WHERE version = expected`` (an
       ``INSERT … ON CONFLICT DO NOTHING`` for 0). The payload travels as the JSON text the
       store already encoded, so it is neither parsed nor encoded again. Other databases go
-      through the ORM, inside a savepoint. Either way a lost race never breaks the caller's
-      transaction.
+      through the ORM, inside a savepoint, as does every save in a tenant's scope
+      (``TENANT_RESOLVER``: the ORM's manager keeps to the tenant's rows). Either way a lost
+      race never breaks the caller's transaction.
     * ``list`` filters with ``key__startswith`` and again in Python: SQLite's ``LIKE`` and
       MySQL's default collations ignore case.
     * ``schema()`` is the migration's SQL; run ``manage.py migrate``.
@@ -84,15 +82,12 @@ class DjangoSnapshotStore(SnapshotStore):
         """``SnapshotStore.save``; outside every tenant's scope (the operator), the snapshot
         of a run about a tenant's conversation or session is that tenant's."""
         session_id = snapshot.get("sessionId") if isinstance(snapshot, dict) else None
-        tenant = ""
-        if current_scope() is None and tenants_enabled() and isinstance(session_id, str):
-            tenant = tenant_kept_for(session_id, self.using)
-        with tenant_scope(tenant) if tenant else nullcontext():
+        with in_the_tenant_of(session_id, self.using):
             super().save(snapshot, expected_version=expected_version)
 
     def _statements(self) -> dict[str, str] | None:
-        """The hand-written statements (PostgreSQL), outside every tenant's scope; inside
-        one the ORM's, whose manager keeps to the tenant's rows."""
+        """The hand-written statements (``ONE_STATEMENT_VENDORS``), outside every tenant's
+        scope; inside one the ORM's, whose manager keeps to the tenant's rows."""
         return self._sql if current_tenant() is None else None
 
     def _read(self, key: str) -> tuple[object, int] | None:
@@ -152,7 +147,7 @@ class DjangoSnapshotStore(SnapshotStore):
                 raise self.conflict(key, 0, self._version(key)) from None
             if not rows.update(payload=payload, saved_at=now, version=F("version") + 1):
                 # The key is another tenant's: nothing of it is read or overwritten.
-                raise self.conflict(key, 0, None) from None
+                raise OfAnotherTenantError("snapshot", key) from None
 
     def _version(self, key: str) -> int | None:
         row = self._rows().filter(key=key).values_list("version", flat=True).first()

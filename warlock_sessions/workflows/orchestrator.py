@@ -203,10 +203,16 @@ class Orchestrator:
         tenants are off."""
         if not tenants_enabled():
             return None
-        turns = Checkpoint._base_manager.filter(orchestrator_name=self.name, session_id=session_id)
+        using = getattr(self.checkpoints(), "using", None)
+        turns = Checkpoint._base_manager.db_manager(using).filter(
+            orchestrator_name=self.name, session_id=session_id
+        )
         found = turns.values_list("tenant", flat=True).first()
         if found is None:
-            first = Snapshot._base_manager.filter(key=self.run_id(session_id, 0))
+            store = resolve_store(self.snapshot_store)
+            first = Snapshot._base_manager.db_manager(getattr(store, "using", None)).filter(
+                key=self.run_id(session_id, 0)
+            )
             found = first.values_list("tenant", flat=True).first()
         return found or None
 

@@ -55,6 +55,11 @@ class Command(BaseCommand):
             tenant = None if options["tenant"] is None else checked_tenant(options["tenant"])
         except (ValueError, InvalidInputError) as error:
             raise CommandError(str(error)) from None
+        # Asked before the erase: once a small tenant's last person is gone, it has no rows.
+        unknown = tenant is not None and not any(
+            model._base_manager.filter(tenant=tenant).exists()
+            for model in (SessionOwner, Conversation, Session)
+        )
         try:
             with tenant_scope(tenant):
                 counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
@@ -64,10 +69,7 @@ class Command(BaseCommand):
                     f"the database is unavailable ({error}); run it again once it is back"
                 ) from None
             raise
-        if tenant and not any(
-            model._base_manager.filter(tenant=tenant).exists()
-            for model in (SessionOwner, Conversation, Session)
-        ):
+        if unknown:
             self.stderr.write(f"no session or conversation belongs to the tenant {tenant!r}")
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
