@@ -181,8 +181,11 @@ def test_a_resolver_may_name_a_tenant_by_its_primary_key() -> None:
         assert tenancy.resolve(object()) == "42"
     with tenant_scope(7):
         assert tenancy.current() == "7"
-    with tenant_scope(EVERY_TENANT):  # every tenant, as outside every scope
+    with tenant_scope(EVERY_TENANT):  # every tenant: the operator's
         assert tenancy.current() is None
+    for nobody in (None, ""):  # no tenant is not every tenant
+        with pytest.raises(ValueError, match="EVERY_TENANT"), tenant_scope(nobody):  # type: ignore[arg-type]
+            pass
     with pytest.raises(ValueError, match="cannot name a tenant"):
         tenancy.scope_of("*")  # a text no longer means every tenant: a header could spell it
 
@@ -644,6 +647,9 @@ def test_turning_tenants_on_gives_the_rows_of_no_tenant_to_one() -> None:
     }
     for model in TENANTED_TABLES:
         assert not model._base_manager.filter(tenant="").exists(), model
+    again = StringIO()
+    call_command("warlock_assign_tenant", "acme", stdout=again)  # a deploy may run it each time
+    assert "nothing to give" in again.getvalue()
     with pytest.raises(CommandError, match="cannot name a tenant"):
         call_command("warlock_assign_tenant", "*")
 
@@ -836,6 +842,8 @@ def test_code_that_entered_no_scope_reads_and_writes_nothing_while_tenants_are_o
     assert not Session.objects.exists()  # a thread or task that lost its request's scope
     with pytest.raises(TenantUnresolvedError):
         Host(booking_agent()).handle("nobody", {"message": {"text": "hi", "id": "m"}})
+    with pytest.raises(TenantUnresolvedError):  # never "erased nothing" for want of a tenant
+        erase(Person(session="acme-s"))
     with tenant_scope(EVERY_TENANT):
         assert Session.objects.count() == 2
 

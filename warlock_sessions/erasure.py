@@ -49,6 +49,7 @@ from .models import (
 )
 from .snapshots import DjangoSnapshotStore, default_snapshot_store
 from .stores import DjangoStore, default_store
+from .tenancy import current as current_tenant
 from .tenancy import current_scope
 
 #: Ids per statement: well within SQLite's and PostgreSQL's limits on parameters.
@@ -104,6 +105,7 @@ def erase(person: Person, *, dry_run: bool = False, by: str = "") -> dict[str, i
     of each kind went (or would go). Each erase is logged (``warlock_sessions.erasure``, an
     ``erased`` event naming the person as ``str(person)`` does, ``by`` whom, and the counts)
     for an audit trail."""
+    current_tenant()  # with no tenant it would find nothing and say it erased nothing
     traces = traces_of(person)
     tables = _tables(traces)
     counts = {label: sum(rows.count() for rows in batches) for label, batches in tables}

@@ -204,13 +204,16 @@ def enter(scope: Scope | _Deferred | _Default) -> contextvars.Token[Scope | _Def
 
 
 @contextmanager
-def tenant_scope(tenant: str | int | _EveryTenant | None) -> Iterator[None]:
-    """Run the block as ``tenant`` (``None`` or :data:`EVERY_TENANT`: every tenant), e.g.
-    server code outside a request: ``with tenant_scope("acme"): Host("booking").handle(...)``.
-    It takes what a resolver may return, but ``None`` here is every tenant, not none."""
-    scope = None if tenant is None else scope_of(tenant)
+def tenant_scope(tenant: str | int | _EveryTenant) -> Iterator[None]:
+    """Run the block as ``tenant`` (a name or a number, as a resolver returns them), or as
+    the operator with :data:`EVERY_TENANT`, e.g. server code outside a request:
+    ``with tenant_scope("acme"): Host("booking").handle(...)``. ``None`` and ``""`` are
+    refused: no tenant is not every tenant."""
+    scope = scope_of(tenant)
     if isinstance(scope, _Unresolved):
-        raise ValueError(f"{tenant!r} cannot name a tenant: give a name, or None for all")
+        raise ValueError(
+            f"{tenant!r} cannot name a tenant: give a name, or EVERY_TENANT for the operator"
+        )
     token = _scope.set(scope)
     try:
         yield

@@ -41,7 +41,7 @@ from ..conf import warlock_settings
 from ..encryption import outbox_place, seal_json, seal_text
 from ..models import OutboundMessage, Wake
 from ..redaction import redact, redact_value, redactor
-from ..tenancy import for_every_tenant, tenant_scope
+from ..tenancy import EVERY_TENANT, for_every_tenant, tenant_scope
 from ..tracing import span
 from .turns import Host
 
@@ -251,7 +251,7 @@ def fire_wake(wake: Wake, hosts: dict[str, Host] | None = None) -> None:
     is recorded on the row and retried, and an outage hands the wake back. The turn runs in
     the wake's tenant (``tenancy``), as its session's own requests do."""
     with (
-        tenant_scope(wake.tenant or None),
+        tenant_scope(wake.tenant or EVERY_TENANT),
         span(
             "warlock wake",
             {
@@ -340,7 +340,7 @@ def deliver_due_messages(
 def deliver_message(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]) -> None:
     """Send ``message`` through ``deliver`` in its tenant (``tenancy``), then mark it sent;
     a failure is recorded on the row and retried."""
-    with tenant_scope(message.tenant or None):
+    with tenant_scope(message.tenant or EVERY_TENANT):
         _deliver(message, deliver)
 
 

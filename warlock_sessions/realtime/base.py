@@ -31,7 +31,12 @@ from rest_framework.settings import api_settings
 from .. import tenancy
 from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..conf import warlock_settings
-from ..errors import EncryptionError, InvalidInputError
+from ..errors import (
+    EncryptionError,
+    InvalidInputError,
+    OfAnotherTenantError,
+    TenantUnresolvedError,
+)
 from ..host.threads import in_worker_thread
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester
@@ -370,6 +375,9 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         if isinstance(error, EncryptionError):
             logger.error("a sealed value could not be read: %s", error)
             await self.error("encryption-error", EncryptionError.public_detail)
+            return
+        if isinstance(error, TenantUnresolvedError | OfAnotherTenantError):
+            await self.close(code=UNAUTHORISED)  # as for any id it may not use: no failure
             return
         logger.exception("a socket frame failed")
         await self.error("server-error", "The server failed on this frame; it is logged.")

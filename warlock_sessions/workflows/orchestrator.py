@@ -188,7 +188,7 @@ class Orchestrator:
         finished = []
         for session_id in [*recorded, *left]:
             try:
-                with tenant_scope(self._tenant_of(session_id)):
+                with tenant_scope(self._tenant_of(session_id) or EVERY_TENANT):
                     done = self.resume(session_id)
             except Exception:
                 logger.exception("could not settle session %r of %r", session_id, self.name)

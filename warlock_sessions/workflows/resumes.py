@@ -28,7 +28,7 @@ from ..models import Snapshot
 from ..redaction import redact
 from ..snapshots import DjangoSnapshotStore, default_snapshot_store
 from ..snapshots.base import opened_snapshot
-from ..tenancy import for_every_tenant, tenant_scope
+from ..tenancy import EVERY_TENANT, for_every_tenant, tenant_scope
 from .registry import definition_of
 from .runs import now_iso
 
@@ -87,7 +87,7 @@ def run_asked_resumes(
         if not same_ask.update(resume=claimed):
             continue  # another worker took it, or it was asked again meanwhile
         taken += 1
-        with tenant_scope(tenant or None):  # the run goes on in its tenant, as it was made
+        with tenant_scope(tenant or EVERY_TENANT):  # the run goes on in its tenant, as it was made
             _resume(rows, key, claimed)
     return taken
 

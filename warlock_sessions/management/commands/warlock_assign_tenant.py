@@ -53,7 +53,12 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be 1 or more")
         models_ = tenanted_models()
         using = options["database"]
-        if not options["force"] and any(
+        if not any(
+            model._base_manager.db_manager(using).filter(tenant="").exists() for model in models_
+        ):
+            self.stdout.write("no row belongs to no tenant: nothing to give")
+            return
+        if not (options["force"] or options["dry_run"]) and any(
             model._base_manager.db_manager(using).exclude(tenant="").exists() for model in models_
         ):
             raise CommandError(

@@ -13,7 +13,7 @@ from ...erasure import Person, erase
 from ...errors import InvalidInputError
 from ...host.wire import clean_text_param, session_id_input
 from ...models import Conversation, Session, SessionOwner
-from ...tenancy import checked_tenant, tenant_scope
+from ...tenancy import EVERY_TENANT, checked_tenant, tenant_scope
 
 
 class Command(BaseCommand):
@@ -61,7 +61,7 @@ class Command(BaseCommand):
             for model in (SessionOwner, Conversation, Session)
         )
         try:
-            with tenant_scope(tenant):
+            with tenant_scope(EVERY_TENANT if tenant is None else tenant):
                 counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
         except Exception as error:
             if unavailable(error):  # nothing of the database's was deleted: it found no one
