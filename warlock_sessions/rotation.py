@@ -229,20 +229,16 @@ def _stored_sessions(store: Store, using: str | None) -> Iterator[Progress]:
         set(SessionEvent.objects.using(alias).values_list("session_id", flat=True).distinct())
         | set(SessionOwner.objects.using(alias).values_list("session_id", flat=True))
     )
+
+    def reseal(session_id: str) -> bool:
+        session = store.load(session_id)
+        if session is None or not _sealed_with_old_key(store, session_id):
+            return False
+        store.save(session, session["version"])
+        return True
+
     progress = Progress(f"sessions ({type(store).__name__})", len(ids))
-    yield progress
-    for session_id in ids:
-        try:
-            session = store.load(session_id)
-            if session is not None and _sealed_with_old_key(store, session_id):
-                store.save(session, session["version"])
-                progress.resealed += 1
-        except EncryptionError as error:
-            progress.could_not_open(error)
-        except SessionConflictError:
-            progress.moved += 1
-        progress.read += 1
-    yield progress
+    yield from _resealing(progress, ids, reseal, SessionConflictError)
 
 
 def _sealed_with_old_key(store: Store, session_id: str) -> bool:
@@ -256,22 +252,38 @@ def _sealed_with_old_key(store: Store, session_id: str) -> bool:
 
 def _stored_snapshots(store: SnapshotStore) -> Iterator[Progress]:
     keys = store.list()
+
+    def reseal(key: str) -> bool:
+        if store.versioned:
+            found = store.load_versioned(key)
+            if found is not None:
+                store.save(found[0], expected_version=found[1])
+        else:
+            snapshot = store.load(key)
+            if snapshot is not None:
+                store.save(snapshot)
+        return True
+
     progress = Progress(f"snapshots ({type(store).__name__})", len(keys))
+    yield from _resealing(progress, keys, reseal, SnapshotConflictError)
+
+
+def _resealing(
+    progress: Progress,
+    keys: list[str],
+    reseal: Callable[[str], bool],
+    moved: type[Exception],
+) -> Iterator[Progress]:
+    """Seal each of ``keys`` again through a store's own load and save (``reseal``: whether
+    it did), counting on ``progress`` what would not open and what ``moved`` meanwhile."""
     yield progress
     for key in keys:
         try:
-            if store.versioned:
-                found = store.load_versioned(key)
-                if found is not None:
-                    store.save(found[0], expected_version=found[1])
-            else:
-                snapshot = store.load(key)
-                if snapshot is not None:
-                    store.save(snapshot)
-            progress.resealed += 1
+            if reseal(key):
+                progress.resealed += 1
         except EncryptionError as error:
             progress.could_not_open(error)
-        except SnapshotConflictError:
+        except moved:
             progress.moved += 1
         progress.read += 1
     yield progress
