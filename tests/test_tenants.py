@@ -142,6 +142,21 @@ def test_a_resolver_that_is_no_function_fails_e031(resolver: Any) -> None:
         assert "warlock_sessions.E031" in ids_of_checks()
 
 
+def resolver_without_its_database(request: Any) -> str:
+    from django.db import OperationalError
+
+    raise OperationalError("the server closed the connection unexpectedly")
+
+
+@pytest.mark.django_db
+def test_a_resolver_whose_database_is_away_gets_a_503_not_no_tenant(tenants: None) -> None:
+    setting = {**API_SETTINGS, "TENANT_RESOLVER": f"{__name__}.resolver_without_its_database"}
+    with override_settings(WARLOCK_SESSIONS=setting):
+        response = APIClient(HTTP_HOST=f"acme.{HOST}").get("/api/sessions/")
+    assert response.status_code == 503
+    assert response.json()["code"] == "unavailable"
+
+
 @pytest.mark.parametrize(
     ("setting", "middleware"),
     [

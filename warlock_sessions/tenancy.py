@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponseForbidden
 from django.http.request import host_validation_re, split_domain_port, validate_host
 
@@ -153,6 +154,8 @@ def resolve(requester: Any) -> Scope:
         return None
     try:
         return scope_of(resolver(requester))
+    except (OperationalError, InterfaceError):
+        raise  # the database is away (a resolver reading a profile): 503, try again, not 403
     except Exception:
         logger.exception("TENANT_RESOLVER failed: the request gets no tenant")
         return UNRESOLVED
