@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
 from django.db import connections
 from django.test import override_settings
 
@@ -18,7 +19,7 @@ from tests.host.conftest import ThreadNotingModel, needs_postgres
 from warlock_sessions.engine import Agent
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent, SessionOwner
-from warlock_sessions.permissions import OwnerOrStaff, SessionAccess
+from warlock_sessions.permissions import VISITOR_KEY, OwnerOrStaff, SessionAccess
 from warlock_sessions.realtime.sessions import SessionConsumer
 
 from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
@@ -289,3 +290,101 @@ async def test_a_lost_loop_connection_is_replaced_before_the_claim_uses_it(
     assert claims_in_threads == []
     assert len(await database_sync_to_async(owners_of)("pg-lost-2")) == 1
     await chat.disconnect()
+
+
+@pytest.fixture
+def admissions_in_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids whose connect was admitted in a worker thread rather than on the event loop."""
+    seen: list[str] = []
+    in_thread = SessionConsumer.admitted
+
+    def noting(consumer: SessionConsumer) -> tuple[Any, ...]:
+        seen.append(consumer.session_id)
+        return in_thread(consumer)
+
+    monkeypatch.setattr(SessionConsumer, "admitted", noting)
+    return seen
+
+
+def visitor_identity(cookie: bytes) -> str | None:
+    key = cookie.decode().split("=", 1)[1]
+    return SessionStore(key).get(VISITOR_KEY)
+
+
+async def test_a_visitors_connect_is_admitted_on_the_event_loop(
+    admissions_in_threads: list[str], claims_in_threads: list[str]
+) -> None:
+    cookie = await database_sync_to_async(cookie_for)(None)
+    chat = await socket("/ws/sessions/pg-admit/", cookie=cookie)
+    assert (await chat.connect())[0]
+    await booking_begun(chat)
+    await chat.disconnect()
+    # Their identity outlives a login: stored in their Django session with the claim.
+    assert await database_sync_to_async(visitor_identity)(cookie)
+
+    again = await socket("/ws/sessions/pg-admit/?after_seq=2", cookie=cookie)  # theirs: replayed
+    assert (await again.connect())[0]
+    replayed = []
+    while not await again.receive_nothing(timeout=0.3):
+        replayed.append((await again.receive_json_from(timeout=5))["seq"])
+    assert replayed == list(range(3, 3 + len(replayed))) and len(replayed) > 4
+    await again.disconnect()
+
+    stranger = await socket("/ws/sessions/pg-admit/", username=None)  # not theirs: nothing
+    assert (await stranger.connect())[0]
+    assert await stranger.receive_nothing(timeout=0.3)
+    await stranger.send_json_to({"type": "message", "text": "hi", "id": "x"})
+    assert await stranger.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+    assert admissions_in_threads == []
+    assert claims_in_threads == ["pg-admit"]  # the stranger's frame, refused in a thread
+
+    user = await socket("/ws/sessions/pg-admit-user/", "ana")  # permissions read the database
+    await database_sync_to_async(copy_user_to_postgres)("ana")
+    assert (await user.connect())[0]
+    await user.disconnect()
+    assert admissions_in_threads == ["pg-admit-user"]
+
+
+@pytest.mark.parametrize("username", [None, "ana"])
+async def test_sockets_opened_before_their_claims_keep_the_owners_quota(
+    username: str | None, claims_in_threads: list[str]
+) -> None:
+    """Each socket's connect found its id unused and under the quota; the claims, made later
+    on the loop, still count the owner's sessions."""
+    cookie = await database_sync_to_async(cookie_for)(username)
+    if username:
+        await database_sync_to_async(copy_user_to_postgres)(username)
+    with override_settings(WARLOCK_SESSIONS={**SETTINGS, "MAX_SESSIONS_PER_OWNER": 1}):
+        first, second = [
+            await socket(f"/ws/sessions/pg-quota-{n}/", cookie=cookie) for n in (1, 2)
+        ]
+        for chat in (first, second):
+            assert (await chat.connect())[0]
+        await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+        assert (await until_turn(first))[-1]["type"] == "turn"
+        await second.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+        refused = await second.receive_json_from(timeout=5)
+        assert refused["type"] == "error" and refused["code"] == "quota-exceeded", refused
+        for chat in (first, second):
+            await chat.disconnect()
+    assert claims_in_threads == ["pg-quota-2"]  # the loop's claim left it to say why
+    assert await database_sync_to_async(owners_of)("pg-quota-2") == []
+
+
+class VisitorsAskedOfTheDatabase(OwnerOrStaff):
+    """Trusts a visitor only if a row says so: a policy that reads the database."""
+
+    def is_trusted(self, requester: Any) -> bool:
+        return User.objects.filter(username="trusted-visitors").exists()
+
+
+async def test_a_policy_that_reads_the_database_admits_in_a_worker_thread(
+    admissions_in_threads: list[str],
+) -> None:
+    policy = {**SETTINGS, "PERMISSION": f"{__name__}.VisitorsAskedOfTheDatabase"}
+    with override_settings(WARLOCK_SESSIONS=policy):
+        chat = await socket("/ws/sessions/pg-policy-db/", username=None)
+        assert (await chat.connect())[0]
+        await booking_begun(chat)
+        await chat.disconnect()
+    assert admissions_in_threads == ["pg-policy-db"]

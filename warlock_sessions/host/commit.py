@@ -60,10 +60,21 @@ class LoopCommitter(Committer, Protocol):
     ) -> tuple[Session, int]: ...
 
     async def aclaim(
-        self, connection: Any, session_id: str, user_id: Any, anonymous_key: str
+        self,
+        connection: Any,
+        session_id: str,
+        user_id: Any,
+        anonymous_key: str,
+        quota: int | None = None,
     ) -> int | None:
         """Make the owner row of an id nothing uses yet (``permissions.claim_new_session``);
-        its id, or ``None`` if anything uses the id."""
+        its id, or ``None`` if anything uses the id or its owner has ``quota`` rows."""
+        ...
+
+    async def aadmission(
+        self, connection: Any, session_id: str
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Whether ``session_id`` is stored, and its owner row's fields (``None``: none)."""
         ...
 
 
@@ -140,9 +151,19 @@ class DatabaseCommitter:
         return saved, first_seq
 
     async def aclaim(
-        self, connection: Any, session_id: str, user_id: Any, anonymous_key: str
+        self,
+        connection: Any,
+        session_id: str,
+        user_id: Any,
+        anonymous_key: str,
+        quota: int | None = None,
     ) -> int | None:
-        return await self.store.aclaim(connection, session_id, user_id, anonymous_key)
+        return await self.store.aclaim(connection, session_id, user_id, anonymous_key, quota)
+
+    async def aadmission(
+        self, connection: Any, session_id: str
+    ) -> tuple[bool, dict[str, Any] | None]:
+        return await self.store.aadmission(connection, session_id)
 
 
 class RecordsBesideCommitter:

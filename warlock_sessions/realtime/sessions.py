@@ -21,6 +21,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
+from django.core.exceptions import SynchronousOnlyOperation
 from django.db import DatabaseError
 
 from .. import tenancy
@@ -44,11 +45,12 @@ from ..host.wire import admitted_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
     TURN_ACTION,
+    VISITOR_KEY,
     SessionAccess,
     SessionPolicy,
+    anonymous_key,
     claim_new_session,
     claim_owner,
-    over_quota,
     owner_fields,
     release_claim,
     used_by_another_tenant,
@@ -85,6 +87,8 @@ class SessionConsumer(WarlockConsumer):
         #: with on the event loop, when the store can and the policy admits such an owner.
         self.claimant: dict[str, Any] | None = None
         self.first_claimant: dict[str, Any] | None = None  # what a released claim re-arms
+        #: The visitor's identity being stored in their Django session (``loop_claimant``).
+        self.identity_stored: asyncio.Future[Any] | None = None
         try:
             self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
         except InvalidInputError:
@@ -94,7 +98,12 @@ class SessionConsumer(WarlockConsumer):
         after = (query.get("after_seq") or ["0"])[0]
         self.last_seq = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         self.group = group_name(self.session_id)
-        client, logged, self.is_trusted = await in_worker_thread(self.admitted)()
+        admission: tuple[str | None, list[dict[str, Any]] | None, bool] | None
+        admission = await self.admitted_on_loop()
+        if admission is None:
+            admission = await in_worker_thread(self.admitted)()
+        client, logged, trusted = admission
+        self.is_trusted: bool = trusted
         if not await self.admit(client):
             return
         if logged is not None:
@@ -126,22 +135,75 @@ class SessionConsumer(WarlockConsumer):
         logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
         return client, logged, trusted
 
+    async def admitted_on_loop(self) -> tuple[str | None, list[dict[str, Any]] | None, bool] | None:
+        """:meth:`admitted` without a worker thread, for an anonymous visitor whose Django
+        session the auth middleware has read already, while tenants are off, the policy
+        decides from the owner alone, and the store is read on the event loop's connection
+        (one statement). ``None``: the thread decides, as it does whenever the policy or an
+        auth backend turns out to ask the database (Django refuses that on the event loop)."""
+        committer = committer_for(default_store()).on_event_loop()
+        user, session = self.requester.user, self.requester.session
+        if (
+            committer is None
+            or tenancy.enabled()
+            or (user is not None and user.is_authenticated)
+            or not warlock_settings.PERMISSION.decides_from_owner
+            or not loop_connections_available(committer.using)
+            or (session is not None and not hasattr(session, "_session_cache"))  # not read yet
+        ):
+            return None
+        try:
+            client = self.identity()
+            if client is None:
+                return None, None, False
+            trusted = warlock_settings.PERMISSION().is_trusted(self.requester)
+            async with loop_connection(committer.using) as connection:
+                stored, owner_row = await committer.aadmission(connection, self.session_id)
+            if owner_row is None and not stored:
+                self.claimant = self.first_claimant = self.loop_claimant()
+                return client, None, trusted
+            owner = (
+                None if owner_row is None else SessionOwner(session_id=self.session_id, **owner_row)
+            )
+            if not self.permitted(owner):
+                return client, None, trusted
+        except SynchronousOnlyOperation:
+            return None
+        return client, await in_worker_thread(self.logged_after)(self.last_seq), trusted
+
     def prepared_claimant(self, store: Store) -> dict[str, Any] | None:
         """The owner row's fields the first frame may claim the id with on the event loop, if
         the store can and the policy decides from the owner alone and admits that owner."""
         committer = committer_for(store).on_event_loop()
-        policy: SessionPolicy = warlock_settings.PERMISSION()
         if (
             committer is None
             or not loop_connections_available(committer.using)
-            or not policy.decides_from_owner
+            or not warlock_settings.PERMISSION.decides_from_owner
         ):
             return None
         owner_row = owner_fields(self.requester)
-        if over_quota(SessionOwner, owner_row, warlock_settings.MAX_SESSIONS_PER_OWNER):
-            return None  # the claim in a thread refuses it, with its reason
         user = owner_row["user"]
-        fields = {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
+        return self.admitted_claimant(
+            {"user_id": user and user.pk, "anonymous_key": owner_row["anonymous_key"]}
+        )
+
+    def loop_claimant(self) -> dict[str, Any] | None:
+        """:meth:`prepared_claimant` on the event loop, for an anonymous visitor: their
+        identity is stored in their Django session (``owner_fields``) in a worker thread
+        meanwhile, and the claim waits for it."""
+        fields = self.admitted_claimant(
+            {"user_id": None, "anonymous_key": anonymous_key(self.requester)}
+        )
+        session = self.requester.session
+        if fields is not None and session is not None and VISITOR_KEY not in session:
+            self.identity_stored = asyncio.ensure_future(
+                in_worker_thread(owner_fields)(self.requester)
+            )
+            self.identity_stored.add_done_callback(_logged_failure)
+        return fields
+
+    def admitted_claimant(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """``fields`` if the policy admits an owner row of them; the claim checks the quota."""
         owner = SessionOwner(session_id=self.session_id, tenant=tenant_of_new_row(), **fields)
         return fields if self.permitted(owner) else None
 
@@ -383,11 +445,17 @@ class SessionConsumer(WarlockConsumer):
         committer = committer_for(default_store()).on_event_loop()
         if fields is None or committer is None:
             return None
+        identity_stored, self.identity_stored = self.identity_stored, None
+        if identity_stored is not None and not await _succeeded(identity_stored):
+            return None  # the claim in a thread stores it again, or reports the outage
+        quota = warlock_settings.MAX_SESSIONS_PER_OWNER
         try:
             async with loop_connection(committer.using) as connection:
                 if connection is None:
                     return None
-                owner_id = await committer.aclaim(connection, self.session_id, **fields)
+                owner_id = await committer.aclaim(
+                    connection, self.session_id, **fields, quota=quota
+                )
         except DatabaseError:  # a user deleted meanwhile, a connection lost: as in a thread
             logger.warning("could not claim %r on the event loop", self.session_id, exc_info=True)
             return None
@@ -418,3 +486,19 @@ class SessionConsumer(WarlockConsumer):
         if agent not in self.hosts:
             self.hosts[agent] = Host(agent)
         return self.hosts[agent]
+
+
+async def _succeeded(work: asyncio.Future[Any]) -> bool:
+    try:
+        await work
+    except Exception:
+        return False
+    return True
+
+
+def _logged_failure(work: asyncio.Future[Any]) -> None:
+    if not work.cancelled() and work.exception() is not None:
+        logger.warning(
+            "could not store a visitor's identity in their Django session",
+            exc_info=work.exception(),
+        )
