@@ -3,6 +3,7 @@ channels-redis against the real Redis."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -467,7 +468,7 @@ def pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     group_send = layer.group_send
 
     async def noting(group: str, message: dict[str, Any]) -> None:
-        if message["type"] == "warlock.events":
+        if message["type"] == "warlock.events" and message["events"]:  # not a join notice
             pushed.append(message["session_id"])
             assert group == group_name(message["session_id"])
         await group_send(group, message)
@@ -520,18 +521,91 @@ async def test_a_socket_of_another_process_on_redis_gets_the_turns(
         assert (await tab.connect())[0]
         await tab.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
         await until_turn(tab)
-        heard = None
-        for _ in range(50):  # pushed once the socket's own client has its frames
-            heard = await listening.get_message(ignore_subscribe_messages=True, timeout=0.1)
-            if heard:
+        heard = []
+        for _ in range(50):  # the tab's join notice, then the turn, pushed once the socket's
+            message = await listening.get_message(ignore_subscribe_messages=True, timeout=0.1)
+            heard += [message] if message else []  # own client has its frames
+            if len(heard) == 2:
                 break
-        assert heard is not None and heard["channel"].decode() == group_channel
+        assert [message["channel"].decode() for message in heard] == [group_channel] * 2
         assert pushes == ["elsewhere-1"]
         await tab.disconnect()
     finally:
         await listening.unsubscribe(group_channel)
         await listening.aclose()
         await other_process.aclose()
+
+
+@pytest.mark.parametrize("layer", ["redis"], indirect=True)
+async def test_a_socket_alone_on_redis_asks_once_until_another_process_joins(
+    layer: str, pushes: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis is asked whether anyone else listens once, not every turn; a socket of another
+    process that joins says so, and the next turn is pushed to it."""
+    import redis.asyncio as redis
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    from warlock_sessions.host import group_name
+    from warlock_sessions.realtime.base import open_consumers
+    from warlock_sessions.realtime.membership import announce
+
+    asked: list[str] = []
+    numsub = redis.Redis.pubsub_numsub
+
+    def noting(client: redis.Redis, *channels: str) -> Any:
+        asked.extend(channels)
+        return numsub(client, *channels)
+
+    monkeypatch.setattr(redis.Redis, "pubsub_numsub", noting)
+    cookie = await database_sync_to_async(cookie_for)("ana")
+    tab = await socket("/ws/sessions/company-1/", cookie=cookie)
+    assert (await tab.connect())[0]
+    await booking_begun(tab)  # two turns
+    assert pushes == [] and len(asked) == 1
+
+    other_process = RedisPubSubChannelLayer(hosts=[REDIS_URL])
+    group = group_name("company-1")
+    channel = await other_process.new_channel()
+    try:
+        await other_process.group_add(group, channel)
+        await announce(other_process, group, "company-1", channel)
+        [consumer] = [c for c in open_consumers if getattr(c, "session_id", "") == "company-1"]
+        for _ in range(50):  # the notice heard
+            if consumer.company.no_other_process_until == 0:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.02)
+        await tab.send_json_to({"type": "message", "text": "ana@example.com", "id": "m3"})
+        sent = await until_turn(tab)
+        heard = await asyncio.wait_for(other_process.receive(channel), 5)
+        while not heard["events"]:  # its own notice first
+            heard = await asyncio.wait_for(other_process.receive(channel), 5)
+        assert heard["events"] == sent and pushes == ["company-1"] and len(asked) == 2
+    finally:
+        await other_process.group_discard(group, channel)
+        await other_process.flush()
+        await tab.disconnect()
+
+
+async def test_a_layer_message_of_a_newer_release_is_logged_and_the_socket_stays(
+    layer: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from channels.layers import get_channel_layer
+
+    from warlock_sessions.host import group_name
+
+    chat = await socket("/ws/sessions/newer-1/")
+    assert (await chat.connect())[0]
+    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    await until_turn(chat)
+    await get_channel_layer().group_send(group_name("newer-1"), {"type": "warlock.newer"})
+    await chat.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
+    assert (await until_turn(chat))[-1]["type"] == "turn"  # still open, and served
+    for _ in range(100):  # on Redis the layer's message may come after the frame
+        if "no handler for" in caplog.text:
+            break
+        await asyncio.sleep(0.02)
+    assert "no handler for" in caplog.text
+    await chat.disconnect()
 
 
 async def test_erasing_the_person_closes_their_open_socket(layer: str) -> None:

@@ -355,9 +355,7 @@ async def test_sockets_opened_before_their_claims_keep_the_owners_quota(
     if username:
         await database_sync_to_async(copy_user_to_postgres)(username)
     with override_settings(WARLOCK_SESSIONS={**SETTINGS, "MAX_SESSIONS_PER_OWNER": 1}):
-        first, second = [
-            await socket(f"/ws/sessions/pg-quota-{n}/", cookie=cookie) for n in (1, 2)
-        ]
+        first, second = [await socket(f"/ws/sessions/pg-quota-{n}/", cookie=cookie) for n in (1, 2)]
         for chat in (first, second):
             assert (await chat.connect())[0]
         await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})

@@ -269,6 +269,10 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         # handlers here reach the database only through in_worker_thread, which tidies the
         # connection it uses, so the hop would only queue every socket behind one thread.
         handler = getattr(self, get_handler_name(message), None)
+        if handler is None and not message["type"].startswith("websocket."):
+            # A layer message of a newer release (a rolling deploy): not this socket's to die of.
+            logger.warning("a socket got a %r message it has no handler for", message["type"])
+            return
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
         if message["type"].startswith("websocket."):

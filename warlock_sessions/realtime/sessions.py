@@ -57,9 +57,9 @@ from ..permissions import (
 )
 from ..stores import Store, default_store
 from ..tenancy import tenant_of_new_row
-from .base import UNAUTHORISED, WarlockConsumer
+from .base import UNAUTHORISED, WarlockConsumer, layer_outage
 from .follow import log_follower
-from .membership import alone_in_group
+from .membership import JOINED, Company, announce
 
 logger = logging.getLogger("warlock_sessions.realtime")
 
@@ -87,6 +87,7 @@ class SessionConsumer(WarlockConsumer):
         #: with on the event loop, when the store can and the policy admits such an owner.
         self.claimant: dict[str, Any] | None = None
         self.first_claimant: dict[str, Any] | None = None  # what a released claim re-arms
+        self.company = Company()
         #: The visitor's identity being stored in their Django session (``loop_claimant``).
         self.identity_stored: asyncio.Future[Any] | None = None
         try:
@@ -252,6 +253,7 @@ class SessionConsumer(WarlockConsumer):
         """Start following the session: its group, then the log past ``last_seq``."""
         self.following = True
         await self.group_add(self.group)
+        await self.announce()
         log_follower().follow(self)
         await self.catch_up(logged)
 
@@ -305,9 +307,23 @@ class SessionConsumer(WarlockConsumer):
                 if len(events) < REPLAY_BATCH:
                     return
 
+    async def announce(self) -> None:
+        """Say to the group's other members that this socket joined (``membership``)."""
+        channel = getattr(self, "channel_name", None)
+        if channel is None:
+            return  # the layer was away at connect: in no group
+        try:
+            await announce(self.channel_layer, self.group, self.session_id, channel)
+        except Exception as error:
+            layer_outage.failed(error)
+
     async def warlock_events(self, message: dict[str, Any]) -> None:
-        """Events pushed to the session's group after a commit."""
-        await self.deliver(message["events"])
+        """Events pushed to the session's group after a commit, or another socket's notice
+        that it joined the group (no events)."""
+        if message.get(JOINED, self.channel_name) != self.channel_name:
+            self.company.joined()
+        if message["events"]:
+            await self.deliver(message["events"])
 
     async def warlock_forgotten(self, message: dict[str, Any]) -> None:
         """The session was deleted: whatever comes under its id next is someone else's."""
@@ -399,7 +415,7 @@ class SessionConsumer(WarlockConsumer):
         # frames already, whatever the layer takes.
         # (A socket whose layer was away when it connected has no channel, and so no group.)
         channel = getattr(self, "channel_name", None)
-        if not await alone_in_group(self.channel_layer, self.group, channel):
+        if not await self.company.alone(self.channel_layer, self.group, channel):
             await apush(self.session_id, hosted.events)
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
