@@ -503,12 +503,21 @@ async def test_a_socket_alone_on_its_session_skips_the_layer(layer: str, pushes:
 async def test_a_socket_of_another_process_on_redis_gets_the_turns(
     layer: str, pushes: list[str]
 ) -> None:
-    """Another process's socket on the session is a subscriber of the group's Redis channel:
-    the turn is pushed, and it arrives there."""
+    """A socket that joins a session already going asks Redis whether anyone else listens:
+    another process subscribed to the group's channel (even one that never announced
+    itself) gets the turn, pushed."""
     import redis.asyncio as redis
     from channels.layers import get_channel_layer
 
     from warlock_sessions.host import group_name
+
+    cookie = await database_sync_to_async(cookie_for)("ana")
+    first = await socket("/ws/sessions/elsewhere-1/", cookie=cookie)
+    assert (await first.connect())[0]
+    await first.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+    last_seq = (await until_turn(first))[-1]["seq"]
+    await first.disconnect()
+    assert pushes == []  # it made the session: nobody else could be following it
 
     loop_layer = get_channel_layer()._get_layer()  # type: ignore[union-attr]
     group_channel = loop_layer._get_group_channel_name(group_name("elsewhere-1"))
@@ -516,10 +525,9 @@ async def test_a_socket_of_another_process_on_redis_gets_the_turns(
     listening = other_process.pubsub()
     await listening.subscribe(group_channel)
     try:
-        cookie = await database_sync_to_async(cookie_for)("ana")
-        tab = await socket("/ws/sessions/elsewhere-1/", cookie=cookie)
+        tab = await socket(f"/ws/sessions/elsewhere-1/?after_seq={last_seq}", cookie=cookie)
         assert (await tab.connect())[0]
-        await tab.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+        await tab.send_json_to({"type": "message", "text": "Ana Souza", "id": "m2"})
         await until_turn(tab)
         heard = []
         for _ in range(50):  # the tab's join notice, then the turn, pushed once the socket's
@@ -540,8 +548,9 @@ async def test_a_socket_of_another_process_on_redis_gets_the_turns(
 async def test_a_socket_alone_on_redis_asks_once_until_another_process_joins(
     layer: str, pushes: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Redis is asked whether anyone else listens once, not every turn; a socket of another
-    process that joins says so, and the next turn is pushed to it."""
+    """A socket whose claim made the session does not ask Redis whether anyone else listens,
+    nor does it on later turns; a socket of another process that joins says so, and the next
+    turn asks, and is pushed to it."""
     import redis.asyncio as redis
     from channels_redis.pubsub import RedisPubSubChannelLayer
 
@@ -561,7 +570,7 @@ async def test_a_socket_alone_on_redis_asks_once_until_another_process_joins(
     tab = await socket("/ws/sessions/company-1/", cookie=cookie)
     assert (await tab.connect())[0]
     await booking_begun(tab)  # two turns
-    assert pushes == [] and len(asked) == 1
+    assert pushes == [] and asked == []  # it made the session: nobody else could follow it
 
     other_process = RedisPubSubChannelLayer(hosts=[REDIS_URL])
     group = group_name("company-1")
@@ -579,7 +588,7 @@ async def test_a_socket_alone_on_redis_asks_once_until_another_process_joins(
         heard = await asyncio.wait_for(other_process.receive(channel), 5)
         while not heard["events"]:  # its own notice first
             heard = await asyncio.wait_for(other_process.receive(channel), 5)
-        assert heard["events"] == sent and pushes == ["company-1"] and len(asked) == 2
+        assert heard["events"] == sent and pushes == ["company-1"] and len(asked) == 1
     finally:
         await other_process.group_discard(group, channel)
         await other_process.flush()

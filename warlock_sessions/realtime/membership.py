@@ -51,6 +51,12 @@ class Company:
             logger.debug("could not tell whether a socket is alone on %s", group, exc_info=True)
         return False
 
+    def first_member(self) -> None:
+        """This socket's claim made the session: no socket elsewhere follows it yet, and any
+        that comes announces itself, so Redis need not be asked now (nor in a storm of new
+        chats, where every round trip would wait on the layer's one connection)."""
+        self.no_other_process_until = asyncio.get_running_loop().time() + ALONE_FOR
+
     def joined(self) -> None:
         """Another socket joined the group (its notice came): ask again before the next turn."""
         self.no_other_process_until = 0.0

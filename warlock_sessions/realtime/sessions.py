@@ -88,6 +88,8 @@ class SessionConsumer(WarlockConsumer):
         self.claimant: dict[str, Any] | None = None
         self.first_claimant: dict[str, Any] | None = None  # what a released claim re-arms
         self.company = Company()
+        #: A first member's subscription to the session's group, made in the background.
+        self.joining: asyncio.Future[None] | None = None
         #: The visitor's identity being stored in their Django session (``loop_claimant``).
         self.identity_stored: asyncio.Future[Any] | None = None
         try:
@@ -249,11 +251,21 @@ class SessionConsumer(WarlockConsumer):
 
     # -- delivery -------------------------------------------------------------------------------
 
-    async def follow(self, logged: list[dict[str, Any]] | None = None) -> None:
-        """Start following the session: its group, then the log past ``last_seq``."""
+    async def follow(
+        self, logged: list[dict[str, Any]] | None = None, *, first_member: bool = False
+    ) -> None:
+        """Start following the session: its group, then the log past ``last_seq``. The
+        ``first_member`` (its claim made the session) has nobody to announce itself to."""
         self.following = True
-        await self.group_add(self.group)
-        await self.announce()
+        if first_member:
+            # Nothing comes through the group before anyone else follows the session, so the
+            # turn need not wait on the subscription (on Redis, queued on the layer's one
+            # connection behind every other socket's).
+            self.company.first_member()
+            self.joining = asyncio.ensure_future(self.group_add(self.group))
+        else:
+            await self.group_add(self.group)
+            await self.announce()
         log_follower().follow(self)
         await self.catch_up(logged)
 
@@ -262,6 +274,9 @@ class SessionConsumer(WarlockConsumer):
             log_follower().unfollow(self)
         if self.following:
             self.following = False
+            joining, self.joining = self.joining, None
+            if joining is not None:
+                await joining  # else the discard could come first, and the socket stay in
             await self.group_discard(self.group)
 
     async def log_moved(self, latest: int) -> None:
@@ -433,8 +448,10 @@ class SessionConsumer(WarlockConsumer):
                     permitted, claim = await in_worker_thread(self.claimed)()
                     if not permitted:
                         return None
-                # A session this frame just claimed did not exist: there is no log to replay.
-                await self.follow([] if claim is not None else None)
+                if claim is None:
+                    await self.follow()
+                else:  # the session did not exist: no log to replay, and nobody follows it
+                    await self.follow([], first_member=True)
             hosted = await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved, push=False
             )
