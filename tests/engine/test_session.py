@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from warlock_sessions.engine import assert_session, migrate_session, new_session
 from warlock_sessions.engine.isotime import iso_from_ms, ms_from_iso, to_iso
@@ -34,6 +36,15 @@ def test_t0_renders_as_javascript_would() -> None:
     assert ms_from_iso("2026-09-20T07:00:00-03:00") == T0_MS
     assert to_iso(datetime(2026, 9, 20, 10, tzinfo=UTC)) == T0
     assert (to_iso("not a date"), to_iso(True), to_iso(None)) == (None, None, None)
+
+
+@given(st.integers(min_value=-62135596800000, max_value=253402300799999))
+def test_every_instant_renders_as_javascript_would(epoch_ms: int) -> None:
+    """Years 1 to 9999: toISOString pads the year to four digits, as isoformat does."""
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=epoch_ms)
+    expected = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert iso_from_ms(epoch_ms) == expected
+    assert ms_from_iso(expected) == epoch_ms
 
 
 def test_assert_session_returns_only_session_keys() -> None:

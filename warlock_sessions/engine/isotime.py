@@ -13,9 +13,14 @@ _ISO_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
 def iso_from_ms(epoch_ms: int) -> str:
-    """Integer epoch milliseconds as toISOString text."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    """Integer epoch milliseconds as toISOString text: years before 1000 are padded to four
+    digits, as JavaScript pads them (``strftime("%Y")`` does not on Linux)."""
+    seconds, millis = divmod(epoch_ms, 1000)
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{millis:03d}Z"
+    )
 
 
 def ms_from_iso(text: str) -> int:
