@@ -231,3 +231,27 @@ def test_nothing_of_opentelemetry_is_imported_when_it_is_not_installed() -> None
         env={"DJANGO_SETTINGS_MODULE": "tests.settings", "PATH": "/usr/bin:/bin"},
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_with_the_api_but_no_provider_that_records_no_span_is_made() -> None:
+    """OpenTelemetry's API alone (another library installed it, or the SDK is not set up
+    yet) records nothing: no span is made, and the context is left as it is."""
+    script = textwrap.dedent(
+        """
+        from opentelemetry import context, trace
+        from warlock_sessions.tracing import span
+
+        outer = context.get_current()
+        with span("warlock turn", {"warlock.session.id": "s"}) as traced:
+            traced.set({"warlock.turn.changed": True})
+            assert context.get_current() is outer
+        trace.set_tracer_provider(trace.NoOpTracerProvider())
+        with span("warlock turn"):
+            assert context.get_current() is outer
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "ok", done.stderr

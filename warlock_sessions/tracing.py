@@ -1,7 +1,8 @@
 """Traces: each turn, model call, socket frame and worker fire as an OpenTelemetry span.
 
-Spans are made only when ``opentelemetry`` (the API) is installed; otherwise :func:`span`
-hands out a recorder that records nothing and nothing of OpenTelemetry is imported. Spans
+Spans are made only when ``opentelemetry`` (the API) is installed and a tracer provider that
+records is set (the SDK's); otherwise :func:`span` hands out a recorder that records nothing,
+and without the API nothing of OpenTelemetry is imported. Spans
 start in the current context, so an instrumented server's HTTP or websocket span is their
 parent. Message text goes into a span only with ``WARLOCK_SESSIONS["TRACE_TEXT"]`` (and then
 redacted, as stored text is): the app tells this module so when it starts (``configure``), as
@@ -72,18 +73,38 @@ def _attributes(attributes: Attributes) -> dict[str, Any]:
     }
 
 
+#: The tracer provider spans were last made with, and its tracer.
+_tracer_of: list[Any] = [None, None]
+
+
+def _tracer() -> Any | None:
+    """The tracer to make spans with; ``None`` without the OpenTelemetry API, or while no
+    provider is set that records (the API alone, installed by some other library, gives
+    spans that record nothing, and they cost a socket's turn about 7 % of its CPU)."""
+    if not tracing_installed():
+        return None
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        return None
+    if _tracer_of[0] is not provider:
+        _tracer_of[:] = [provider, provider.get_tracer(TRACER_NAME)]
+    return _tracer_of[1]
+
+
 @contextmanager
 def span(
     name: str, attributes: Attributes | None = None, *, kind: str = "INTERNAL"
 ) -> Iterator[Recorder]:
     """A span named ``name`` around the block, a child of the current one; an exception that
     leaves the block is recorded on it and sets its status to error."""
-    if not tracing_installed():
+    tracer = _tracer()
+    if tracer is None:
         yield Recorder()
         return
     from opentelemetry import trace
 
-    tracer = trace.get_tracer(TRACER_NAME)
     with tracer.start_as_current_span(
         name,
         kind=getattr(trace.SpanKind, kind),
