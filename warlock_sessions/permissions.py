@@ -88,21 +88,6 @@ def anonymous_key(request: Any, *, create: bool = False) -> str:
     return key or visitor_key(session.session_key or "")
 
 
-def store_visitor_identity(session: Any) -> None:
-    """Store in a visitor's Django session the identity :func:`anonymous_key` gives it now,
-    reading the session again first: a socket's copy is as old as its connect, and saving it
-    would undo what the visitor's requests wrote since. Nothing when the session is gone (a
-    login or a logout ended it) or keeps an identity already."""
-    key = session.session_key
-    if not key:
-        return
-    current = session.__class__(key)  # a LazyObject's __class__ is its wrapped one's
-    if current.get(VISITOR_KEY) is not None or current.session_key != key:
-        return  # kept already, or gone: loading a key with no session forgets it
-    current[VISITOR_KEY] = visitor_key(key)
-    current.save()
-
-
 def visitor_key(session_key: str) -> str:
     """A Django session's key as the visitor's identity: itself, or a digest of it when it is
     longer than an owner row holds (``signed_cookies`` sessions: the key is the whole cookie)."""

@@ -3,7 +3,6 @@ run on the socket's event loop (Host.ahandle over a loop connection), end to end
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -312,16 +311,6 @@ def visitor_identity(cookie: bytes) -> str | None:
     return SessionStore(key).get(VISITOR_KEY)
 
 
-async def stored_identity(cookie: bytes) -> str | None:
-    """The identity in the visitor's Django session, once stored (in the background)."""
-    for _ in range(100):
-        identity = await database_sync_to_async(visitor_identity)(cookie)
-        if identity:
-            return identity
-        await asyncio.sleep(0.02)
-    return None
-
-
 async def test_a_visitors_connect_is_admitted_on_the_event_loop(
     admissions_in_threads: list[str], claims_in_threads: list[str]
 ) -> None:
@@ -330,8 +319,8 @@ async def test_a_visitors_connect_is_admitted_on_the_event_loop(
     assert (await chat.connect())[0]
     await booking_begun(chat)
     await chat.disconnect()
-    # Their identity outlives a login: stored in their Django session after the claim.
-    assert await stored_identity(cookie)
+    # Their identity outlives a login: stored in their Django session with the claim.
+    assert await database_sync_to_async(visitor_identity)(cookie)
 
     again = await socket("/ws/sessions/pg-admit/?after_seq=2", cookie=cookie)  # theirs: replayed
     assert (await again.connect())[0]
@@ -397,30 +386,3 @@ async def test_a_policy_that_reads_the_database_admits_in_a_worker_thread(
         await booking_begun(chat)
         await chat.disconnect()
     assert admissions_in_threads == ["pg-policy-db"]
-
-
-async def test_a_visitors_identity_is_stored_after_their_claim_keeping_what_requests_wrote(
-    admissions_in_threads: list[str],
-) -> None:
-    """Connecting writes nothing to the visitor's Django session; their first turn stores
-    their identity in it, read again first, so what a request wrote since the connect stays."""
-    cookie = await database_sync_to_async(cookie_for)(None)
-    key = cookie.decode().split("=", 1)[1]
-    chat = await socket("/ws/sessions/pg-identity/", cookie=cookie)
-    assert (await chat.connect())[0]
-    assert await chat.receive_nothing(timeout=0.3)
-    assert await database_sync_to_async(visitor_identity)(cookie) is None
-
-    def a_request_writes() -> None:  # as a page of the project would, meanwhile
-        session = SessionStore(key)
-        session["cart"] = ["tea"]
-        session.save()
-
-    await database_sync_to_async(a_request_writes)()
-    await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
-    assert (await until_turn(chat))[-1]["type"] == "turn"
-    assert await stored_identity(cookie) == key
-    assert await database_sync_to_async(lambda: SessionStore(key)["cart"])() == ["tea"]
-    await chat.disconnect()
-    [owner] = await database_sync_to_async(owners_of)("pg-identity")
-    assert owner.anonymous_key == key and admissions_in_threads == []

@@ -53,7 +53,6 @@ from ..permissions import (
     claim_owner,
     owner_fields,
     release_claim,
-    store_visitor_identity,
     used_by_another_tenant,
 )
 from ..stores import Store, default_store
@@ -91,10 +90,8 @@ class SessionConsumer(WarlockConsumer):
         self.company = Company()
         #: A first member's subscription to the session's group, made in the background.
         self.joining: asyncio.Future[None] | None = None
-        #: Whether the visitor's identity, which a claim on the event loop was made with, is
-        #: still to be stored in their Django session (``store_identity``), and its storing.
-        self.identity_unstored = False
-        self.storing_identity: asyncio.Future[None] | None = None
+        #: The visitor's identity being stored in their Django session (``loop_claimant``).
+        self.identity_stored: asyncio.Future[Any] | None = None
         try:
             self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
         except InvalidInputError:
@@ -194,12 +191,19 @@ class SessionConsumer(WarlockConsumer):
         )
 
     def loop_claimant(self) -> dict[str, Any] | None:
-        """:meth:`prepared_claimant` on the event loop, for an anonymous visitor. Their
-        identity is stored in their Django session only once a claim has made the session
-        theirs, after its first turn (:meth:`store_identity`)."""
-        return self.admitted_claimant(
+        """:meth:`prepared_claimant` on the event loop, for an anonymous visitor: their
+        identity is stored in their Django session (``owner_fields``) in a worker thread
+        meanwhile, and the claim waits for it."""
+        fields = self.admitted_claimant(
             {"user_id": None, "anonymous_key": anonymous_key(self.requester)}
         )
+        session = self.requester.session
+        if fields is not None and session is not None and VISITOR_KEY not in session:
+            self.identity_stored = asyncio.ensure_future(
+                in_worker_thread(owner_fields)(self.requester)
+            )
+            self.identity_stored.add_done_callback(_logged_failure)
+        return fields
 
     def admitted_claimant(self, fields: dict[str, Any]) -> dict[str, Any] | None:
         """``fields`` if the policy admits an owner row of them; the claim checks the quota."""
@@ -428,7 +432,6 @@ class SessionConsumer(WarlockConsumer):
         channel = getattr(self, "channel_name", None)
         if not await self.company.alone(self.channel_layer, self.group, channel):
             await apush(self.session_id, hosted.events)
-        self.store_identity()
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
         """Check a frame's turn, claim the session on the first one, and run it; ``None`` when
@@ -475,6 +478,9 @@ class SessionConsumer(WarlockConsumer):
         committer = committer_for(default_store()).on_event_loop()
         if fields is None or committer is None:
             return None
+        identity_stored, self.identity_stored = self.identity_stored, None
+        if identity_stored is not None and not await _succeeded(identity_stored):
+            return None  # the claim in a thread stores it again, or reports the outage
         quota = warlock_settings.MAX_SESSIONS_PER_OWNER
         try:
             async with loop_connection(committer.using) as connection:
@@ -486,34 +492,11 @@ class SessionConsumer(WarlockConsumer):
         except DatabaseError:  # a user deleted meanwhile, a connection lost: as in a thread
             logger.warning("could not claim %r on the event loop", self.session_id, exc_info=True)
             return None
-        if owner_id is None:
-            return None
-        session = self.requester.session
-        self.identity_unstored = session is not None and VISITOR_KEY not in session
-        return SessionOwner(pk=owner_id, session_id=self.session_id, **fields)
-
-    def store_identity(self) -> None:
-        """Once the first turn of a claim made on the event loop is out, store the visitor's
-        identity in their Django session (so the session stays theirs when they log in), in
-        a worker thread; after a failure, again at the next frame. The claim holds meanwhile:
-        the identity it was made with is the one their Django session's key gives."""
-        if not self.identity_unstored or self.storing_identity is not None:
-            return
-        self.storing_identity = asyncio.ensure_future(
-            in_worker_thread(store_visitor_identity)(self.requester.session)
+        return (
+            None
+            if owner_id is None
+            else SessionOwner(pk=owner_id, session_id=self.session_id, **fields)
         )
-        self.storing_identity.add_done_callback(self._identity_stored)
-
-    def _identity_stored(self, work: asyncio.Future[Any]) -> None:
-        self.storing_identity = None
-        if work.cancelled() or work.exception() is not None:
-            logger.warning(
-                "could not store a visitor's identity in their Django session; the next "
-                "frame tries again",
-                exc_info=None if work.cancelled() else work.exception(),
-            )
-        else:
-            self.identity_unstored = False
 
     async def release(self, claim: SessionOwner) -> None:
         """Undo this socket's claim after its first turn failed, and wait, as before it, for
@@ -523,7 +506,6 @@ class SessionConsumer(WarlockConsumer):
         except Exception:  # the turn's own error is the one to report
             logger.warning("could not release the claim on %r", self.session_id, exc_info=True)
         self.claimant = self.first_claimant
-        self.identity_unstored = False  # the claim it was for is gone
         await self.unfollow()
         log_follower().follow(self)
 
@@ -537,3 +519,19 @@ class SessionConsumer(WarlockConsumer):
         if agent not in self.hosts:
             self.hosts[agent] = Host(agent)
         return self.hosts[agent]
+
+
+async def _succeeded(work: asyncio.Future[Any]) -> bool:
+    try:
+        await work
+    except Exception:
+        return False
+    return True
+
+
+def _logged_failure(work: asyncio.Future[Any]) -> None:
+    if not work.cancelled() and work.exception() is not None:
+        logger.warning(
+            "could not store a visitor's identity in their Django session",
+            exc_info=work.exception(),
+        )
