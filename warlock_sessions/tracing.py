@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 #: The instrumentation scope the spans are recorded under.
@@ -93,16 +93,25 @@ def _tracer() -> Any | None:
     return _tracer_of[1]
 
 
-@contextmanager
+#: What :func:`span` gives while nothing is traced: one recorder that records nothing.
+_UNTRACED = nullcontext(Recorder())
+
+
 def span(
     name: str, attributes: Attributes | None = None, *, kind: str = "INTERNAL"
-) -> Iterator[Recorder]:
+) -> AbstractContextManager[Recorder]:
     """A span named ``name`` around the block, a child of the current one; an exception that
     leaves the block is recorded on it and sets its status to error."""
     tracer = _tracer()
     if tracer is None:
-        yield Recorder()
-        return
+        return _UNTRACED
+    return _recorded(tracer, name, attributes, kind)
+
+
+@contextmanager
+def _recorded(
+    tracer: Any, name: str, attributes: Attributes | None, kind: str
+) -> Iterator[Recorder]:
     from opentelemetry import trace
 
     with tracer.start_as_current_span(
