@@ -84,7 +84,11 @@ def anonymous_key(request: Any, *, create: bool = False) -> str:
         if not session.session_key:
             session.save()  # a visitor with no session yet gets one
         key = session[VISITOR_KEY] = visitor_key(session.session_key)
-        session.save()
+        try:
+            session.save()
+        except BaseException:
+            del session[VISITOR_KEY]  # not stored: whoever asks next must store it again
+            raise
     return key or visitor_key(session.session_key or "")
 
 
@@ -223,6 +227,8 @@ class SessionPolicy(BasePermission, metaclass=_PolicyMeta):
     #: so a socket may ask at connect about the owner its first frame would make, and make it
     #: on the event loop without asking again. A policy that reads other state (a quota, a
     #: ban list) leaves this false: its sockets claim in a worker thread and ask at claim time.
+    #: Such a policy is asked on the event loop at an anonymous visitor's connect, so it must
+    #: not block there (a database read is refused by Django, and asked again in a thread).
     decides_from_owner = False
 
     @abstractmethod

@@ -120,6 +120,25 @@ def test_an_anonymous_visitor_owns_their_session_through_the_django_session() ->
     assert APIClient().get("/api/sessions/anon-1/").status_code == 404
 
 
+def test_a_visitor_identity_whose_save_failed_is_saved_by_whoever_asks_next() -> None:
+    """The identity is kept in the Django session only once saved: a save that failed (here
+    the session's row went away meanwhile) leaves none in memory to be taken as stored."""
+    from django.contrib.sessions.backends.base import UpdateError
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from warlock_sessions.permissions import VISITOR_KEY, Requester, anonymous_key
+
+    session = SessionStore()
+    session["visited"] = True
+    session.create()
+    key = session.session_key
+    session.get("visited")  # loaded, as a socket's copy is
+    SessionStore(key).delete()
+    with pytest.raises(UpdateError):
+        anonymous_key(Requester(user=None, session=session), create=True)
+    assert VISITOR_KEY not in session
+
+
 def test_anonymous_writes_need_csrf() -> None:
     strict = APIClient(enforce_csrf_checks=True)
     response = strict.post("/api/sessions/s/turn/", {"message": {"text": "hi"}}, format="json")

@@ -290,3 +290,46 @@ async def test_loop_connections_assume_the_configured_role(role: str) -> None:
             assert await cursor.fetchone() == (role,)
     finally:
         del options["assume_role"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("tenant", [None, "acme"])
+async def test_a_claim_on_the_loop_counts_its_owners_quota_in_the_scope(
+    tenant: str | None,
+) -> None:
+    """The claim's one statement makes the owner row only while its owner (a visitor by key,
+    or a user) has fewer than the quota's rows, counted in the current tenant."""
+    from django.contrib.auth.models import User
+
+    from warlock_sessions import tenancy
+
+    store = DjangoStore(using=ALIAS)
+
+    def a_user() -> Any:
+        try:
+            return User.objects.db_manager(ALIAS).create(username="q")
+        finally:
+            connections[ALIAS].close()  # that thread's, or the test database stays in use
+
+    user = await sync_to_async(a_user)()
+    scope = tenancy.tenant_scope(tenant) if tenant else nullcontext()
+    with scope:
+        async with loop_connection(ALIAS) as connection:
+            for owner in (
+                {"user_id": None, "anonymous_key": "visitor-q"},
+                {
+                    "user_id": user.pk,
+                    "anonymous_key": "",
+                },
+            ):
+                who = owner["user_id"] or owner["anonymous_key"]
+                first = await store.aclaim(connection, f"q-{who}-1", **owner, quota=2)
+                second = await store.aclaim(connection, f"q-{who}-2", **owner, quota=2)
+                third = await store.aclaim(connection, f"q-{who}-3", **owner, quota=2)
+                unlimited = await store.aclaim(connection, f"q-{who}-4", **owner)
+                assert first and second and third is None and unlimited, owner
+    if tenant:  # another tenant's rows of the same owner count for nothing here
+        with tenancy.tenant_scope("globex"):
+            async with loop_connection(ALIAS) as connection:
+                claimed = await store.aclaim(connection, "q-globex-1", None, "visitor-q", quota=1)
+        assert claimed is not None

@@ -88,8 +88,10 @@ class SessionConsumer(WarlockConsumer):
         self.claimant: dict[str, Any] | None = None
         self.first_claimant: dict[str, Any] | None = None  # what a released claim re-arms
         self.company = Company()
-        #: A first member's subscription to the session's group, made in the background.
+        #: A first member's subscription to the session's group, made in the background, and
+        #: a joining socket's notice to the group's members, sent in the background.
         self.joining: asyncio.Future[None] | None = None
+        self.announcing: asyncio.Future[None] | None = None
         #: The visitor's identity being stored in their Django session (``loop_claimant``).
         self.identity_stored: asyncio.Future[Any] | None = None
         try:
@@ -170,7 +172,10 @@ class SessionConsumer(WarlockConsumer):
             )
             if not self.permitted(owner):
                 return client, None, trusted
-        except SynchronousOnlyOperation:
+        except SynchronousOnlyOperation:  # the policy or an auth backend asked the database
+            return None
+        except DatabaseError:  # the loop's connections (a pool full, a cut): as in a thread
+            logger.warning("could not admit a socket on the event loop", exc_info=True)
             return None
         return client, await in_worker_thread(self.logged_after)(self.last_seq), trusted
 
@@ -265,7 +270,8 @@ class SessionConsumer(WarlockConsumer):
             self.joining = asyncio.ensure_future(self.group_add(self.group))
         else:
             await self.group_add(self.group)
-            await self.announce()
+            # Others need not hear of it before this socket's first turn: sent meanwhile.
+            self.announcing = asyncio.ensure_future(self.announce())
         log_follower().follow(self)
         await self.catch_up(logged)
 
@@ -506,6 +512,7 @@ class SessionConsumer(WarlockConsumer):
         except Exception:  # the turn's own error is the one to report
             logger.warning("could not release the claim on %r", self.session_id, exc_info=True)
         self.claimant = self.first_claimant
+        self.company.joined()  # its next claim may find the session another tab started
         await self.unfollow()
         log_follower().follow(self)
 
