@@ -274,6 +274,70 @@ async def test_a_socket_left_on_a_deleted_session_is_closed_when_the_log_moves_o
     assert await ana.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
 
 
+async def test_a_socket_that_has_seen_no_event_hears_nothing_of_a_session_made_again(
+    layer: str, pushes: list[str]
+) -> None:
+    """A session with no event yet (server code made it for ana), deleted with no notice to
+    her socket, and made again under the id by server code: its first events, pushed, would
+    follow on from the none her socket has; it is asked about again, and closed."""
+    from warlock_sessions.testing import session_blob
+
+    def made_for_ana() -> None:
+        ana = User.objects.get_or_create(username="ana")[0]
+        DjangoStore().save(session_blob("again-1"), 0)
+        SessionOwner.objects.create(session_id="again-1", user=ana)
+
+    await database_sync_to_async(made_for_ana)()
+    ana = await socket("/ws/sessions/again-1/")
+    assert (await ana.connect())[0]
+    assert await ana.receive_nothing(timeout=0.3)
+
+    def made_again() -> None:  # the store's delete sends no notice, as one lost would be
+        DjangoStore().delete("again-1")
+        SessionOwner.objects.filter(session_id="again-1").delete()
+        Host().handle("again-1", {"message": {"text": "Eve Secret", "id": "e1"}})
+
+    await database_sync_to_async(made_again)()
+    seen = []
+    while (output := await ana.receive_output(timeout=5))["type"] == "websocket.send":
+        seen.append(output["text"])
+    assert output == {"type": "websocket.close", "code": 4403}
+    assert seen == [] and pushes == ["again-1"]
+
+
+async def test_a_turn_older_than_the_last_one_sent_is_of_a_session_made_again(
+    layer: str,
+) -> None:
+    """The new conversation's first pushes were lost (the layer is lossy), and its next one
+    follows on from the seq the old owner's socket has: its turn's version, no newer than the
+    last one that socket sent, gives it away."""
+    from channels.layers import get_channel_layer
+
+    from warlock_sessions.host import group_name
+
+    ana = await socket("/ws/sessions/again-2/")
+    assert (await ana.connect())[0]
+    for index, text in enumerate(["book", "Ana Souza"]):
+        await ana.send_json_to({"type": "message", "text": text, "id": f"m{index}"})
+        last = (await until_turn(ana))[-1]
+    assert last["version"] == 2
+    await database_sync_to_async(DjangoStore().delete)("again-2")
+    await database_sync_to_async(
+        lambda: SessionOwner.objects.filter(session_id="again-2").delete()
+    )()
+    seq = last["seq"] + 1
+    made_again = [
+        {"seq": seq, "type": "message", "role": "bot", "key": "k", "text": "Eve Secret",
+         "kind": "ai", "after_ms": 0},
+        {"seq": seq + 1, "type": "turn", "version": 2, "changed": True, "outcomes": []},
+    ]  # fmt: skip
+    await get_channel_layer().group_send(  # type: ignore[union-attr]
+        group_name("again-2"),
+        {"type": "warlock.events", "session_id": "again-2", "events": made_again},
+    )
+    assert await ana.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
 async def test_a_socket_on_a_session_deleted_through_the_store_sees_nothing_of_the_next(
     layer: str,
 ) -> None:

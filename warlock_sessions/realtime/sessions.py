@@ -74,6 +74,8 @@ class SessionConsumer(WarlockConsumer):
         self.following = False
         self.client = ""
         self.last_seq = 0
+        #: The session's version in the last ``turn`` frame sent (versions only grow).
+        self.last_version = 0
         #: Where the log ended when this socket, not following, last asked whether it may.
         self.checked_seq = 0
         #: The latest frames of this socket's own turns, by seq: their copies from the channel
@@ -361,15 +363,7 @@ class SessionConsumer(WarlockConsumer):
         if not self.following:
             return
         events = sorted(events, key=lambda event: event["seq"])
-        if (
-            any(
-                event["seq"] <= self.last_seq and self.own_frames.get(event["seq"]) != event
-                for event in events
-            )
-            and not await in_worker_thread(self.may_see_now)()
-        ):
-            # Events numbered as ones already sent, and not this socket's own coming back: the
-            # session was deleted and its id used again, perhaps by someone else.
+        if self.maybe_made_again(events) and not await in_worker_thread(self.may_see_now)():
             await self.shut_out()
             return
         if events and events[0]["seq"] > self.last_seq + 1:
@@ -380,9 +374,25 @@ class SessionConsumer(WarlockConsumer):
                 if event["seq"] == self.last_seq + 1:
                     await self.send_event(event)
 
+    def maybe_made_again(self, events: list[dict[str, Any]]) -> bool:
+        """Whether ``events`` may be of a session made again under this id (deleted, perhaps
+        started by someone else, and no notice reached this socket), so the client must be
+        asked about again: numbered as ones already sent and not this socket's own coming
+        back, a turn no newer than the last one sent, or, before any, others' events."""
+        for event in events:
+            if self.own_frames.get(event["seq"]) == event:
+                continue
+            if event["seq"] <= self.last_seq or self.last_seq == 0:
+                return True
+            if event["type"] == "turn" and event.get("version", 0) <= self.last_version:
+                return True
+        return False
+
     async def send_event(self, event: dict[str, Any]) -> None:
         await self.send_json(event)
         self.last_seq = event["seq"]
+        if event["type"] == "turn":
+            self.last_version = event.get("version", 0)
         self.last_active = asyncio.get_running_loop().time()
         if (
             event["type"] == "turn"
@@ -472,7 +482,7 @@ class SessionConsumer(WarlockConsumer):
             if not await in_worker_thread(self.adopted)():
                 await self.unfollow()
                 return None
-            self.last_seq = 0
+            self.last_seq = self.last_version = 0
             self.own_frames.clear()
         return hosted
 
