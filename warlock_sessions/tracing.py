@@ -11,6 +11,7 @@ this module stays below the settings for the providers, which know nothing of Dj
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -73,10 +74,6 @@ def _attributes(attributes: Attributes) -> dict[str, Any]:
     }
 
 
-#: The tracer provider spans were last made with, and its tracer.
-_tracer_of: list[Any] = [None, None]
-
-
 def _tracer() -> Any | None:
     """The tracer to make spans with; ``None`` without the OpenTelemetry API, or while no
     provider is set that records (the API alone, installed by some other library, gives
@@ -88,9 +85,13 @@ def _tracer() -> Any | None:
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
-    if _tracer_of[0] is not provider:
-        _tracer_of[:] = [provider, provider.get_tracer(TRACER_NAME)]
-    return _tracer_of[1]
+    return _tracer_of(provider)
+
+
+@functools.lru_cache(maxsize=1)
+def _tracer_of(provider: Any) -> Any:
+    """The tracer of the provider spans were last made with."""
+    return provider.get_tracer(TRACER_NAME)
 
 
 #: What :func:`span` gives while nothing is traced: one recorder that records nothing.

@@ -197,7 +197,8 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
 
     def identity(self) -> str | None:
         """The client: a user, or an anonymous visitor's Django session; ``None``: nobody, or
-        no tenant (``TENANT_RESOLVER``). Reads the session (call it in a worker thread): a
+        no tenant (``TENANT_RESOLVER``). Reads the session (call it in a worker thread, or on
+        the event loop once the auth middleware has read it, as the sessions' socket does): a
         cookie naming no session is no identity, or any made-up cookie would count as one
         more client. The rest of the thread's call runs in the client's tenant, and
         :meth:`admit` enters it for the socket's life."""

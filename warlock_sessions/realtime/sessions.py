@@ -37,7 +37,7 @@ from ..errors import (
     SessionOfAnotherTenantError,
 )
 from ..host import Host, HostedTurn, group_name
-from ..host.commit import committer_for
+from ..host.commit import LoopCommitter, committer_for
 from ..host.events import event_frame
 from ..host.notify import apush
 from ..host.threads import in_worker_thread
@@ -55,7 +55,7 @@ from ..permissions import (
     release_claim,
     used_by_another_tenant,
 )
-from ..stores import Store, default_store
+from ..stores import default_store
 from ..tenancy import tenant_of_new_row
 from .base import UNAUTHORISED, WarlockConsumer, layer_outage
 from .follow import log_follower
@@ -137,7 +137,7 @@ class SessionConsumer(WarlockConsumer):
         if owner is None and store.load(self.session_id) is None:
             # Nobody uses the id: the first frame claims it. Who would own it is settled now,
             # in this thread, so the claim itself can wait for the event loop.
-            self.claimant = self.first_claimant = self.prepared_claimant(store)
+            self.claimant = self.first_claimant = self.prepared_claimant()
             return client, None, trusted
         logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
         return client, logged, trusted
@@ -148,14 +148,12 @@ class SessionConsumer(WarlockConsumer):
         decides from the owner alone, and the store is read on the event loop's connection
         (one statement). ``None``: the thread decides, as it does whenever the policy or an
         auth backend turns out to ask the database (Django refuses that on the event loop)."""
-        committer = committer_for(default_store()).on_event_loop()
+        committer = self.loop_committer()
         user, session = self.requester.user, self.requester.session
         if (
             committer is None
             or tenancy.enabled()
             or (user is not None and user.is_authenticated)
-            or not warlock_settings.PERMISSION.decides_from_owner
-            or not loop_connections_available(committer.using)
             or (session is not None and not hasattr(session, "_session_cache"))  # not read yet
         ):
             return None
@@ -181,15 +179,23 @@ class SessionConsumer(WarlockConsumer):
             return None
         return client, await in_worker_thread(self.logged_after)(self.last_seq), trusted
 
-    def prepared_claimant(self, store: Store) -> dict[str, Any] | None:
-        """The owner row's fields the first frame may claim the id with on the event loop, if
-        the store can and the policy decides from the owner alone and admits that owner."""
-        committer = committer_for(store).on_event_loop()
+    def loop_committer(self) -> LoopCommitter | None:
+        """The store's committer on the event loop's connection, where a socket's admission
+        and its first frame's claim can be settled: a store on PostgreSQL with loop
+        connections, and a policy that decides from the owner alone."""
+        committer = committer_for(default_store()).on_event_loop()
         if (
             committer is None
             or not loop_connections_available(committer.using)
             or not warlock_settings.PERMISSION.decides_from_owner
         ):
+            return None
+        return committer
+
+    def prepared_claimant(self) -> dict[str, Any] | None:
+        """The owner row's fields the first frame may claim the id with on the event loop, if
+        the store can and the policy decides from the owner alone and admits that owner."""
+        if self.loop_committer() is None:
             return None
         owner_row = owner_fields(self.requester)
         user = owner_row["user"]
@@ -491,7 +497,7 @@ class SessionConsumer(WarlockConsumer):
         a chat's first turn); ``None`` when it could not be (the id is used by now, or there is
         no prepared claimant): the claim in a worker thread decides."""
         fields, self.claimant = self.claimant, None
-        committer = committer_for(default_store()).on_event_loop()
+        committer = self.loop_committer()
         if fields is None or committer is None:
             return None
         identity_stored, self.identity_stored = self.identity_stored, None
