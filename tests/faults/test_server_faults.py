@@ -122,6 +122,12 @@ def test_a_socket_rides_through_restarts_and_an_outage(deployment: Deployment):
             await chat.send("My name is Ana Souza", "m2")
             assert (await chat.until("turn"))["type"] == "turn", chat.frames
 
+            deployment.postgres.terminate_backends()  # a new visitor's socket is admitted next
+            async with chat_socket(base, visitor(base), "socket-fault-admitted") as fresh:
+                other = Chat(fresh)
+                await other.send("I'd like to book an appointment", "f1")
+                assert (await other.until("turn"))["type"] == "turn", other.frames
+
             deployment.postgres.stop()
             await chat.send("ana@example.com", "m3")
             error = await chat.until("turn")
