@@ -155,6 +155,22 @@ async def test_one_turn_at_a_time_and_a_closed_socket_cancels_its_turn() -> None
         assert await database_sync_to_async(count)() == 0
 
 
+async def test_a_tab_is_in_its_conversations_group_once_its_handshake_ends() -> None:
+    """Else a turn another tab stores just after the handshake would go unheard."""
+    from channels.layers import get_channel_layer
+
+    from warlock_sessions.host.notify import conversation_group
+
+    first = await connected("/ws/conversations/joined/")
+    await first.send_json_to({"type": "send", "input": "hello"})
+    await until_result(first)
+    second = await connected("/ws/conversations/joined/")
+    layer = get_channel_layer()
+    assert len(layer.groups.get(conversation_group("joined"), {})) == 2  # type: ignore[union-attr]
+    for communicator in (first, second):
+        await communicator.disconnect()
+
+
 async def test_another_tab_hears_of_each_stored_turn_and_a_stranger_does_not() -> None:
     first = await connected("/ws/conversations/tabs/")
     await first.send_json_to({"type": "send", "input": "hello"})

@@ -54,10 +54,16 @@ class ConversationConsumer(WarlockConsumer):
             return
         # Whatever the id: the handshake says nothing of whether the conversation exists.
         self.following = False
-        if not await self.admit(await in_worker_thread(self.identity)()):
-            return
-        if await in_worker_thread(self.may_see)():
+        client, visible = await in_worker_thread(self.admitted)()
+        if visible:  # in the group before the handshake ends: no turn stored after it is missed
             await self.follow()
+        await self.admit(client)  # a refused socket leaves the group as it disconnects
+
+    def admitted(self) -> tuple[str | None, bool]:
+        """On connect, in one worker-thread call (in the client's tenant): who the client is
+        (``None``: nobody, refused), and whether it may see the conversation already."""
+        client = self.identity()
+        return client, client is not None and self.may_see()
 
     def may_see(self) -> bool:
         """Whether this client may see the conversation as it is now (it exists)."""
