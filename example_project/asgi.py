@@ -9,16 +9,18 @@ django_application = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the apps loaded)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from warlock_sessions.realtime.middleware import HandshakeOutageGuard  # noqa: E402
+from warlock_sessions.realtime.middleware import (  # noqa: E402
+    HandshakeOutageGuard,
+    SameOriginValidator,
+)
 from warlock_sessions.realtime.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_application,
         # A handshake that meets a database outage closes with 1013, not an HTTP 500.
-        "websocket": AllowedHostsOriginValidator(
+        "websocket": SameOriginValidator(
             HandshakeOutageGuard(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }

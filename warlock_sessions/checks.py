@@ -255,6 +255,66 @@ def check_plaintext_accepted(app_configs: Any = None, **kwargs: Any) -> list[Che
     ]
 
 
+@register(Tags.security)
+def check_socket_origin(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The websocket stack of ``ASGI_APPLICATION`` checks a socket's ``Origin`` against its own
+    host (``SameOriginValidator``): browsers send a site's cookies with a socket any page of
+    the same site opens, and Channels' ``AllowedHostsOriginValidator`` admits every host in
+    ``ALLOWED_HOSTS``, a sibling tenant's subdomain among them."""
+    websocket = _websocket_application()
+    if websocket is None or _wraps_same_origin_validator(websocket):
+        return []
+    return [
+        Warning(
+            f"The websocket stack of {settings.ASGI_APPLICATION} does not check that a socket's "
+            "Origin is its own host: a page on another host of ALLOWED_HOSTS (another tenant's "
+            "subdomain) can open its sockets with the visitor's cookies.",
+            hint="Wrap it in warlock_sessions.realtime.middleware.SameOriginValidator instead of "
+            "AllowedHostsOriginValidator (docs/privacy.md#tenants).",
+            id="warlock_sessions.W008",
+        )
+    ]
+
+
+def _websocket_application() -> Any:
+    from django.utils.module_loading import import_string
+
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if not path:
+        return None
+    try:
+        application = import_string(path)
+    except Exception:
+        return None  # Channels reports an ASGI_APPLICATION it cannot import
+    mapping = getattr(application, "application_mapping", None)
+    return mapping.get("websocket") if isinstance(mapping, dict) else None
+
+
+#: Named, not imported: the realtime layer is the checks' sibling, not below them.
+SAME_ORIGIN_VALIDATOR = "warlock_sessions.realtime.middleware.SameOriginValidator"
+
+
+def _wraps_same_origin_validator(application: Any) -> bool:
+    for _ in range(32):  # a middleware stack is shallow; a cycle must not hang the check
+        if any(
+            f"{kind.__module__}.{kind.__qualname__}" == SAME_ORIGIN_VALIDATOR
+            for kind in type(application).__mro__
+        ):
+            return True
+        inner = next(
+            (
+                getattr(application, name)
+                for name in ("inner", "application", "app")
+                if getattr(application, name, None) is not None
+            ),
+            None,
+        )
+        if inner is None:
+            return False
+        application = inner
+    return False
+
+
 #: PgBouncer's port: a database on it is taken to be behind a pooler.
 PGBOUNCER_PORT = 6432
 #: psycopg's default ``prepare_threshold``.

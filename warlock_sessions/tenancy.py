@@ -186,19 +186,27 @@ def request_host(request: Any) -> str:
             return split_domain_port(request.get_host().lower())[0]
         except DisallowedHost:
             return ""
+    return split_domain_port(scope_host(getattr(request, "scope", None) or {}))[0]
+
+
+def scope_host(scope: Any) -> str:
+    """The host (with its port, if one was sent) an ASGI connection was made to, lowercased:
+    its ``Host`` header, or ``X-Forwarded-Host`` with ``USE_X_FORWARDED_HOST``, as
+    ``request.get_host()`` reads them and held to ``ALLOWED_HOSTS`` the same way; ``""`` for
+    a host Django would refuse."""
     headers = {
         bytes(name).lower(): bytes(value).decode("latin-1")
-        for name, value in (getattr(request, "scope", None) or {}).get("headers") or ()
+        for name, value in scope.get("headers") or ()
     }
     forwarded = settings.USE_X_FORWARDED_HOST and headers.get(b"x-forwarded-host")
-    host = (forwarded or headers.get(b"host", "")).lower()  # as get_host reads it
+    host = (forwarded or headers.get(b"host", "")).lower()
     domain = split_domain_port(host)[0]
     allowed = settings.ALLOWED_HOSTS
     if settings.DEBUG and not allowed:  # as Django's get_host
         allowed = [".localhost", "127.0.0.1", "[::1]"]
     if not host_validation_re.match(host) or not validate_host(domain, allowed):
         return ""
-    return domain
+    return host
 
 
 def enter(scope: Scope | _Deferred | _Default) -> contextvars.Token[Scope | _Deferred | _Default]:

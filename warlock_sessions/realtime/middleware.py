@@ -1,21 +1,100 @@
-"""``HandshakeOutageGuard``: a websocket whose handshake meets an outage is accepted and closed
+"""The websocket stack's guards: ``SameOriginValidator`` (a socket opens only from a page of its
+own site) and ``HandshakeOutageGuard`` (a handshake that meets an outage closes with 1013).
+
+``HandshakeOutageGuard``: a websocket whose handshake meets an outage is accepted and closed
 with 1013 (try again later), never a failed handshake (an HTTP 500).
 
 Channels' ``AuthMiddlewareStack`` reads the visitor's Django session and user from the
 database before any consumer runs; while the database is away that raises, and the server
 fails the handshake with a 500, which a browser sees as a network error. Wrap the stack::
 
-    "websocket": AllowedHostsOriginValidator(
+    "websocket": SameOriginValidator(
         HandshakeOutageGuard(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
     )
+
+``SameOriginValidator``: browsers send a site's cookies with a websocket that any page opens,
+and refuse a page nothing for a socket; Django's CSRF check does not see sockets. Channels'
+``AllowedHostsOriginValidator`` admits any ``Origin`` in ``ALLOWED_HOSTS``, and with
+``ALLOWED_HOSTS = [".chat.example.com"]`` (tenants by subdomain) a page on
+``globex.chat.example.com`` opened ``acme.chat.example.com``'s sockets with acme's cookies.
+This validator asks what Django's CSRF check asks of a form: the ``Origin`` is the socket's own
+host (compared without the scheme, so a proxy that ends TLS changes nothing), or one of
+``CSRF_TRUSTED_ORIGINS`` (``https://*.example.com`` included). Anything else, or no
+``Origin`` at all, is refused before the handshake completes.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+from urllib.parse import urlsplit
+
+from channels.security.websocket import WebsocketDenier
+from django.conf import settings
+from django.utils.http import is_same_domain
 
 from ..backends.outages import unavailable
+from ..tenancy import scope_host
 from .base import TRY_AGAIN_LATER, close_codes, frame_outage
+
+logger = logging.getLogger("warlock_sessions.realtime")
+
+DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
+class SameOriginValidator:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        if scope.get("type") != "websocket" or same_origin(scope):
+            return await self.inner(scope, receive, send)
+        logger.warning(
+            "a socket from origin %r to host %r was refused: not the same origin, nor one of "
+            "CSRF_TRUSTED_ORIGINS",
+            header(scope, b"origin"),
+            header(scope, b"host"),
+        )
+        return await WebsocketDenier()(scope, receive, send)
+
+
+def header(scope: Any, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if bytes(key).lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def same_origin(scope: Any) -> bool:
+    """Whether a socket's ``Origin`` is its own host's, or one ``CSRF_TRUSTED_ORIGINS`` names,
+    as Django's ``CsrfViewMiddleware`` decides for a form."""
+    origin = header(scope, b"origin")
+    if not origin:
+        return False
+    try:
+        parts = urlsplit(origin)
+        netloc = parts.netloc.lower()
+    except ValueError:
+        return False
+    if parts.scheme not in DEFAULT_PORTS or not netloc or "@" in netloc:
+        return False
+    host = scope_host(scope)
+    default = DEFAULT_PORTS[parts.scheme]
+    if host and netloc.removesuffix(default) == host.removesuffix(default):
+        return True
+    return trusted_origin(origin, parts.scheme, netloc)
+
+
+def trusted_origin(origin: str, scheme: str, netloc: str) -> bool:
+    for trusted in settings.CSRF_TRUSTED_ORIGINS:
+        if "*" not in trusted:
+            if origin.lower() == trusted.lower():
+                return True
+            continue
+        pattern = urlsplit(trusted)
+        if pattern.scheme == scheme and is_same_domain(netloc, pattern.netloc.lower().lstrip("*")):
+            return True
+    return False
 
 
 class HandshakeOutageGuard:

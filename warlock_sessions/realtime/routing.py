@@ -1,8 +1,10 @@
-"""Compose into your ASGI application, as the Channels tutorial does::
+"""Compose into your ASGI application, as the Channels tutorial does, with this app's
+``SameOriginValidator`` where the tutorial has ``AllowedHostsOriginValidator`` (which lets a
+page on any host in ``ALLOWED_HOSTS`` open a socket with another host's cookies)::
 
 application = ProtocolTypeRouter({
     "http": get_asgi_application(),
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })
 """
 

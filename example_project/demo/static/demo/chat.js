@@ -230,7 +230,11 @@
     submit.preventDefault();
     const text = input.value.trim();
     if (!text) return;
-    const id = crypto.randomUUID();
+    // randomUUID exists only on https and localhost; a page on plain http elsewhere (a LAN
+    // address, a test host) makes its id from getRandomValues, which every page has.
+    const id = crypto.randomUUID
+      ? crypto.randomUUID()
+      : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
     mine.add(id);
     input.value = "";
     unsent.push({ id, text });  // kept until the log echoes it
