@@ -445,7 +445,7 @@ def _retention(name: str, value: Any) -> Any:
 
 
 #: The built-in recognisers REDACT may name (``redaction.RECOGNISERS``), in the order they run.
-REDACT_RECOGNISERS = ("email", "card", "iban", "us_ssn", "br_cpf", "uk_nino", "phone")
+REDACT_RECOGNISERS = ("card", "email", "iban", "us_ssn", "br_cpf", "uk_nino", "phone")
 
 
 def _takes_one_text(function: Any) -> bool:

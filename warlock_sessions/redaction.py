@@ -97,33 +97,49 @@ class Recogniser:
 
 
 class CardRecogniser(Recogniser):
-    """Card numbers inside a longer run of digit groups ("card 4111 1111 1111 1111 123", a
-    quantity before it, the expiry after it): the groups that together hold 13 to 19
-    digits and pass the Luhn check."""
+    """Card numbers by their digits, whatever touches them (a label and a colon, letters, an
+    expiry, a quantity): within a run of digit groups, the groups that together hold 13 to 19
+    digits and pass the Luhn check, the longest first. A group of one or two digits is never
+    part of a card written in groups (a day, a month, an area code). The work is bounded by
+    the text's length: from each group, at most 19 digits are tried."""
 
     def spans(self, match: re.Match[str]) -> list[tuple[int, int]]:
+        if match.end() - match.start() < 13:
+            return []  # too short to hold a card: most runs of digits, at once
         groups = [
-            (g.start() + match.start(), g.end() + match.start())
-            for g in re.finditer(r"\d+", match.group(0))
+            (group.start() + match.start(), group.end() + match.start())
+            for group in re.finditer(r"\d+", match.group(0))
         ]
         found: list[tuple[int, int]] = []
         first = 0
         while first < len(groups):
-            for last in range(len(groups) - 1, first - 1, -1):
-                start, end = groups[first][0], groups[last][1]
-                digits = re.sub(r"\D", "", match.string[start:end])
-                if 13 <= len(digits) <= 19 and luhn_valid(digits):
-                    found.append((start, end))
-                    first = last
-                    break
-            first += 1
+            last = self.longest_card_from(match.string, groups, first)
+            if last is None:
+                first += 1
+                continue
+            found.append((groups[first][0], groups[last][1]))
+            first = last + 1
         return found
+
+    @staticmethod
+    def longest_card_from(text: str, groups: list[tuple[int, int]], first: int) -> int | None:
+        longest, digits = None, ""
+        for last in range(first, len(groups)):
+            start, end = groups[last]
+            if last > first and min(end - start, len(digits)) < 3:
+                break
+            digits += text[start:end]
+            if len(digits) > 19:
+                break
+            if len(digits) >= 13 and luhn_valid(digits):
+                longest = last
+        return longest
 
 
 #: Spaces and dashes of other kinds, as the plain ones (one character for one).
 _PLAIN_SEPARATORS = str.maketrans(
     {
-        **{char: " " for char in "\u00a0\u202f\u205f\u3000"},
+        **{char: " " for char in "\u00a0\u202f\u205f\u3000\u200b\u200c\u200d\u2060\ufeff"},
         **{chr(code): " " for code in range(0x2002, 0x200B)},
         **{char: "-" for char in "\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d"},
         "\uff20": "@",
@@ -133,7 +149,7 @@ _PLAIN_SEPARATORS = str.maketrans(
 # Numbers are never cut out of a longer run of letters, digits or separators: an id, a hash,
 # a time or a timestamp is not a phone number that happens to sit inside it. An escaped line
 # break (JSON's "\n") before a number is a break, not a letter.
-_NOT_AFTER = r"(?:(?<=\\[nrt])|(?<![\w+.\-/@#:]))"
+_NOT_AFTER = r"(?:(?<=\\[nrt])|(?<![\w+.\-/@#:])|(?<=[^\W\d_]:))"
 _NOT_BEFORE = r"(?![\w@]|[.\-/:]\w)"
 
 #: The built-in recognisers (``conf.REDACT_RECOGNISERS`` names them in the order they run:
@@ -141,14 +157,16 @@ _NOT_BEFORE = r"(?![\w@]|[.\-/:]\w)"
 RECOGNISERS: dict[str, Recogniser] = {
     recogniser.name: recogniser
     for recogniser in (
+        CardRecogniser(
+            "card",
+            # A run of digit groups, whatever is around it, that may hold a card among
+            # others; separated by up to three spaces, tabs, line breaks, dashes, dots,
+            # underscores or slashes (zero-width and other odd ones made plain first).
+            re.compile(r"\d+(?:[ \t\r\n._/-]{1,3}\d+)*"),
+        ),
         Recogniser(
             "email",
             re.compile(r"(?<![\w.+%-])[\w.+%-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+"),
-        ),
-        CardRecogniser(
-            "card",
-            # A run of digit groups (at most 40 digits) that may hold a card among others.
-            re.compile(_NOT_AFTER + r"\d(?:[ .-]?\d){12,39}" + _NOT_BEFORE),
         ),
         Recogniser(
             "iban",
