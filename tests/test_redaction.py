@@ -82,6 +82,8 @@ CARD_SPELLINGS = [
     ("4111\u200b1111\u200b1111\u200b1111", "[card]"),  # zero-width spaces
     ("4111 \u2013 1111 \u2013 1111 \u2013 1111", "[card]"),  # spaced en dashes
     ("4111  1111  1111  1111", "[card]"),  # two spaces
+    ("'4111\\t1111\\t1111\\t1111'", "'[card]'"),  # a repr's escaped tabs
+    ('"4111\\n1111\\n1111\\n1111"', '"[card]"'),  # JSON's escaped line breaks
     ("(4111111111111111)", "([card])"),
     ("card#4111111111111111", "card#[card]"),
     ("pay with4111111111111111please", "pay with[card]please"),  # inside words
@@ -389,3 +391,71 @@ def test_a_message_delivered_elsewhere_is_sent_as_said_and_kept_redacted() -> No
     kept = [row.text for row in OutboundMessage.objects.filter(session_id="w")]
     assert kept and not any("ann@example.com" in text for text in kept)
     assert any("[email]" in text for text in kept)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_that_fails_logs_its_traceback_redacted() -> None:
+    """The demo's calculator cannot work out a card number: its ValueError (the expression's
+    repr, with escaped tabs) and the SyntaxError under it (the expression's source line) are
+    logged with the traceback, redacted like any message."""
+    from example_project.demo.assistant import assistant
+
+    written: list[str] = []
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.emit = lambda record: written.append(handler.format(record))  # type: ignore[method-assign]
+    logging.getLogger().addHandler(handler)
+    try:
+        with override_settings(WARLOCK_SESSIONS={"REDACT": EVERYTHING}):
+            conversation = session("tool-fails", DjangoConversationStore(), assistant)
+            conversation.send("calculate 4111\t1111\t1111\t1111 for ann@mail.com")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    failure = [line for line in written if "tool calculate" in line]
+    assert failure and "Traceback" in failure[0] and "SyntaxError" in failure[0], written
+    assert "4111" not in failure[0] and "ann@mail.com" not in failure[0], failure[0]
+    assert "[card]" in failure[0] and "[email]" in failure[0]
+
+
+def test_uvicorn_s_and_gunicorn_s_access_logs_still_format(redacting: None) -> None:
+    """Their formatters read a record's arguments by position or by name: redaction keeps
+    them, each argument redacted, instead of one text and no arguments."""
+    from uvicorn.logging import AccessFormatter
+
+    uvicorn_record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "GET", "/api/sessions/ann@example.com/", "1.1", 200),
+        None,
+    )
+    assert RedactingFilter().filter(uvicorn_record)
+    line = AccessFormatter('%(client_addr)s "%(request_line)s" %(status_code)s').format(
+        uvicorn_record
+    )
+    assert line == '127.0.0.1:5000 "GET /api/sessions/[email]/ HTTP/1.1" 200 OK'
+
+    gunicorn_record = logging.LogRecord(
+        "gunicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%(h)s "%(r)s" %(s)s',
+        ({"h": "10.0.0.1", "r": f"GET /pay?card={CARD.replace(' ', '')}", "s": "200"},),
+        None,
+    )
+    assert RedactingFilter().filter(gunicorn_record)
+    assert isinstance(gunicorn_record.args, dict)
+    assert gunicorn_record.getMessage() == '10.0.0.1 "GET /pay?card=[card]" 200'
+
+
+def test_personal_data_spanning_the_format_and_an_argument_is_still_taken_out(
+    redacting: None,
+) -> None:
+    record = logging.LogRecord(
+        "x", logging.INFO, __file__, 1, "card 4539 1488 %s", ("0343 6467",), None
+    )
+    assert RedactingFilter().filter(record)
+    assert record.getMessage() == "card [card]"

@@ -161,8 +161,10 @@ RECOGNISERS: dict[str, Recogniser] = {
             "card",
             # A run of digit groups, whatever is around it, that may hold a card among
             # others; separated by up to three spaces, tabs, line breaks, dashes, dots,
-            # underscores or slashes (zero-width and other odd ones made plain first).
-            re.compile(r"\d+(?:[ \t\r\n._/-]{1,3}\d+)*"),
+            # underscores or slashes (zero-width and other odd ones made plain first), the
+            # tabs and line breaks also as a repr or JSON escapes them (a traceback's
+            # "ValueError: cannot work out '4111\t1111…'").
+            re.compile(r"\d+(?:(?:[ \t\r\n._/-]|\\[tnr]){1,3}\d+)*"),
         ),
         Recogniser(
             "email",
@@ -281,7 +283,12 @@ class RedactingFilter(logging.Filter):
 
     Put it on the handlers in ``LOGGING`` (``"filters": {"redact": {"()":
     "warlock_sessions.redaction.RedactingFilter"}}``); with ``REDACT`` set, the app also puts
-    it on every handler configured when it starts (:func:`install_log_redaction`)."""
+    it on every handler configured when it starts (:func:`install_log_redaction`).
+
+    A record keeps the shape of its arguments (a tuple stays a tuple of as many, a mapping a
+    mapping): formatters read them (uvicorn's access log unpacks five, gunicorn's names
+    them), so each argument is redacted in place, and only a message whose personal data
+    spans its format and arguments is replaced whole."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if redactor() is None:
@@ -291,7 +298,8 @@ class RedactingFilter(logging.Filter):
         except Exception:  # a call with the wrong arguments: logging itself reports it
             return True
         try:
-            record.msg, record.args = redact(message), None
+            if redact(message) != message:
+                record.msg, record.args = _redacted_parts(record, message)
             if record.exc_info and not record.exc_text:
                 record.exc_text = logging.Formatter().formatException(record.exc_info)
             if record.exc_text:
@@ -301,12 +309,40 @@ class RedactingFilter(logging.Filter):
         except Exception as error:  # a REDACT function that fails: nothing of the text goes
             record.msg = f"[a log record withheld: REDACT failed with {type(error).__name__}]"
             record.args, record.exc_info, record.exc_text, record.stack_info = (
-                None,
+                (),
                 None,
                 None,
                 None,
             )
         return True
+
+
+def _redacted_parts(record: logging.LogRecord, message: str) -> tuple[Any, Any]:
+    """The record's format and arguments redacted one by one, or, where that leaves personal
+    data (it spanned the two) or no longer formats, the whole message and no arguments."""
+    args: Any = record.args
+    if isinstance(args, Mapping):
+        args = {name: _redacted_argument(value) for name, value in args.items()}
+    elif isinstance(args, tuple):
+        args = tuple(_redacted_argument(value) for value in args)
+    msg = redact(record.msg) if isinstance(record.msg, str) else record.msg
+    try:
+        again = str(msg) % args if args else str(msg)
+        if redact(again) == again:
+            return msg, args
+    except (TypeError, ValueError, KeyError):
+        pass
+    return redact(message), ()
+
+
+def _redacted_argument(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    said = str(value)
+    kept = redact(said)
+    return value if kept == said else kept
 
 
 def install_log_redaction() -> None:
