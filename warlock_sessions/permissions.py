@@ -255,6 +255,12 @@ class SessionPolicy(BasePermission, metaclass=_PolicyMeta):
         private events; see ``host.wire.check_allowed``); end users never should."""
         raise NotImplementedError
 
+    def reads_staff_notes(self, requester: Any) -> bool:
+        """Whether the requester reads what staff write for staff (a handover's reason, the
+        staff account that acted): the session's own staff, never its end user. By default
+        whoever is trusted to send what server code sends."""
+        return self.is_trusted(requester)
+
     def has_object_permission(self, request: Any, view: Any, obj: SessionAccess) -> bool:
         return self.can_act(request, getattr(view, "action", "") or "", obj)
 
@@ -291,6 +297,10 @@ class OwnerOrStaff(SessionPolicy):
 
     def can_see(self, requester: Any, access: SessionAccess) -> bool:
         return _reads_all(requester.user) or is_owner(requester, access.owner)
+
+    def reads_staff_notes(self, requester: Any) -> bool:
+        """Staff and holders of ``view_session``, who read the whole session in the admin."""
+        return _reads_all(requester.user)
 
     def visible(self, requester: Any, sessions: SessionQuerySet) -> SessionQuerySet:
         user = requester.user

@@ -19,7 +19,7 @@ from ..engine import ProviderError
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
 from ..host import Host, HostedTurn
-from ..host.events import event_frame
+from ..host.events import end_user_outcome, end_user_payload, end_user_session, event_frame
 from ..host.notify import forget_session
 from ..host.wire import (
     admitted_turn,
@@ -210,6 +210,8 @@ class SessionViewSet(PolicyViewSet):
         etag = f'"{session["version"]}"'
         if if_none_match_holds(request.headers.get("If-None-Match"), etag):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        if not self.policy().reads_staff_notes(request):
+            session = cast(SessionBlob, end_user_session(session))
         return Response(
             {"id": session_id, "version": session["version"], "session": session},
             headers={"ETag": etag},
@@ -276,7 +278,7 @@ class SessionViewSet(PolicyViewSet):
         if claimed is not None and not result.changed:
             # Nothing was made (a wake or a handover for no session): the id stays unused.
             release_claim(claimed, store)
-        return Response(turn_body(result))
+        return Response(turn_body(result, staff=self.policy().reads_staff_notes(request)))
 
     @schema.EVENTS
     @action(detail=True, methods=["get"])
@@ -319,14 +321,24 @@ def session_of_body(data: Any, session_id: str) -> dict[str, Any]:
     return blob
 
 
-def turn_body(result: HostedTurn) -> dict[str, Any]:
+def turn_body(result: HostedTurn, *, staff: bool) -> dict[str, Any]:
     """The turn's answer in the API's own spelling: each message with ``after_ms`` and the
     logged events as the events endpoint and the socket send them. ``afterMs`` and each event's
-    raw ``payload`` stay beside them until 0.4, for clients written against 0.2."""
+    raw ``payload`` stay beside them until 0.4, for clients written against 0.2. An end user's
+    (not ``staff``) has none of what staff write for staff."""
     body = result.as_dict()
     body["messages"] = [{**message, "after_ms": message["afterMs"]} for message in body["messages"]]
     body["events"] = [
-        {**event_frame(event), "payload": event["payload"]} for event in result.events
+        {
+            **event_frame(event),
+            "payload": event["payload"]
+            if staff
+            else end_user_payload(event["type"], event["payload"]),
+        }
+        for event in result.events
     ]
+    if not staff:
+        body["session"] = end_user_session(body["session"])
+        body["outcomes"] = [end_user_outcome(line) for line in body["outcomes"]]
     body["version"] = result.session["version"]
     return body

@@ -1,5 +1,6 @@
-"""The session's event log as a chat UI sees it: the events one committed turn adds, and the
-frame each event is sent as (websocket and events endpoint)."""
+"""The session's event log as a chat UI sees it: the events one committed turn adds, the frame
+each event is sent as (websocket and events endpoint), and what of a session an end user may
+read (what staff write for staff is kept from every view of theirs)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,48 @@ def handover_events(result: TurnResult, turn_input: Mapping[str, Any]) -> list[t
     return events
 
 
+#: What an end user may read of a handover record: who answers and since when. Its ``reason``
+#: is what staff (or the flow's author) wrote for the inbox ("fraud suspect", "VIP customer"),
+#: ``user`` the staff account that acted, ``held`` the wakes waiting for the hand-back.
+HANDOVER_SEEN_BY_END_USERS = ("status", "since", "by", "takenAt")
+
+
+def end_user_session(session: Mapping[str, Any]) -> dict[str, Any]:
+    """``session`` as its end user may read it: the handover record, and each run's handover
+    outcomes, without what is staff's."""
+    seen = dict(session)
+    record = session.get("metadata", {}).get("handover")
+    if isinstance(record, Mapping):
+        kept = {name: record[name] for name in HANDOVER_SEEN_BY_END_USERS if name in record}
+        seen["metadata"] = {**session["metadata"], "handover": kept}
+    runs = session.get("runs")
+    if isinstance(runs, list):
+        seen["runs"] = [
+            {**run, "outcomes": [end_user_outcome(line) for line in run["outcomes"]]}
+            if isinstance(run, Mapping) and isinstance(run.get("outcomes"), list)
+            else run
+            for run in runs
+        ]
+    return seen
+
+
+def end_user_outcome(line: Any) -> Any:
+    """An outcome line as an end user may read it: a handover's ``detail`` (its reason, the
+    staff member) is staff's; the ``handover`` event says who answers."""
+    if isinstance(line, Mapping) and line.get("code") in HANDOVER_STATUSES:
+        return {name: value for name, value in line.items() if name != "detail"}
+    return line
+
+
+def end_user_payload(kind: str, payload: Any) -> Any:
+    """A logged event's payload as an end user may read it."""
+    if kind == "outcome" and isinstance(payload, Mapping):
+        return end_user_outcome(payload)
+    if kind == "handover" and isinstance(payload, Mapping):
+        return {name: value for name, value in payload.items() if name not in ("reason", "user")}
+    return payload
+
+
 def describe_input(turn_input: Mapping[str, Any]) -> dict[str, Any]:
     """The input as the turn event records it (no payloads: they may be large or private)."""
     kind = next(iter(turn_input))
@@ -129,4 +172,4 @@ def _frame_payload(kind: str, payload: Any) -> dict[str, Any]:
             for name in ("status", "by", "since")
             if payload.get(name) is not None
         }
-    return {"data": payload}
+    return {"data": end_user_payload(kind, payload)}
