@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import override_settings
 from rest_framework.test import APIClient
 
@@ -75,6 +75,10 @@ async def socket_frames(cookie: bytes, session_id: str, send: dict[str, Any]) ->
 def test_a_customer_reads_no_staff_note_however_they_read_their_session() -> None:
     ana = User.objects.create_user("ana")
     rita = User.objects.create_user("rita-admin-7", is_staff=True, first_name="Rita")
+    rita.user_permissions.add(  # she reads every chat and answers them, nothing more
+        *Permission.objects.filter(codename__in=["view_session", "handle_chats"])
+    )
+    rita = User.objects.get(pk=rita.pk)
     customer, staff = client_of(ana), client_of(rita)
     turn = "/api/sessions/chat-1/turn/"
     reads: dict[str, Any] = {}

@@ -334,7 +334,7 @@ def client_of(name: str) -> APIClient:
     if name.startswith("visitor."):
         return APIClient(HTTP_HOST=f"{tenant}.{HOST}")
     client = APIClient()
-    client.force_authenticate(User.objects.create_user(name, is_staff=staff))
+    client.force_authenticate(User.objects.create_user(name, is_staff=staff, is_superuser=staff))
     return client
 
 
@@ -512,7 +512,7 @@ def test_the_platforms_operator_sees_every_tenant(tenants: None) -> None:
             format="json",
         )
     operator = APIClient()
-    operator.force_authenticate(User.objects.create_user("platform", is_staff=True))
+    operator.force_authenticate(User.objects.create_superuser("platform"))
     rows = operator.get("/api/sessions/").json()["results"]
     assert sorted(row["id"] for row in rows) == ["acme-chat", "globex-chat"]
 
@@ -523,7 +523,9 @@ def test_the_platforms_operator_sees_every_tenant(tenants: None) -> None:
 def cookie_of(username: str) -> bytes:
     client = Client()
     client.force_login(
-        User.objects.get_or_create(username=username, is_staff="staff" in username)[0]
+        User.objects.get_or_create(
+            username=username, is_staff="staff" in username, is_superuser="staff" in username
+        )[0]
     )
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
@@ -707,7 +709,7 @@ async def test_a_silent_socket_of_another_tenants_staff_hears_nothing(
 def test_an_operators_turn_on_a_tenants_chat_stays_that_tenants(app_alias: str) -> None:
     ann = client_of("acme-ann")
     operator = APIClient(HTTP_HOST=f"acme.{HOST}")
-    operator.force_authenticate(User.objects.create_user("platform", is_staff=True))
+    operator.force_authenticate(User.objects.create_superuser("platform"))
 
     def turn(client: APIClient, text: str, id: str) -> int:
         body = {"message": {"text": text, "id": id}}

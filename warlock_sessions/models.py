@@ -230,6 +230,9 @@ class Session(Tenanted):
         verbose_name = _("session")
         verbose_name_plural = _("sessions")
         ordering = ["-updated_at"]
+        # Taking, answering and handing back chats handed to people (docs/handover.md): a
+        # permission of its own, apart from writing raw blobs (change_session).
+        permissions = [("handle_chats", _("Can take, answer and hand back chats"))]
         # Meta.indexes rather than db_index: no extra varchar_pattern_ops index on PostgreSQL.
         indexes = [
             models.Index(fields=["agent"], name="warlock_session_agent"),

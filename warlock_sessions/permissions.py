@@ -14,10 +14,11 @@ from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from django.db import IntegrityError
+from django.db import IntegrityError, router, transaction
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
 from . import tenancy
+from .backends.owner_gate import owner_gate
 from .conf import Expected, expect, warlock_settings
 from .errors import QuotaExceededError
 from .models import (
@@ -37,6 +38,9 @@ READ_ACTIONS = frozenset({"list", "retrieve", "events", "history"})
 
 #: What a socket may do once admitted, as the policy's action name.
 TURN_ACTION = "turn"
+#: Taking a chat handed to people, answering in the bot's place, handing it back (a
+#: ``handover`` input, from staff), as the policy's action name.
+HANDOVER_ACTION = "handover"
 
 
 class Owner(Protocol):
@@ -48,10 +52,13 @@ class Owner(Protocol):
 
 @dataclass(frozen=True)
 class SessionAccess:
-    """What a policy judges: the session's (or conversation's) id and its owner."""
+    """What a policy judges: the session's (or conversation's) id and its owner, and which of
+    the two it is (``model``: ``"session"`` or ``"conversation"``, as the model permissions
+    name them)."""
 
     session_id: str
     owner: Owner | None
+    model: str = "session"
 
 
 @dataclass(frozen=True)
@@ -118,11 +125,15 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
     else owns it already (or won a concurrent claim) return ``None`` and let the policy
     decide. ``request`` is a DRF request or anything with ``user`` and ``session``."""
     owner = owner_fields(request)
-    check_quota(SessionOwner, owner, warlock_settings.MAX_SESSIONS_PER_OWNER, "sessions")
-    try:
-        return SessionOwner.objects.create(session_id=session_id, **owner)
-    except IntegrityError:
-        return None
+    limit = warlock_settings.MAX_SESSIONS_PER_OWNER
+    using = router.db_for_write(SessionOwner) or "default"
+    with owner_gate(owner, using, limit):
+        check_quota(SessionOwner, owner, limit, "sessions", using)
+        try:
+            with transaction.atomic(using=using):
+                return SessionOwner.objects.using(using).create(session_id=session_id, **owner)
+        except IntegrityError:
+            return None
 
 
 def over_quota(
@@ -139,7 +150,8 @@ def check_quota(
     what: str,
     using: str | None = None,
 ) -> None:
-    """``QuotaExceededError`` before ``owner`` gets one more of ``model`` beyond ``limit``."""
+    """``QuotaExceededError`` before ``owner`` gets one more of ``model`` beyond ``limit``.
+    Count and insert inside one :func:`owner_gate`, or two requests at once both fit."""
     if over_quota(model, owner, limit, using):
         raise QuotaExceededError(what, limit or 0)
 
@@ -266,11 +278,13 @@ class SessionPolicy(BasePermission, metaclass=_PolicyMeta):
 
 
 class OwnerOrStaff(SessionPolicy):
-    """Staff may do anything. The owner of a session (the user, or for an anonymous visitor the
-    Django session, that started it) may read it, its events, and send it turns. Writing a raw
-    blob or deleting needs staff or the ``change_session``/``delete_session`` permissions (an
-    end user must never write claims or data directly); ``change_session`` also allows turns and
-    ``view_session`` reading. Everyone else gets 404, so a session's existence does not leak.
+    """The owner of a session or conversation (the user, or for an anonymous visitor the Django
+    session, that started it) may read it, its events, and send it turns. Everyone else, staff
+    included, is held to Django's model permissions (``session`` or ``conversation``):
+    ``view_*`` to read, ``change_*`` to send turns (of any kind: what server code sends) and
+    write raw blobs, ``delete_*`` to delete, and ``handle_chats`` to take, answer and hand back
+    chats handed to people. Superusers have every permission; being staff alone grants none.
+    Everyone else gets 404, so a session's existence does not leak.
 
     A subclass that reads state besides the requester and the owner sets ``decides_from_owner``
     back to false."""
@@ -279,32 +293,31 @@ class OwnerOrStaff(SessionPolicy):
 
     def can_act(self, requester: Any, action: str, access: SessionAccess) -> bool:
         user = requester.user
-        if user and user.is_staff:
-            return True
+        if action == HANDOVER_ACTION:
+            return has_permission(user, "handle_chats")
         needed = ADMIN_ACTIONS.get(action)
         if needed:
-            return bool(user and user.has_perm(f"warlock_sessions.{needed}_session"))
-        if user and user.has_perm("warlock_sessions.change_session"):
+            return has_permission(user, f"{needed}_{access.model}")
+        if has_permission(user, f"change_{access.model}"):
             return True  # whoever may write raw blobs may send turns
-        if action in READ_ACTIONS and _reads_all(user):
+        if action in READ_ACTIONS and reads_all(user, access.model):
             return True
         return is_owner(requester, access.owner)
 
     def is_trusted(self, requester: Any) -> bool:
-        """Staff and holders of ``change_session`` send what server code sends."""
-        user = requester.user
-        return bool(user and (user.is_staff or user.has_perm("warlock_sessions.change_session")))
+        """Holders of ``change_session`` send what server code sends."""
+        return has_permission(requester.user, "change_session")
 
     def can_see(self, requester: Any, access: SessionAccess) -> bool:
-        return _reads_all(requester.user) or is_owner(requester, access.owner)
+        return reads_all(requester.user, access.model) or is_owner(requester, access.owner)
 
     def reads_staff_notes(self, requester: Any) -> bool:
-        """Staff and holders of ``view_session``, who read the whole session in the admin."""
-        return _reads_all(requester.user)
+        """Whoever reads every session (``view_session``), as the admin shows it to them."""
+        return reads_all(requester.user)
 
     def visible(self, requester: Any, sessions: SessionQuerySet) -> SessionQuerySet:
         user = requester.user
-        if _reads_all(user):
+        if reads_all(user):
             return sessions
         if user and user.is_authenticated:
             owned = SessionOwner.objects.filter(user=user)
@@ -315,8 +328,14 @@ class OwnerOrStaff(SessionPolicy):
         return sessions.filter(id__in=owned.values("session_id"))
 
 
-def _reads_all(user: Any) -> bool:
-    return bool(user and (user.is_staff or user.has_perm("warlock_sessions.view_session")))
+def has_permission(user: Any, codename: str) -> bool:
+    """Whether ``user`` (an active account) has this app's model permission ``codename``."""
+    return bool(user and user.is_authenticated and user.has_perm(f"warlock_sessions.{codename}"))
+
+
+def reads_all(user: Any, model: str = "session") -> bool:
+    """Whether ``user`` reads every row of ``model`` (``view_*``)."""
+    return has_permission(user, f"view_{model}")
 
 
 expect(

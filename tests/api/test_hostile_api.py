@@ -42,7 +42,7 @@ def post(client: Client, path: str, body: Any, **headers: str) -> Any:
 
 def staff() -> Client:
     client = Client()
-    client.force_login(User.objects.create_user("root", is_staff=True))
+    client.force_login(User.objects.create_superuser("root"))
     return client
 
 
@@ -212,7 +212,7 @@ def test_deleting_the_row_in_the_admin_forgets_the_session_too() -> None:
 
 
 def test_basic_auth_needs_no_csrf_token_and_a_cookie_does() -> None:
-    User.objects.create_user("admin", password="admin", is_staff=True)
+    User.objects.create_superuser("admin", password="admin")
     import base64
 
     basic = "Basic " + base64.b64encode(b"admin:admin").decode()

@@ -38,7 +38,12 @@ def keep_the_test_connection() -> Iterator[None]:
 
 @pytest.fixture(params=["staff", "user"])
 def identity(request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
-    User.objects.create_user(request.param, password="pw", is_staff=request.param == "staff")
+    User.objects.create_user(
+        request.param,
+        password="pw",
+        is_staff=request.param == "staff",
+        is_superuser=request.param == "staff",
+    )
     token = base64.b64encode(f"{request.param}:pw".encode()).decode()
     return request.param, {"Authorization": f"Basic {token}"}
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 def user(name: str, *, staff: bool = False, perms: tuple[str, ...] = ()) -> APIClient:
-    account = User.objects.create_user(name, password="pw", is_staff=staff)
+    account = User.objects.create_user(name, password="pw", is_staff=staff, is_superuser=staff)
     for codename in perms:
         account.user_permissions.add(
             Permission.objects.get(codename=codename, content_type__app_label="warlock_sessions")
@@ -319,7 +319,7 @@ def test_the_openapi_schema_documents_every_endpoint_and_its_errors(tmp_path: An
 def test_staff_hand_a_chat_over_answer_it_and_hand_it_back_over_http() -> None:
     ana = user("ana")
     say(ana, "chat-1", "I'd like to book", "m1")
-    root = User.objects.create_user("root", is_staff=True, first_name="Rita", last_name="Lima")
+    root = User.objects.create_superuser("root", first_name="Rita", last_name="Lima")
     staff = APIClient()
     staff.force_authenticate(root)
 

@@ -62,7 +62,9 @@ def cookie_for(username: str | None) -> bytes:
     """A real Django session cookie: logged in as ``username``, or an anonymous visitor's."""
     client = Client()
     if username:
-        user = User.objects.get_or_create(username=username, is_staff=username == "staff")[0]
+        user = User.objects.get_or_create(
+            username=username, is_staff=username == "staff", is_superuser=username == "staff"
+        )[0]
         client.force_login(user)
     else:
         session = client.session

@@ -3,6 +3,7 @@ run on the socket's event loop (Host.ahandle over a loop connection), end to end
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -367,6 +368,37 @@ async def test_sockets_opened_before_their_claims_keep_the_owners_quota(
             await chat.disconnect()
     assert claims_in_threads == ["pg-quota-2"]  # the loop's claim left it to say why
     assert await database_sync_to_async(owners_of)("pg-quota-2") == []
+
+
+async def test_a_visitors_first_frames_at_once_on_the_loop_stop_at_the_quota() -> None:
+    """Twelve sockets of one visitor, each on a new id, send their first frames together: the
+    claims on the event loop count and insert while no other claim of the visitor runs, so
+    five are made, not twelve."""
+    cookie = await database_sync_to_async(cookie_for)(None)
+    with override_settings(WARLOCK_SESSIONS={**SETTINGS, "MAX_SESSIONS_PER_OWNER": 5}):
+        chats = [await socket(f"/ws/sessions/pg-storm-{n}/", cookie=cookie) for n in range(12)]
+        for chat in chats:
+            assert (await chat.connect())[0]
+        await asyncio.gather(
+            *(
+                chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+                for chat in chats
+            )
+        )
+        answers = [await until_turn(chat) for chat in chats]
+        for chat in chats:
+            await chat.disconnect()
+    ends = [frames[-1].get("code", frames[-1]["type"]) for frames in answers]
+    assert sorted(ends) == ["quota-exceeded"] * 7 + ["turn"] * 5, ends
+
+    def claimed() -> int:
+        return (
+            SessionOwner.objects.using("postgres")
+            .filter(session_id__startswith="pg-storm-")
+            .count()
+        )
+
+    assert await database_sync_to_async(claimed)() == 5
 
 
 class VisitorsAskedOfTheDatabase(OwnerOrStaff):

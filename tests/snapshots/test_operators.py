@@ -29,7 +29,7 @@ def django_snapshots() -> Any:
 
 
 def api_as(username: str, *, staff: bool = False, perms: tuple[str, ...] = ()) -> APIClient:
-    user = User.objects.create_user(username, is_staff=staff)
+    user = User.objects.create_user(username, is_staff=staff, is_superuser=staff)
     for codename in perms:
         user.user_permissions.add(Permission.objects.get(codename=codename))
     client = APIClient()

@@ -33,7 +33,7 @@ from ..errors import (
 from ..host import Host
 from ..host.wire import admitted_turn
 from ..models import Session, SessionEvent, SessionOwner, WaitingSession
-from ..permissions import TURN_ACTION, SessionAccess
+from ..permissions import HANDOVER_ACTION, SessionAccess
 from .base import ReadOnlyAdmin
 from .transcripts import last_user_text
 
@@ -75,9 +75,13 @@ def handover_view(request: HttpRequest, object_id: str) -> HttpResponse:
     row = get_object_or_404(Session, pk=session_id)
     policy = warlock_settings.PERMISSION()
     access = SessionAccess(row.id, SessionOwner.objects.filter(session_id=row.id).first())
-    if not policy.is_trusted(request) or not policy.can_act(request, TURN_ACTION, access):
+    if not policy.can_see(request, access) or not policy.can_act(request, HANDOVER_ACTION, access):
         return _answer(
-            request, row, 403, "permission-denied", str(_("Only staff answer for the bot."))
+            request,
+            row,
+            403,
+            "permission-denied",
+            str(_("Only staff who handle chats answer for the bot.")),
         )
     body = {
         "action": request.POST.get("action", ""),
@@ -87,7 +91,7 @@ def handover_view(request: HttpRequest, object_id: str) -> HttpResponse:
         body["text"] = request.POST.get("text", "").strip()
     try:
         turn_input, _context, _agent = admitted_turn(
-            {"handover": body}, trusted=True, user=request.user
+            {"handover": body}, trusted=False, hands_over=True, user=request.user
         )
         result = Host(row.agent or default_agent_name()).handle(row.id, turn_input)
     except InvalidInputError as error:

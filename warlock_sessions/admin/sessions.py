@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import HttpRequest, HttpResponse
@@ -24,6 +25,7 @@ from ..engine.session import RUN_STATUSES, text_problem
 from ..erasure import Person, erase
 from ..errors import EncryptionError, InvalidSessionError
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
+from ..permissions import HANDOVER_ACTION, SessionAccess
 from .base import ReadOnlyAdmin
 from .handover import handover_panel, handover_view
 from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
@@ -152,6 +154,10 @@ class SessionAdmin(ReadOnlyAdmin):
             self.message_user(request, f"{label}: erased ({said or 'nothing left'})")
         return None
 
+    def has_fire_permission(self, request: HttpRequest) -> bool:
+        """Firing a wake runs a turn: whoever may send turns to any session (``change``)."""
+        return bool(request.user.has_perm("warlock_sessions.change_session"))
+
     def has_erase_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("warlock_sessions.delete_session"))
 
@@ -208,8 +214,12 @@ class SessionAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        trusted = warlock_settings.PERMISSION().is_trusted(request)
-        context = {"may_answer": trusted, **(extra_context or {})}
+        policy = warlock_settings.PERMISSION()
+        access = SessionAccess(unquote(object_id), None)
+        context = {
+            "may_answer": policy.can_act(request, HANDOVER_ACTION, access),
+            **(extra_context or {}),
+        }
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def get_urls(self) -> list[URLPattern]:
@@ -257,7 +267,7 @@ class SessionAdmin(ReadOnlyAdmin):
             return format_html('<p class="errornote">{}</p><pre>{}</pre>', error, obj.blob)
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
 
-    @admin.action(description=_("Fire the selected sessions' due wakes now"))
+    @admin.action(description=_("Fire the selected sessions' due wakes now"), permissions=["fire"])
     def fire_due_wakes(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
         from django.db.models import Q
         from django.utils import timezone

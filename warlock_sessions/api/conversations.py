@@ -56,7 +56,7 @@ class ConversationViewSet(PolicyViewSet):
         header = store.header(conversation_id)
         if header is None and self.action == "send":
             header = store.claim(conversation_id)
-        access = SessionAccess(conversation_id, header)
+        access = SessionAccess(conversation_id, header, model="conversation")
         if access.owner is None or not self.policy().can_see(request, access):
             raise conversation_not_found(conversation_id)
         self.check_object_permissions(request, access)

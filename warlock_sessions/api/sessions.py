@@ -28,6 +28,7 @@ from ..host.wire import (
 )
 from ..models import Session, SessionEvent, SessionOwner, SessionQuerySet
 from ..permissions import (
+    HANDOVER_ACTION,
     SessionAccess,
     claim_new_session,
     release_claim,
@@ -143,9 +144,9 @@ class SessionViewSet(PolicyViewSet):
 
     # -- access -------------------------------------------------------------------------------
 
-    def access(self, request: Request, session_id: str) -> SessionAccess:
+    def access(self, request: Request, session_id: str, action: str | None = None) -> SessionAccess:
         """The session as this requester may see it: 404 unless they may, 403 for an action
-        they may see but not do."""
+        (the endpoint's, or ``action``) they may see but not do."""
         access = SessionAccess(
             session_id, SessionOwner.objects.filter(session_id=session_id).first()
         )
@@ -154,7 +155,10 @@ class SessionViewSet(PolicyViewSet):
             and used_by_another_tenant(session_id, getattr(default_store(), "using", None))
         ):
             raise not_found(session_id)
-        self.check_object_permissions(request, access)
+        if action is None:
+            self.check_object_permissions(request, access)
+        elif not self.policy().can_act(request, action, access):
+            self.permission_denied(request)
         return access
 
     # -- endpoints ----------------------------------------------------------------------------
@@ -261,13 +265,19 @@ class SessionViewSet(PolicyViewSet):
     @schema.TURN
     @action(detail=True, methods=["post"])
     def turn(self, request: Request, session_id: str) -> Response:
+        policy = self.policy()
+        handover = isinstance(request.data, dict) and "handover" in request.data
         turn_input, context, agent_name = admitted_turn(
-            request.data, trusted=self.policy().is_trusted(request), user=request.user
+            request.data,
+            trusted=policy.is_trusted(request),
+            hands_over=handover
+            and policy.can_act(request, HANDOVER_ACTION, SessionAccess(session_id, None)),
+            user=request.user,
         )
         store = default_store()
         claimed = claim_new_session(request, session_id, store)  # a new one is its starter's
         try:
-            self.access(request, session_id)
+            self.access(request, session_id, HANDOVER_ACTION if handover else None)
             result = Host(agent_name, store).handle(session_id, turn_input, context)
         except Exception as error:
             if claimed is not None:

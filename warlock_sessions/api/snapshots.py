@@ -18,6 +18,7 @@ from ..errors import (
     SnapshotConflictError,
 )
 from ..host.wire import clean_text_param
+from ..permissions import has_permission
 from ..snapshots import SnapshotStore, default_snapshot_store
 from ..workflows.runs import cancel_saved
 from . import schema
@@ -25,7 +26,7 @@ from .base import WarlockViewSet
 from .errors import ApiError
 from .sessions import SessionPagination
 
-#: What each action needs besides staff.
+#: The model permissions each action needs.
 NEEDED = {
     "list": ("view",),
     "retrieve": ("view",),
@@ -37,21 +38,14 @@ MAX_REASON = 500
 
 
 class SnapshotPermission(BasePermission):
-    """Staff, or the model permissions ``NEEDED`` names (``view_snapshot`` to read,
-    ``view_snapshot`` and ``change_snapshot`` to cancel, ``delete_snapshot``). Everyone else
-    gets 403 whatever the key, so the answer says nothing about which runs exist."""
+    """The model permissions ``NEEDED`` names (``view_snapshot`` to read, ``view_snapshot``
+    and ``change_snapshot`` to cancel, ``delete_snapshot``), staff or not. Everyone else gets
+    403 whatever the key, so the answer says nothing about which runs exist."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
         user = request.user
         needed = NEEDED.get(getattr(view, "action", "") or "", ("delete",))
-        return bool(
-            user
-            and user.is_authenticated
-            and (
-                user.is_staff
-                or all(user.has_perm(f"warlock_sessions.{need}_snapshot") for need in needed)
-            )
-        )
+        return all(has_permission(user, f"{need}_snapshot") for need in needed)
 
 
 class SnapshotViewSet(WarlockViewSet):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ..backends.connections import give_back_connection
+from ..backends.owner_gate import owner_gate
 from ..conf import warlock_settings
 from ..encryption import message_place, open_json, pending_place, seal_json, sealing
 from ..errors import SessionConflictError, SessionExistsError
@@ -72,12 +74,13 @@ class DjangoConversationStore:
         """The conversation ``id``: created empty for this store's owner unless it exists
         (one ``INSERT … ON CONFLICT DO NOTHING``, then its header; ``None`` if it was deleted
         in between)."""
-        self._check_quota()
-        now = timezone.now()
-        Conversation.objects.using(self.using).bulk_create(
-            [Conversation(id=id, created_at=now, updated_at=now, **self.owner)],
-            ignore_conflicts=True,
-        )
+        with self._quota_gate():
+            self._check_quota()
+            now = timezone.now()
+            Conversation.objects.using(self.using).bulk_create(
+                [Conversation(id=id, created_at=now, updated_at=now, **self.owner)],
+                ignore_conflicts=True,
+            )
         return self.header(id)
 
     def load(self, id: str) -> dict[str, Any] | None:
@@ -180,10 +183,15 @@ class DjangoConversationStore:
         record["version"] = 1
 
     def _check_quota(self) -> None:
-        """Before this store's owner gets one more conversation (a new one, a fork)."""
+        """Before this store's owner gets one more conversation (a new one, a fork): inside
+        :meth:`_quota_gate`, with the insert."""
         if self.owner:
             limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER
             check_quota(Conversation, self.owner, limit, "conversations", self.using)
+
+    def _quota_gate(self) -> AbstractContextManager[None]:
+        limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER if self.owner else None
+        return owner_gate(self.owner, self.using, limit)
 
     def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> int | None:
         """Insert the rows: the id of the last one, where the database says (``None`` if it
@@ -262,18 +270,19 @@ class DjangoConversationStore:
         so the stored JSON stays byte for byte what the provider signed. Sealed messages
         (``ENCRYPTION_KEYS``) are bound to their conversation: they are opened and sealed
         again for the fork (their JSON text unchanged)."""
-        self._check_quota()
-        try:
-            with transaction.atomic(using=self.using):
-                self._insert(target)
-                copied = self._copy(record["id"], target["id"], n)
-                if copied != n or self._version(record["id"]) != record["version"]:
-                    # the source moved (a truncate, a turn elsewhere) since it was read
-                    raise SessionConflictError(
-                        record["id"], record["version"], self._version(record["id"])
-                    )
-        except IntegrityError:
-            raise SessionExistsError(target["id"]) from None
+        with self._quota_gate():
+            self._check_quota()
+            try:
+                with transaction.atomic(using=self.using):
+                    self._insert(target)
+                    copied = self._copy(record["id"], target["id"], n)
+                    if copied != n or self._version(record["id"]) != record["version"]:
+                        # the source moved (a truncate, a turn elsewhere) since it was read
+                        raise SessionConflictError(
+                            record["id"], record["version"], self._version(record["id"])
+                        )
+            except IntegrityError:
+                raise SessionExistsError(target["id"]) from None
         target["messages"] = record["messages"][:n]
 
     def _copy(self, source: str, target: str, n: int) -> int:

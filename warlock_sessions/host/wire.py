@@ -154,10 +154,7 @@ def check_allowed(
     the events and flow starts ``agent`` declares public, a start without ``input``. Context,
     the agent, wakes, handovers, ``message.at``, other events and starts come only from server
     code or staff; each is refused with :class:`InputNotAllowedError` naming it."""
-    if context is not None:
-        raise InputNotAllowedError("context", "only server code or staff set a turn's context")
-    if agent_name is not None:
-        raise InputNotAllowedError("agent", "only server code or staff pick the agent")
+    check_server_fields(context, agent_name)
     kind, value = next(iter(turn_input.items()))
     if kind == "wake":
         raise InputNotAllowedError("wake", "wakes are fired by the worker, not sent")
@@ -176,22 +173,36 @@ def check_allowed(
             raise InputNotAllowedError("start.input", "only server code or staff give input")
 
 
-def admitted_turn(data: Any, *, trusted: bool, user: Any) -> tuple[dict[str, Any], Any, str | None]:
+def check_server_fields(context: Any, agent_name: str | None) -> None:
+    """A turn's ``context`` and ``agent`` come only from server code or the trusted."""
+    if context is not None:
+        raise InputNotAllowedError("context", "only server code or staff set a turn's context")
+    if agent_name is not None:
+        raise InputNotAllowedError("agent", "only server code or staff pick the agent")
+
+
+def admitted_turn(
+    data: Any, *, trusted: bool, user: Any, hands_over: bool = False
+) -> tuple[dict[str, Any], Any, str | None]:
     """A turn body as the API and the websocket both take it (``parse_turn``): an end user's
-    held to ``check_allowed``; a trusted requester's handover signed with who sent it: ``by``
-    (the name the customer sees) unless the body names one, and ``user`` (the account, for the
-    log)."""
+    held to ``check_allowed``; a handover only from a requester who ``hands_over`` (the
+    policy's ``handover`` action: ``handle_chats``; being ``trusted`` is not enough), signed
+    with who sent it: ``by`` (the name the customer sees) unless the body names one, and
+    ``user`` (the account, for the log)."""
     body = data if isinstance(data, dict) else {}
-    if not trusted and "handover" in body:
+    handover = "handover" in body
+    if handover and not hands_over:
         # Refused before its shape is read: writing it wrong tells an end user nothing more.
         check_allowed({"handover": body["handover"]}, None, None, get_agent(default_agent_name()))
-    account = staff_account(user) if trusted else None
+    account = staff_account(user) if handover else None
     if account is not None and isinstance(body.get("handover"), dict):
         data = {**body, "handover": {"by": account[1], **body["handover"]}}
     turn_input, context, agent_name = parse_turn(data)
-    if not trusted:
+    if not trusted and "handover" in turn_input:  # from whoever handles chats: that alone
+        check_server_fields(context, agent_name)
+    elif not trusted:
         check_allowed(turn_input, context, agent_name, get_agent(default_agent_name()))
-    elif account is not None and "handover" in turn_input:
+    if account is not None and "handover" in turn_input:
         turn_input = {"handover": {**turn_input["handover"], "user": account[0]}}
     return turn_input, context, agent_name
 

@@ -71,7 +71,9 @@ class ConversationConsumer(WarlockConsumer):
         if header is None:
             return False
         policy: SessionPolicy = warlock_settings.PERMISSION()
-        return policy.can_see(self.requester, SessionAccess(self.conversation_id, header))
+        return policy.can_see(
+            self.requester, SessionAccess(self.conversation_id, header, model="conversation")
+        )
 
     async def follow(self) -> None:
         """Hear of turns other sockets (tabs, devices) store: only once it may see it."""
@@ -106,7 +108,7 @@ class ConversationConsumer(WarlockConsumer):
             header = self.store(claim=True).claim(self.conversation_id)
         if header is None:
             return False
-        access = SessionAccess(self.conversation_id, header)
+        access = SessionAccess(self.conversation_id, header, model="conversation")
         policy: SessionPolicy = warlock_settings.PERMISSION()
         return policy.can_see(self.requester, access) and policy.can_act(
             self.requester, SEND_ACTION, access

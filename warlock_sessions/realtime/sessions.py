@@ -44,6 +44,7 @@ from ..host.threads import in_worker_thread
 from ..host.wire import admitted_turn, provider_failure, session_id_input
 from ..models import SessionEvent, SessionOwner
 from ..permissions import (
+    HANDOVER_ACTION,
     TURN_ACTION,
     VISITOR_KEY,
     SessionAccess,
@@ -96,6 +97,11 @@ class SessionConsumer(WarlockConsumer):
         self.announcing: asyncio.Future[None] | None = None
         #: The visitor's identity being stored in their Django session (``loop_claimant``).
         self.identity_stored: asyncio.Future[Any] | None = None
+        #: What the policy last said the client may send (``permitted``): turns of its own
+        #: (an owner's, or the one its first frame would claim: so until it is asked), and
+        #: handovers (staff who handle chats, who may follow a chat without owning it).
+        self.speaks = True
+        self.hands_over = False
         try:
             self.session_id: str = session_id_input(self.scope["url_route"]["kwargs"]["session_id"])
         except InvalidInputError:
@@ -131,7 +137,7 @@ class SessionConsumer(WarlockConsumer):
         client = self.identity()
         if client is None:
             return None, None, False
-        trusted = warlock_settings.PERMISSION().is_trusted(self.requester)
+        trusted = self.trusted()
         owner = self.current_owner()
         store = default_store()
         if owner is None and store.load(self.session_id) is None:
@@ -161,7 +167,7 @@ class SessionConsumer(WarlockConsumer):
             client = self.identity()
             if client is None:
                 return None, None, False
-            trusted = warlock_settings.PERMISSION().is_trusted(self.requester)
+            trusted = self.trusted()
             async with loop_connection(committer.using) as connection:
                 stored, owner_row = await committer.aadmission(connection, self.session_id)
             if owner_row is None and not stored:
@@ -178,6 +184,15 @@ class SessionConsumer(WarlockConsumer):
             logger.warning("could not admit a socket on the event loop", exc_info=True)
             return None
         return client, await in_worker_thread(self.logged_after)(self.last_seq), trusted
+
+    def trusted(self) -> bool:
+        """Whether the client sends what server code sends (asked once, at connect), and
+        whether it takes and answers chats, kept in ``hands_over`` until the policy is asked
+        about the session's owner (``permitted``): for staff on a chat not made yet."""
+        policy: SessionPolicy = warlock_settings.PERMISSION()
+        access = SessionAccess(self.session_id, None)
+        self.hands_over = policy.can_act(self.requester, HANDOVER_ACTION, access)
+        return policy.is_trusted(self.requester)
 
     def loop_committer(self) -> LoopCommitter | None:
         """The store's committer on the event loop's connection, where a socket's admission
@@ -227,19 +242,21 @@ class SessionConsumer(WarlockConsumer):
         return SessionOwner.objects.filter(session_id=self.session_id).first()
 
     def permitted(self, owner: SessionOwner | None) -> bool:
-        """The HTTP policy, applied to the socket's user and Django session."""
+        """The HTTP policy, applied to the socket's user and Django session: whether the
+        client may follow the session (see it, and send it turns or handovers); what it may
+        send is kept in ``speaks`` and ``hands_over``."""
         access = SessionAccess(self.session_id, owner)
         policy: SessionPolicy = warlock_settings.PERMISSION()
         if owner is not None and isinstance(self.tenant, str) and owner.tenant != self.tenant:
             return False  # another tenant's, however the scope it is read in came to be
-        return (
-            policy.can_see(self.requester, access)
-            and policy.can_act(self.requester, TURN_ACTION, access)
-            and not (
-                owner is None
-                and used_by_another_tenant(self.session_id, getattr(default_store(), "using", None))
-            )
-        )
+        if not policy.can_see(self.requester, access) or (
+            owner is None
+            and used_by_another_tenant(self.session_id, getattr(default_store(), "using", None))
+        ):
+            return False
+        self.speaks = policy.can_act(self.requester, TURN_ACTION, access)
+        self.hands_over = policy.can_act(self.requester, HANDOVER_ACTION, access)
+        return self.speaks or self.hands_over
 
     def claimed(self) -> tuple[bool, SessionOwner | None]:
         """Claim the session if it does not exist yet and nobody owns it (a socket never takes
@@ -460,7 +477,7 @@ class SessionConsumer(WarlockConsumer):
         the client may not send to this session."""
         self.last_active = asyncio.get_running_loop().time()
         turn_input, context, agent = admitted_turn(
-            body, trusted=self.is_trusted, user=self.requester.user
+            body, trusted=self.is_trusted, hands_over=self.hands_over, user=self.requester.user
         )
         claim = None
         try:
@@ -474,6 +491,10 @@ class SessionConsumer(WarlockConsumer):
                     await self.follow()
                 else:  # the session did not exist: no log to replay, and nobody follows it
                     await self.follow([], first_member=True)
+            if not self.speaks and "handover" not in turn_input:
+                raise InputNotAllowedError(
+                    next(iter(turn_input)), "staff who handle chats answer with a handover reply"
+                )
             hosted = await self.host(agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved, push=False
             )

@@ -13,6 +13,7 @@ from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from ..backends.loop_connections import database
+from ..backends.owner_gate import ADVISORY_LOCK, owner_key
 from ..engine.session import Session
 from ..errors import SessionConflictError, SessionOfAnotherTenantError
 from ..models import Session as SessionRow
@@ -255,7 +256,12 @@ class DjangoStore(Store):
             statement = sql["claim_by_user" if by_user else "claim_by_visitor"]
             params += [user_id if by_user else anonymous_key, *tenant, quota, quota]
         with database(self.using).wrap_database_errors:
-            row = await (await connection.execute(statement, params)).fetchone()
+            if quota is None:
+                row = await (await connection.execute(statement, params)).fetchone()
+            else:  # counted and inserted while no other claim of the owner runs
+                async with connection.transaction():
+                    await connection.execute(ADVISORY_LOCK, [owner_key(user_id, anonymous_key)])
+                    row = await (await connection.execute(statement, params)).fetchone()
         return None if row is None else int(row[0])
 
     async def aadmission(
