@@ -17,6 +17,15 @@ def pytest_configure(config: pytest.Config) -> None:
             pytest.exit("WARLOCK_REQUIRE_SERVICES=1 but: " + "; ".join(down), returncode=3)
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    """Each test starts with Django's cache empty: what DRF's throttles and the new visitors
+    of an address (``MAX_NEW_VISITORS_PER_ADDRESS``) counted belongs to the test that did."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     """With ``WARLOCK_TEST_PARTITIONED=1``, the PostgreSQL test database's hot tables are

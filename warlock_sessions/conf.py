@@ -99,6 +99,12 @@ DEFAULTS: dict[str, Any] = {
     # visitor) may have; more are refused with 403 quota-exceeded. None: no limit.
     "MAX_SESSIONS_PER_OWNER": 1000,
     "MAX_CONVERSATIONS_PER_OWNER": 1000,
+    # The most new anonymous visitors (identities that own sessions and conversations) one
+    # client address is given in an hour, counted in Django's cache as DRF's throttles count
+    # (the address through REST_FRAMEWORK["NUM_PROXIES"]); more are refused with 429
+    # throttled. Without it, a client that drops its cookie escapes the quotas above.
+    # None: no limit.
+    "MAX_NEW_VISITORS_PER_ADDRESS": 100,
     # Messages of the row store's conversations each process keeps as it last saw them, so
     # a send reads only what changed; 0: none (every send reads the whole history).
     "CONVERSATION_CACHE_MESSAGES": 20_000,
@@ -599,6 +605,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "LOCK_TIMEOUT": _number(0, whole=False),
     "MAX_SESSIONS_PER_OWNER": _optional(_number(1, whole=True)),
     "MAX_CONVERSATIONS_PER_OWNER": _optional(_number(1, whole=True)),
+    "MAX_NEW_VISITORS_PER_ADDRESS": _optional(_number(1, whole=True)),
     "CONVERSATION_CACHE_MESSAGES": _number(0, whole=True),
 }
 

@@ -392,6 +392,19 @@ class QuotaExceededError(WarlockError):
         )
 
 
+class NewVisitorsThrottledError(WarlockError):
+    """A client address was given as many new anonymous identities this hour as
+    ``WARLOCK_SESSIONS["MAX_NEW_VISITORS_PER_ADDRESS"]`` allows (a client that drops its
+    cookie to escape its quota): nothing was made. ``wait``: the seconds until one is given
+    again (429 ``throttled`` with ``Retry-After``)."""
+
+    def __init__(self, wait: float | None) -> None:
+        self.wait = wait
+        super().__init__(
+            "too many new visitors from this address: keep your cookies, or try again later"
+        )
+
+
 class TenantUnresolvedError(WarlockError, PermissionError):
     """``TENANT_RESOLVER`` named no tenant for this request, so it may read and write none of
     the app's rows (tenants fail closed): the API answers ``403 tenant-unresolved``, a socket

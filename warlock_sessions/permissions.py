@@ -12,15 +12,17 @@ from __future__ import annotations
 import hashlib
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
+from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, router, transaction
+from django.http.request import HttpHeaders
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
 from . import tenancy
 from .backends.owner_gate import owner_gate
 from .conf import Expected, expect, warlock_settings
-from .errors import QuotaExceededError
+from .errors import NewVisitorsThrottledError, QuotaExceededError
 from .models import (
     Conversation,
     Owned,
@@ -82,12 +84,14 @@ MAX_VISITOR_KEY = 64
 def anonymous_key(request: Any, *, create: bool = False) -> str:
     """The identity of an anonymous visitor: the one their Django session keeps, else its key.
     With ``create`` the identity is stored in the session (saved, created if need be), so it
-    outlives a login. Reading never creates a session row."""
+    outlives a login; a new one only while the client's address has not had
+    ``MAX_NEW_VISITORS_PER_ADDRESS`` this hour. Reading never creates a session row."""
     session = getattr(request, "session", None)  # a DRF request passes on Django's
     if session is None:
         return ""
     key = session.get(VISITOR_KEY)
     if key is None and create:
+        admit_new_visitor(request)
         if not session.session_key:
             session.save()  # a visitor with no session yet gets one
         key = session[VISITOR_KEY] = visitor_key(session.session_key)
@@ -97,6 +101,38 @@ def anonymous_key(request: Any, *, create: bool = False) -> str:
             del session[VISITOR_KEY]  # not stored: whoever asks next must store it again
             raise
     return key or visitor_key(session.session_key or "")
+
+
+class SocketRequest:
+    """What DRF's throttles read of a request (the user, the client's address), for a socket:
+    its frames and its new visitors count against the same throttles, in the same buckets, as
+    an HTTP request of the same client."""
+
+    method = "POST"
+
+    def __init__(self, scope: Any) -> None:
+        self.user = scope.get("user") or AnonymousUser()
+        client = scope.get("client") or ("",)
+        self.META = {"REMOTE_ADDR": client[0] or ""}
+        for name, value in scope.get("headers", ()):
+            if name == b"x-forwarded-for":
+                self.META["HTTP_X_FORWARDED_FOR"] = value.decode("latin-1")
+        self.headers = HttpHeaders(self.META)
+        self._request = self
+
+
+def admit_new_visitor(request: Any) -> None:
+    """``NewVisitorsThrottledError`` when ``request``'s address has had its new visitors for
+    the hour; else counts one more. ``request``: an HTTP request, or a socket's ``Requester``."""
+    # Imported here: DRF's throttling module reads the throttle rates when first imported.
+    from .throttling import NewVisitorThrottle
+
+    client: Any = request
+    if not hasattr(request, "META"):
+        client = SocketRequest(getattr(request, "scope", None) or {})
+    throttle, view = NewVisitorThrottle(), cast(Any, None)  # no view: the rate is the setting's
+    if not throttle.allow_request(client, view):
+        raise NewVisitorsThrottledError(throttle.wait())
 
 
 def visitor_key(session_key: str) -> str:

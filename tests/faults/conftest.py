@@ -123,23 +123,15 @@ class Deployment:
     def env(self) -> dict[str, str]:
         return project_env(self.postgres.url("app"), self.redis_url)
 
-    def server(self) -> tuple[Process, str]:
+    def server(self, command: list[str] | None = None) -> tuple[Process, str]:
+        """A server of the example project on a free port: daphne, or ``command`` (a server's
+        arguments, ``{port}`` where its port goes)."""
         port = free_port()
-        process = self._start(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-v",
-                "2",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "example_project.asgi:application",
-            ],
-            f"daphne-{port}",
-        )
+        command = command or ["daphne", "-v", "2", "-b", "127.0.0.1", "-p", "{port}"]
+        if command[-1] != "example_project.asgi:application" and command[0] == "daphne":
+            command = [*command, "example_project.asgi:application"]
+        arguments = [part.format(port=port) for part in command]
+        process = self._start([sys.executable, "-m", *arguments], f"{command[0]}-{port}")
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -150,7 +142,7 @@ class Deployment:
                 pass
             assert process.alive, process.output()
             time.sleep(0.2)
-        raise AssertionError(f"daphne did not start:\n{process.output()}")
+        raise AssertionError(f"{command[0]} did not start:\n{process.output()}")
 
     def worker(self, *args: str) -> Process:
         return self._start(

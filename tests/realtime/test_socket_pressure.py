@@ -75,7 +75,14 @@ THROTTLED = {
 
 
 @pytest.mark.parametrize("username", ["ana", None])
-async def test_socket_frames_obey_the_http_throttles(layer: str, username: str | None) -> None:
+async def test_socket_frames_obey_the_http_throttles(
+    layer: str, username: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rest_framework.throttling import SimpleRateThrottle
+
+    # DRF's throttles read their rates once, when rest_framework.throttling is first imported
+    # (by whichever test got there first): the override alone would not reach them.
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", THROTTLED["DEFAULT_THROTTLE_RATES"])
     await database_sync_to_async(cache.clear)()
     cookie = await database_sync_to_async(cookie_for)(username)
     with override_settings(REST_FRAMEWORK=THROTTLED):

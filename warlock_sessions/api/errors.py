@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from rest_framework import exceptions
@@ -16,6 +17,7 @@ from ..errors import (
     InputNotAllowedError,
     InvalidInputError,
     InvalidSessionError,
+    NewVisitorsThrottledError,
     QuotaExceededError,
     SessionConflictError,
     SessionLockTimeout,
@@ -87,6 +89,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # The outage log tells of it, once per outage; Django's would, once per request.
         response._has_been_logged = True  # type: ignore[attr-defined]
     response.data = _body(exc, response)
+    wait = response.data.get("retry_after")
+    if response.status_code == 429 and wait is not None:  # DRF's own Throttled has it already
+        response["Retry-After"] = str(math.ceil(wait))
     return response
 
 
@@ -108,6 +113,8 @@ def api_error(exc: Exception) -> ApiError | None:
         return ApiError(400, "invalid-input", str(exc), field="agent")
     if isinstance(exc, QuotaExceededError):
         return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
+    if isinstance(exc, NewVisitorsThrottledError):
+        return ApiError(429, "throttled", str(exc), retry_after=exc.wait)
     if isinstance(exc, TenantUnresolvedError):
         return ApiError(403, "tenant-unresolved", str(exc))
     if isinstance(exc, SessionOfAnotherTenantError):

@@ -16,6 +16,7 @@ from ..errors import (
     AgentNotConfiguredError,
     InvalidInputError,
     LeaseLostError,
+    NewVisitorsThrottledError,
     QuotaExceededError,
     ResumeInProgressError,
     RunCancelledError,
@@ -167,6 +168,8 @@ def failure(error: BaseException) -> ConversationFailure | None:
     """``error`` as a reported failure, or ``None`` for an error that is a bug."""
     if isinstance(error, ConversationFailure):
         return error
+    if isinstance(error, NewVisitorsThrottledError):
+        return ConversationFailure(429, "throttled", str(error), retry_after=error.wait)
     for kind, status, code in _FAILURES:
         if isinstance(error, kind):
             extra = {"field": error.field} if isinstance(error, InvalidInputError) else {}

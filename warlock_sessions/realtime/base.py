@@ -24,8 +24,6 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
-from django.contrib.auth.models import AnonymousUser
-from django.http.request import HttpHeaders
 from rest_framework.settings import api_settings
 
 from .. import tenancy
@@ -39,7 +37,7 @@ from ..errors import (
 )
 from ..host.threads import in_worker_thread
 from ..host.wire import loads
-from ..permissions import VISITOR_KEY, Requester
+from ..permissions import VISITOR_KEY, Requester, SocketRequest
 from ..tracing import span
 from .shutdown import open_consumers
 
@@ -74,24 +72,6 @@ def close_codes(code: int) -> tuple[int, ...]:
     """``code``, then, for one of the 1000s, its private twin ``4000 + code % 1000`` for
     servers that send no code of the 1000s but 1000 (daphne's websocket library)."""
     return (code, 4000 + code % 1000) if 1000 < code < 2000 else (code,)
-
-
-class SocketRequest:
-    """What DRF's throttles read of a request (the user, the client's address), for a socket's
-    frames: each frame counts against the same throttles, at the same rates and in the same
-    buckets, as an HTTP request of the same client."""
-
-    method = "POST"
-
-    def __init__(self, scope: Any) -> None:
-        self.user = scope.get("user") or AnonymousUser()
-        client = scope.get("client") or ("",)
-        self.META = {"REMOTE_ADDR": client[0] or ""}
-        for name, value in scope.get("headers", ()):
-            if name == b"x-forwarded-for":
-                self.META["HTTP_X_FORWARDED_FOR"] = value.decode("latin-1")
-        self.headers = HttpHeaders(self.META)
-        self._request = self
 
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
@@ -287,8 +267,8 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
             else:
                 logger.exception("a socket failed on a %r message", message["type"])
 
-    async def error(self, code: str, detail: str) -> None:
-        await self.send_json({"type": "error", "code": code, "detail": detail})
+    async def error(self, code: str, detail: str, **extra: Any) -> None:
+        await self.send_json({"type": "error", "code": code, "detail": detail, **extra})
 
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
@@ -354,12 +334,12 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         ]
         return max(waits) if waits else None
 
-    async def throttled(self, wait: float) -> None:
+    async def throttled(self, wait: float, detail: str = "Too many frames") -> None:
         await self.send_json(
             {
                 "type": "error",
                 "code": "throttled",
-                "detail": f"Too many frames: try again in {wait:.0f} seconds.",
+                "detail": f"{detail}: try again in {wait:.0f} seconds.",
                 "retry_after": wait,
             }
         )

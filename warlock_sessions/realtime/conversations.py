@@ -138,7 +138,10 @@ class ConversationConsumer(WarlockConsumer):
             logger.error("a conversation turn on %r failed", self.conversation_id, exc_info=error)
             await self.error("error", "The turn failed; the conversation is unchanged.")
         else:
-            await self.error(reported.code, reported.detail)
+            waiting = (
+                {"retry_after": reported.extra["retry_after"]} if reported.status == 429 else {}
+            )
+            await self.error(reported.code, reported.detail, **waiting)
 
     async def turn(self, text: str, signal: AbortSignal) -> None:
         """Run the turn, sending its events as the agent makes them, then its result; the

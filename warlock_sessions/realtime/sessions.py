@@ -32,6 +32,7 @@ from ..errors import (
     AgentNotConfiguredError,
     InputNotAllowedError,
     InvalidInputError,
+    NewVisitorsThrottledError,
     QuotaExceededError,
     SessionConflictError,
     SessionOfAnotherTenantError,
@@ -447,6 +448,9 @@ class SessionConsumer(WarlockConsumer):
             return
         except QuotaExceededError as error:
             await self.error("quota-exceeded", str(error))
+            return
+        except NewVisitorsThrottledError as error:
+            await self.throttled(error.wait or 0.0, "Too many new visitors from this address")
             return
         except SessionConflictError as error:
             await self.error("session-conflict", f"{error} Send it again.")
