@@ -17,3 +17,12 @@ def broken_agent() -> Agent:
 
 
 not_an_agent = {"flows": FLOWS}
+
+
+def booking_without_a_model() -> Agent:
+    """The demo's booking agent, whose messages need understanding, with no model."""
+    from example_project.demo.agents import booking_agent
+
+    agent = booking_agent()
+    agent.model = None
+    return agent

@@ -74,6 +74,14 @@ def test_a_single_agent_is_the_default_and_two_need_a_choice() -> None:
             ["warlock_sessions.E009"],
         ),
         ({"AGENTS": {}, "DEFAULT_AGENT": "support"}, ["warlock_sessions.E013"]),
+        ({"AGENTS": {"x": "tests.configured_agents.build_agent"}}, ["warlock_sessions.E033"]),
+        (
+            {
+                "AGENTS": {"x": {"AGENT": "tests.configured_agents.build_agent", "MODEL": "r"}},
+                "MODELS": {"r": {"CLASS": "warlock_sessions.providers.RuleModel"}},
+            },
+            [],
+        ),
         ({"MODELS": {"m": {"CLASS": "nowhere.Model"}}}, ["warlock_sessions.E007"]),
         (
             {
@@ -123,3 +131,49 @@ def test_the_key_is_never_in_a_check_message(monkeypatch: pytest.MonkeyPatch) ->
     ):
         text = " ".join(f"{m.msg} {m.hint}" for m in checks.run_checks())
     assert "sk-very-secret" not in text
+
+
+@pytest.mark.django_db
+def test_an_agent_without_a_model_is_refused_by_the_checks_and_never_answers_500() -> None:
+    """It loaded as "ok", then its first turn was a 500 server-error (NoModelError)."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    from rest_framework.test import APIClient
+
+    with configure(AGENTS={"bare": "tests.configured_agents.booking_without_a_model"}):
+        with pytest.raises(CommandError, match="1 of 1 agents are broken"):
+            call_command("warlock_flows", "check")
+        answer = APIClient().post(
+            "/api/sessions/no-model/turn/",
+            {"message": {"text": "I'd like to book", "id": "m1"}},
+            format="json",
+        )
+    assert answer.status_code == 503, answer.content
+    assert answer.json()["code"] == "no-model"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_socket_on_an_agent_without_a_model_gets_an_error_frame_not_server_error() -> None:
+    from asgiref.sync import async_to_sync
+    from channels.auth import AuthMiddlewareStack
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+
+    from tests.realtime.test_session_socket import cookie_for
+    from warlock_sessions.realtime.routing import websocket_urlpatterns
+
+    async def first_frame(cookie: bytes) -> dict[str, object]:
+        chat = WebsocketCommunicator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+            "/ws/sessions/no-model-socket/",
+            headers=[(b"cookie", cookie)],
+        )
+        assert (await chat.connect())[0]
+        await chat.send_json_to({"type": "message", "text": "I'd like to book", "id": "m1"})
+        frame: dict[str, object] = await chat.receive_json_from(timeout=10)
+        await chat.disconnect()
+        return frame
+
+    with configure(AGENTS={"bare": "tests.configured_agents.booking_without_a_model"}):
+        frame = async_to_sync(first_frame)(cookie_for("ana"))
+    assert (frame["type"], frame["code"]) == ("error", "no-model"), frame

@@ -69,6 +69,19 @@ def get_agent(name: str | None = None) -> Agent:
     return agent
 
 
+def unready(agent: Agent) -> str | None:
+    """What keeps a configured agent from taking turns, as the checks, ``warlock_flows check``
+    and a failed turn say it; ``None`` when nothing does."""
+    if agent.model is None:
+        return (
+            "it has no model, and a message it has to understand (a field to collect, an "
+            "intent) or a reply it speaks needs one: build the Agent with model= (e.g. "
+            "warlock_sessions.providers.RuleModel()), or name one of WARLOCK_SESSIONS['MODELS'] "
+            "in its entry's 'MODEL'"
+        )
+    return None
+
+
 def model_options(name: str) -> tuple[Any, dict[str, Any]]:
     """The class and keyword arguments of model ``name``, without building it."""
     entry = _configured("MODELS", name)

@@ -422,7 +422,7 @@ def _check_models(configured: dict[str, Any]) -> list[CheckMessage]:
 
 
 def _check_agents(configured: dict[str, Any]) -> list[CheckMessage]:
-    from .agents import get_agent
+    from .agents import get_agent, unready
 
     agents = configured.get("AGENTS") or {}
     messages: list[CheckMessage] = []
@@ -438,13 +438,19 @@ def _check_agents(configured: dict[str, Any]) -> list[CheckMessage]:
             )
             continue
         try:
-            get_agent(name)
+            agent = get_agent(name)
         except Exception as error:  # an import error, a bad flow, a factory that failed
             messages.append(
                 Error(
                     f"{where} cannot be loaded: {type(error).__name__}: {error}",
                     id="warlock_sessions.E006",
                 )
+            )
+            continue
+        problem = unready(agent)
+        if problem:
+            messages.append(
+                Error(f"{where} cannot take turns: {problem}.", id="warlock_sessions.E033")
             )
     default = configured.get("DEFAULT_AGENT")
     if default is not None and default not in agents:

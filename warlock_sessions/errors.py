@@ -113,7 +113,13 @@ class AgentNotConfiguredError(ConfigurationError, LookupError):
 
 class NoModelError(ConfigurationError, ValueError):
     """A turn needs a model (to understand or to speak) and neither the call nor the agent
-    gives one."""
+    gives one (check ``warlock_sessions.E033`` says so at start-up). A client is told
+    ``no-model`` (503) with :attr:`public_detail`; the log says which agent."""
+
+    public_detail = (
+        "The assistant is not set up to answer yet (its agent has no model); nothing was "
+        "changed. The site's operators have been told."
+    )
 
 
 class UnnamedAgentError(ConfigurationError, ValueError):

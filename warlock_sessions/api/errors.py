@@ -18,6 +18,7 @@ from ..errors import (
     InvalidInputError,
     InvalidSessionError,
     NewVisitorsThrottledError,
+    NoModelError,
     QuotaExceededError,
     SessionConflictError,
     SessionLockTimeout,
@@ -113,6 +114,9 @@ def api_error(exc: Exception) -> ApiError | None:
         return ApiError(400, "invalid-input", str(exc), field="agent")
     if isinstance(exc, QuotaExceededError):
         return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
+    if isinstance(exc, NoModelError):
+        logger.error("an agent cannot take turns: %s", exc)
+        return ApiError(503, "no-model", NoModelError.public_detail)
     if isinstance(exc, NewVisitorsThrottledError):
         return ApiError(429, "throttled", str(exc), retry_after=exc.wait)
     if isinstance(exc, TenantUnresolvedError):

@@ -32,6 +32,7 @@ from ..conf import warlock_settings
 from ..errors import (
     EncryptionError,
     InvalidInputError,
+    NoModelError,
     OfAnotherTenantError,
     TenantUnresolvedError,
 )
@@ -360,6 +361,10 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         if isinstance(error, EncryptionError):
             logger.error("a sealed value could not be read: %s", error)
             await self.error("encryption-error", EncryptionError.public_detail)
+            return
+        if isinstance(error, NoModelError):
+            logger.error("an agent cannot take turns: %s", error)
+            await self.error("no-model", NoModelError.public_detail)
             return
         if isinstance(error, TenantUnresolvedError | OfAnotherTenantError):
             await self.close(code=UNAUTHORISED)  # as for any id it may not use: no failure

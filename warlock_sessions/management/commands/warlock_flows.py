@@ -9,7 +9,7 @@ from django.contrib.staticfiles import finders
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.html import escape
 
-from ...agents import get_agent
+from ...agents import get_agent, unready
 from ...conf import warlock_settings
 from ...engine.graph import mermaid
 from ...errors import WarlockError
@@ -69,6 +69,11 @@ class Command(BaseCommand):
             except (WarlockError, ImportError, TypeError) as error:
                 broken += 1
                 self.stderr.write(f"{name}: {error}")
+                continue
+            problem = unready(agent)
+            if problem:
+                broken += 1
+                self.stderr.write(f"{name}: {problem}")
                 continue
             self.stdout.write(f"{name}: ok ({len(agent.flows)} flows)")
         if broken:
