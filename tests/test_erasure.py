@@ -25,6 +25,7 @@ from warlock_sessions.host import Host
 from warlock_sessions.models import (
     AppliedInput,
     CacheEntry,
+    CacheScope,
     Checkpoint,
     Conversation,
     ConversationMessage,
@@ -128,6 +129,9 @@ def traces(alias: str, ids: list[str]) -> dict[str, int]:
     counts["CacheEntry"] = (
         CacheEntry.objects.using(alias).filter(scope__in=[f"conversation:{k}" for k in ids]).count()
     )
+    counts["CacheScope"] = (
+        CacheScope.objects.using(alias).filter(scope__in=[f"conversation:{k}" for k in ids]).count()
+    )
     counts["SessionLockRow"] = (
         SessionLockRow.objects.using(alias).filter(key__in=[f"session:{k}" for k in ids]).count()
     )
@@ -141,7 +145,7 @@ def test_a_user_is_erased_everywhere_and_nobody_else(alias: str) -> None:
     carlas = seed(alias, {"user": carla}, "carla")
     visitors = seed(alias, {"anonymous_key": "v-bob"}, "bob")
     before = traces(alias, anas)
-    assert all(before.values()), before  # the seed reaches every table
+    assert all(value for name, value in before.items() if name != "CacheScope"), before
     others = (("carla", carlas), ("bob", visitors))
     kept = {name: traces(alias, ids) for name, ids in others}
 
@@ -158,6 +162,31 @@ def test_a_user_is_erased_everywhere_and_nobody_else(alias: str) -> None:
 
     # Nor does this process keep a copy of what Ana's conversations said.
     assert seen_histories.get((alias, "conv-ana")) is None
+
+
+def rows_naming(alias: str, ids: list[str]) -> list[str]:
+    """Every row of every table of the app, as its serialized text, that names one of ``ids``
+    (sealed and JSON columns included, as stored)."""
+    from django.apps import apps
+    from django.core import serializers
+
+    found = []
+    for model in apps.get_app_config("warlock_sessions").get_models():
+        rows = model._base_manager.using(alias).all()
+        text = serializers.serialize("json", rows)
+        found += [f"{model.__name__}: {key}" for key in ids if key in text]
+    return found
+
+
+def test_an_erase_leaves_no_row_naming_the_erased_ids(alias: str) -> None:
+    """The cache's removal counters named the erased conversations' scopes
+    (``conversation:<id>``) after the erase deleted their answers."""
+    ana = User.objects.using(alias).create(username="ana")
+    anas = seed(alias, {"user": ana}, "ana")
+    assert rows_naming(alias, anas)
+    erase(Person(user=ana.pk))
+    assert rows_naming(alias, anas) == []
+    assert CacheScope.objects.using(alias).count() == 0
 
 
 def test_a_visitor_a_session_and_a_conversation_are_erased_alone(alias: str) -> None:
@@ -268,7 +297,7 @@ def test_nobody_else_is_touched_by_a_shared_id_a_fork_or_a_lock_key(alias: str) 
         "locks": SessionLockRow.objects.using(alias).filter(key="session:x:conv-ana").count(),
         "run": Snapshot.objects.using(alias).filter(key="run-carla").count(),
     }
-    erase(Person(user=ana.pk))
+    erase(Person(user=ana.pk), others_forks="keep")  # test_a_fork_staff_made_... for the default
     after = traces(alias, ["chat-ana", "carlas-fork"]) | {
         "locks": SessionLockRow.objects.using(alias).filter(key="session:x:conv-ana").count(),
         "run": Snapshot.objects.using(alias).filter(key="run-carla").count(),
@@ -278,6 +307,44 @@ def test_nobody_else_is_touched_by_a_shared_id_a_fork_or_a_lock_key(alias: str) 
     carlas.update(SessionOwner=0, Session=0)
     assert after == carlas
     assert Conversation.objects.using(alias).filter(id__in=["chat-ana", "carlas-fork"]).count() == 2
+
+
+def test_a_fork_staff_made_of_the_persons_conversation_is_named_and_erased_by_default(
+    alias: str,
+) -> None:
+    """Staff tried another answer in a fork of Ana's conversation: it kept her messages
+    after her erase. The dry run names it, the erase takes it unless told to keep it."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    ana = User.objects.using(alias).create(username="ana")
+    rita = User.objects.using(alias).create(username="rita", is_staff=True)
+    seed(alias, {"user": ana}, "ana")
+    session("conv-ana", DjangoConversationStore(using=alias), FakeAgent()).fork("ritas-try")
+    session("ritas-try", DjangoConversationStore(using=alias), FakeAgent()).fork("ritas-2nd")
+    Conversation.objects.using(alias).filter(id__in=["ritas-try", "ritas-2nd"]).update(user=rita)
+    said = ConversationMessage.objects.using(alias).filter(conversation_id="ritas-try").count()
+    assert said > 0  # Ana's words, copied
+
+    printed = StringIO()
+    call_command("warlock_erase", "--owner", "ana", "--dry-run", stdout=printed)
+    assert (
+        "forks others made of the person's conversations (would erase): ritas-2nd, ritas-try"
+        in printed.getvalue()
+    )
+    kept = StringIO()
+    call_command(
+        "warlock_erase", "--owner", "ana", "--dry-run", "--others-forks", "keep", stdout=kept
+    )
+    assert "(would keep): ritas-2nd, ritas-try" in kept.getvalue()
+    assert Conversation.objects.using(alias).filter(user=rita).count() == 2  # a dry run
+
+    erased = erase(Person(user=ana.pk))
+    assert erased["conversations"] == 4  # hers, her own fork, and Rita's two
+    assert rows_naming(alias, ["ritas-try", "ritas-2nd"]) == []
+    with pytest.raises(ValueError, match="others_forks is one of erase, keep"):
+        erase(Person(user=ana.pk), others_forks="maybe")
 
 
 @pytest.mark.django_db

@@ -85,10 +85,18 @@ class Person:
 
 @dataclass(frozen=True)
 class Traces:
-    """The ids a person's rows hang off, each kind apart."""
+    """The ids a person's rows hang off, each kind apart; ``others_forks``: forks someone
+    else made of the person's conversations (staff trying another answer), whose history
+    begins with the person's messages."""
 
     sessions: list[str]
     conversations: list[str]
+    others_forks: list[str]
+
+
+#: What an erase does with ``Traces.others_forks``: ``"erase"`` them whole (the default: they
+#: hold the person's messages), or ``"keep"`` them as they are (an operator's explicit choice).
+OTHERS_FORKS = ("erase", "keep")
 
 
 @dataclass(frozen=True)
@@ -100,13 +108,22 @@ class Outside:
     delete: Callable[[Any], Any]
 
 
-def erase(person: Person, *, dry_run: bool = False, by: str = "") -> dict[str, int]:
+def erase(
+    person: Person, *, dry_run: bool = False, by: str = "", others_forks: str = "erase"
+) -> dict[str, int]:
     """Delete every row about ``person`` (with ``dry_run``, only count them): how many rows
-    of each kind went (or would go). Each erase is logged (``warlock_sessions.erasure``, an
+    of each kind went (or would go). Forks others made of the person's conversations
+    (``traces_of(person).others_forks``) go with the rest, unless ``others_forks="keep"``
+    (:data:`OTHERS_FORKS`). Each erase is logged (``warlock_sessions.erasure``, an
     ``erased`` event naming the person as ``str(person)`` does, ``by`` whom, and the counts)
     for an audit trail."""
+    if others_forks not in OTHERS_FORKS:
+        raise ValueError(f"others_forks is one of {', '.join(OTHERS_FORKS)}, not {others_forks!r}")
     current_tenant()  # with no tenant it would find nothing and say it erased nothing
-    traces = traces_of(person)
+    found = traces_of(person)
+    traces = found
+    if others_forks == "erase":
+        traces = Traces(found.sessions, sorted({*found.conversations, *found.others_forks}), [])
     tables = _tables(traces)
     counts = {label: sum(rows.count() for rows in batches) for label, batches in tables}
     outside = _outside(traces)
@@ -140,6 +157,7 @@ def erase(person: Person, *, dry_run: bool = False, by: str = "") -> dict[str, i
             "person": str(person),
             "by": by,
             "counts": counts,
+            "others_forks": others_forks if found.others_forks else None,
             "tenant": _scope_named(),
         },
     )
@@ -170,17 +188,21 @@ def traces_of(person: Person) -> Traces:
         conversations = {person.conversation} if person.conversation else set()
         root = chats.filter(id=person.conversation).values("user", "anonymous_key").first()
         owner = root or {}
-    return Traces(sorted(sessions), sorted(_with_forks(conversations, owner)))
+    own = _with_forks(conversations, owner)
+    return Traces(sorted(sessions), sorted(own), sorted(_with_forks(own, None) - own))
 
 
-def _with_forks(conversations: set[str], owner: dict[str, Any]) -> set[str]:
-    """``conversations`` and the forks of them ``owner`` owns, and of those, to the end."""
+def _with_forks(conversations: set[str], owner: dict[str, Any] | None) -> set[str]:
+    """``conversations`` and the forks of them ``owner`` owns (``None``: anyone), and of
+    those, to the end."""
     found, frontier = set(conversations), set(conversations)
     while frontier:
         forks: set[str] = set()
         for ids in _batches(frontier):
             rows = _rows(Conversation).filter(forked_from__id__in=ids)
-            forks |= set(rows.filter(**owner).values_list("id", flat=True))
+            forks |= set(
+                (rows if owner is None else rows.filter(**owner)).values_list("id", flat=True)
+            )
         frontier = forks - found
         found |= frontier
     return found

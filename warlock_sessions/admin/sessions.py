@@ -22,7 +22,7 @@ from ..agents import get_agent
 from ..conf import warlock_settings
 from ..encryption import sealing
 from ..engine.session import RUN_STATUSES, text_problem
-from ..erasure import Person, erase
+from ..erasure import Person, erase, traces_of
 from ..errors import EncryptionError, InvalidSessionError
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
 from ..permissions import HANDOVER_ACTION, SessionAccess
@@ -143,6 +143,13 @@ class SessionAdmin(ReadOnlyAdmin):
                     "title": _("Erase these people everywhere?"),
                     "people": sorted(people),
                     "totals": sorted(totals.items()),
+                    "others_forks": sorted(
+                        {
+                            fork
+                            for person in people.values()
+                            for fork in traces_of(person).others_forks
+                        }
+                    ),
                     "sessions": queryset,
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                     "opts": self.model._meta,

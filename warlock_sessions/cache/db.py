@@ -213,6 +213,18 @@ class DjangoCacheStore(CacheStore):
             deleted, _ = rows.delete()
             return int(deleted)
 
+    def _remove_scope(self, scope: str) -> int:
+        """Every entry of ``scope``, and its removal counters with them: no row is left that
+        names the scope (an erased conversation's id). A process that kept the scope's
+        vectors reads it again all the same: its newest row id is gone. (Should the id come
+        back, such a process may keep vectors of rows that no longer exist until its next
+        full read: lookups fetch rows by id, so they are skipped, never served.)"""
+        with transaction.atomic(using=self.using):
+            entries = CacheEntry.objects.using(self.using).filter(scope=scope)
+            deleted, _ = entries.delete()
+            CacheScope.objects.using(self.using).filter(scope=scope).delete()
+            return int(deleted)
+
     def forget_gone_conversations(self) -> int:
         """Remove the entries of conversations that no longer exist (``warlock_prune``): a
         conversation deleted in bulk, as retention deletes them, leaves them behind."""
@@ -225,9 +237,6 @@ class DjangoCacheStore(CacheStore):
         )
         ids = list(gone.values_list("id", flat=True))
         return self._removing(CacheEntry.objects.using(self.using).filter(id__in=ids))
-
-    def _remove_scope(self, scope: str) -> int:
-        return self._removing(CacheEntry.objects.using(self.using).filter(scope=scope))
 
     def _remove_namespace(self, namespace: str) -> int:
         return self._removing(CacheEntry.objects.using(self.using).filter(namespace=namespace))

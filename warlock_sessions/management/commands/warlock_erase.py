@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...backends.outages import unavailable
-from ...erasure import Person, erase
+from ...erasure import OTHERS_FORKS, Person, erase, traces_of
 from ...errors import InvalidInputError
 from ...host.wire import clean_text_param, session_id_input
 from ...models import Conversation, Session, SessionOwner
@@ -41,6 +41,14 @@ class Command(BaseCommand):
             help="only the person's rows of this tenant (TENANT_RESOLVER); without it, every "
             "tenant's",
         )
+        parser.add_argument(
+            "--others-forks",
+            choices=OTHERS_FORKS,
+            default="erase",
+            help="forks someone else (staff) made of the person's conversations begin with the "
+            "person's messages: erase them with the rest (the default), or keep them as they "
+            "are; --dry-run names them",
+        )
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -62,7 +70,13 @@ class Command(BaseCommand):
         )
         try:
             with tenant_scope(EVERY_TENANT if tenant is None else tenant):
-                counts = erase(person, dry_run=options["dry_run"], by="manage.py warlock_erase")
+                forks = traces_of(person).others_forks
+                counts = erase(
+                    person,
+                    dry_run=options["dry_run"],
+                    by="manage.py warlock_erase",
+                    others_forks=options["others_forks"],
+                )
         except Exception as error:
             if unavailable(error):  # nothing of the database's was deleted: it found no one
                 raise CommandError(
@@ -74,6 +88,16 @@ class Command(BaseCommand):
         verb = "would delete" if options["dry_run"] else "deleted"
         for what, count in counts.items():
             self.stdout.write(f"{what}: {verb} {count}")
+        if forks:
+            kept = options["others_forks"] == "keep"
+            fate = (
+                ("would keep" if kept else "would erase")
+                if options["dry_run"]
+                else ("kept" if kept else "erased")
+            )
+            self.stdout.write(
+                f"forks others made of the person's conversations ({fate}): " + ", ".join(forks)
+            )
 
     @staticmethod
     def _user(given: str) -> Any:
