@@ -240,7 +240,9 @@ def test_rotation_seals_everything_again_with_the_new_key(alias: str) -> None:
         chat_and_keep(alias)
     out = StringIO()
     with keys(("k2", K2), ("k1", K1)):
-        call_command("warlock_rotate_keys", database=alias, batch_size=2, stdout=out)
+        call_command(
+            "warlock_rotate_keys", database=alias, batch_size=2, servers_ready=True, stdout=out
+        )
     assert "sessions: sealed 1 of 1" in out.getvalue()
     assert "session events: sealed" in out.getvalue()
     cells = stored_cells(alias)
@@ -267,7 +269,7 @@ def test_a_plain_database_is_sealed_by_rotation_then_plaintext_is_refused() -> N
         DjangoStore().load("chat")
     with keys(("k1", K1), ENCRYPTION_ACCEPT_PLAINTEXT=True):
         assert DjangoStore().load("chat") is not None  # read while rotation runs
-        call_command("warlock_rotate_keys", stdout=StringIO())
+        call_command("warlock_rotate_keys", servers_ready=True, stdout=StringIO())
     assert [cell for cell in stored_cells("default") if any(s in cell for s in SECRETS)] == []
     with keys(("k1", K1)):
         assert DjangoStore().load("chat") is not None
@@ -304,7 +306,7 @@ def test_rotation_goes_on_past_a_value_that_does_not_open_and_names_it(sealed: N
     Session.objects.filter(id="b").update(blob=Session.objects.get(id="a").blob)
     out, err = StringIO(), StringIO()
     with keys(("k2", K2), ("k1", K1)), pytest.raises(CommandError, match="1 value"):
-        call_command("warlock_rotate_keys", stdout=out, stderr=err)
+        call_command("warlock_rotate_keys", servers_ready=True, stdout=out, stderr=err)
     assert "does not open: session/b/1" in err.getvalue()
     assert Session.objects.get(id="c").blob.startswith("wse1.k2.")
     assert not SessionEvent.objects.filter(payload__sealed__startswith="wse1.k1.").exists()
@@ -344,7 +346,7 @@ def test_rotation_seals_again_what_stores_outside_the_database_keep(tmp_path: An
         default_snapshot_store().save({"runId": "run-1", "said": "zanzibar sunrise"})  # type: ignore[union-attr]
     out = StringIO()
     with keys(("k2", K2), ("k1", K1), **outside):
-        call_command("warlock_rotate_keys", stdout=out, stderr=StringIO())
+        call_command("warlock_rotate_keys", servers_ready=True, stdout=out, stderr=StringIO())
     assert "sessions (FileStore): sealed 1 of 1" in out.getvalue()
     assert "snapshots (FileSnapshotStore): sealed 1 of 1" in out.getvalue()
     with keys(("k2", K2), **outside):
@@ -389,3 +391,35 @@ def test_accepting_plaintext_is_a_deployment_warning() -> None:
         assert [m.id for m in check_plaintext_accepted()] == ["warlock_sessions.W007"]
     with keys(("k1", K1)):
         assert check_plaintext_accepted() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rotation_with_a_wrong_key_under_the_current_id_fails_naming_what_does_not_open(
+    sealed: None,
+) -> None:
+    """It skipped every value sealed under the current id as done ("had no change to make")
+    and exited 0: a key pasted wrong went unnoticed until the servers failed."""
+    Host(booking_agent(), DjangoStore()).handle("chat", {"message": {"id": "m1", "text": "book"}})
+    out, err = StringIO(), StringIO()
+    wrong = base64.b64encode(b"w" * 32).decode()
+    with keys(("k1", wrong)), pytest.raises(CommandError, match="did not open"):
+        call_command("warlock_rotate_keys", servers_ready=True, stdout=out, stderr=err)
+    assert "does not open: session/chat/1" in err.getvalue()
+    assert "does not open: event/chat/" in err.getvalue()
+    assert Session.objects.get(id="chat").blob.startswith("wse1.k1.")  # left as it was
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rotation_to_a_key_no_server_has_used_yet_needs_the_servers_ready(sealed: None) -> None:
+    """Run before the servers had the new key, it sealed every row with it, and every live
+    session answered 409 encryption-error."""
+    host = Host(booking_agent(), DjangoStore())
+    host.handle("chat", {"message": {"id": "m1", "text": "book"}})
+    with keys(("k2", K2), ("k1", K1)):
+        with pytest.raises(CommandError, match="--servers-ready"):
+            call_command("warlock_rotate_keys", stdout=StringIO())
+        assert Session.objects.get(id="chat").blob.startswith("wse1.k1.")  # nothing sealed
+        # Once a server with the key has sealed something with it, no word is needed.
+        host.handle("other", {"message": {"id": "m1", "text": "book"}})
+        call_command("warlock_rotate_keys", stdout=StringIO())
+        assert Session.objects.get(id="chat").blob.startswith("wse1.k2.")

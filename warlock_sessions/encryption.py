@@ -165,9 +165,14 @@ def open_json(stored: Any, *where: str) -> Any:
 
 def resealed_text(stored: str, *where: str) -> str | None:
     """``stored`` sealed with the current key (a plain value is sealed, whatever
-    ``ENCRYPTION_ACCEPT_PLAINTEXT`` says), or ``None`` when it is already."""
+    ``ENCRYPTION_ACCEPT_PLAINTEXT`` says), or ``None`` when it is already: once it has been
+    opened with that key (a wrong key under the current id raises, rather than passing
+    every value as done)."""
     ring = keyring()
-    if ring is None or sealed_key(stored) == ring.current:
+    if ring is None:
+        return None
+    if sealed_key(stored) == ring.current:
+        ring.open(stored, where)
         return None
     return ring.seal(ring.open(stored, where) if is_sealed(stored) else stored, where)
 
@@ -175,11 +180,15 @@ def resealed_text(stored: str, *where: str) -> str | None:
 def resealed_json(stored: Any, *where: str) -> Any:
     """``resealed_text`` for a JSON column's value: ``None`` when it is sealed already."""
     ring = keyring()
-    if ring is None or sealed_key(stored) == ring.current:
+    if ring is None:
         return None
     if sealed_key(stored) is not None:
-        return {SEALED: ring.seal(ring.open(stored[SEALED], where), where)}
+        return _only_if_changed(resealed_text(stored[SEALED], *where))
     return seal_json(stored, *where)
+
+
+def _only_if_changed(sealed: str | None) -> Any:
+    return None if sealed is None else {SEALED: sealed}
 
 
 # -- where each kind of value is kept: what its sealed form is bound to --------------------

@@ -22,6 +22,7 @@ from django.db import models, router
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .checkpoints.base import state_place
 from .encryption import (
+    PREFIX,
     SEALED,
     event_place,
     keyring,
@@ -81,11 +82,35 @@ def _session(row: Session) -> Changes | None:
 def _snapshot(row: Snapshot) -> Changes | None:
     stored = row.payload if isinstance(row.payload, dict) else {}
     ring = keyring()
-    if ring is None or sealed_key(stored.get(SEALED)) == ring.current:
+    if ring is None:
         return None
     if sealed_key(stored.get(SEALED)) is not None:
-        stored = json.loads(open_text(stored[SEALED], *snapshot_place(row.key)))
+        opened = open_text(stored[SEALED], *snapshot_place(row.key))  # raises if it does not
+        if sealed_key(stored[SEALED]) == ring.current:
+            return None
+        stored = json.loads(opened)
     return {"payload": json.loads(encode_snapshot(stored)[1])}
+
+
+def current_key_in_use(using: str | None = None) -> bool:
+    """Whether the servers have sealed anything with the current key yet: a session or a log
+    entry of the database sealed with it (every turn writes both). None has: the key may be new to
+    this command alone, and every row sealed with it would answer ``409 encryption-error``
+    on servers that do not have it."""
+    ring = keyring()
+    if ring is None:
+        return False
+    prefix = f"{PREFIX}{ring.current}."
+    probes = (
+        (Session, {"blob__startswith": prefix}),
+        (SessionEvent, {"payload__sealed__startswith": prefix}),
+    )
+    return any(
+        model._default_manager.using(using or router.db_for_read(model) or "default")
+        .filter(**lookup)
+        .exists()
+        for model, lookup in probes
+    )
 
 
 TABLES = (

@@ -7,8 +7,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
+from ...encryption import keyring
 from ...errors import ConfigurationError, EncryptionError
-from ...rotation import BATCH, Progress, not_rotated, rotate
+from ...rotation import BATCH, Progress, current_key_in_use, not_rotated, rotate
 from ...tenancy import for_every_tenant
 
 
@@ -24,11 +25,24 @@ class Command(BaseCommand):
             "--database", default=None, help="database alias (default: each table's)"
         )
         parser.add_argument("--batch-size", type=int, default=BATCH, help="rows read at a time")
+        parser.add_argument(
+            "--servers-ready",
+            action="store_true",
+            help="every server has this ENCRYPTION_KEYS already: needed while nothing in the "
+            "database is sealed with the first key yet (docs/privacy.md, rotating a key)",
+        )
 
     @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be 1 or more")
+        if not options["servers_ready"] and not self._servers_seal_with_the_key(options):
+            raise CommandError(
+                "nothing in the database is sealed with the first key of ENCRYPTION_KEYS yet, "
+                "so the servers may not have it: every row sealed with it now would answer "
+                "409 encryption-error there. Give every server the new key (first as a second "
+                "key, then as the first), then run this again with --servers-ready."
+            )
         live = self.stdout.isatty()
         done: Progress | None = None
         unreadable: list[str] = []
@@ -51,6 +65,15 @@ class Command(BaseCommand):
                 f"{len(unreadable)} value(s) did not open and were left as they are; every other "
                 "row is sealed with the first key. Find them with the places above."
             )
+
+    @staticmethod
+    def _servers_seal_with_the_key(options: dict[str, Any]) -> bool:
+        if keyring() is None:
+            return True  # the rotation says what is missing
+        try:
+            return current_key_in_use(options["database"])
+        except (ConfigurationError, DatabaseError) as error:
+            raise CommandError(str(error)) from error
 
     def _show(self, progress: Progress, live: bool) -> None:
         """The progress bar of the table being sealed: on one line on a terminal, a line a
