@@ -200,6 +200,11 @@ def session_place(session_id: str, version: int | None) -> tuple[str, ...]:
     return ("session", session_id) if version is None else ("session", session_id, str(version))
 
 
+def cache_place(namespace: str, scope: str, key: str) -> tuple[str, ...]:
+    """Where a cached answer's question and reply are kept: its namespace, scope and key."""
+    return ("cache", namespace, scope, key)
+
+
 def event_place(session_id: str, seq: int) -> tuple[str, ...]:
     """Where a log entry's payload is kept: what a sealed one is bound to."""
     return ("event", session_id, str(seq))

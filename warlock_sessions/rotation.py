@@ -19,11 +19,13 @@ from typing import Any
 
 from django.db import models, router
 
+from .cache import default_cache_store
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .checkpoints.base import state_place
 from .encryption import (
     PREFIX,
     SEALED,
+    cache_place,
     event_place,
     keyring,
     message_place,
@@ -38,6 +40,7 @@ from .encryption import (
 from .errors import ConfigurationError, EncryptionError, SessionConflictError, SnapshotConflictError
 from .host.retention import pages_by_pk
 from .models import (
+    CacheEntry,
     Checkpoint,
     Conversation,
     ConversationMessage,
@@ -171,7 +174,21 @@ TABLES = (
         Checkpoint,
         lambda row: _only({"state": resealed_json(row.state, *state_place(vars(row)))}),
     ),
+    SealedColumns(
+        "cached answers",
+        CacheEntry,
+        lambda row: _only(
+            {
+                "question": resealed_text(row.question, *_cached(row)),
+                "reply": resealed_json(row.reply, *_cached(row)),
+            }
+        ),
+    ),
 )
+
+
+def _cached(row: CacheEntry) -> tuple[str, ...]:
+    return cache_place(row.namespace, row.scope, row.key)
 
 
 @dataclass
@@ -220,7 +237,18 @@ def _kept_by_django(model: type[models.Model]) -> bool:
         return isinstance(default_snapshot_store(), DjangoSnapshotStore | type(None))
     if model is Checkpoint:
         return isinstance(default_checkpoint_store(), DjangoCheckpointStore | type(None))
+    if model is CacheEntry:
+        return isinstance(default_cache_store(), _django_cache_store() | type(None))
     return True
+
+
+def _django_cache_store() -> type:
+    # Imported only when asked: the cache's module needs the [cache] extra's numpy.
+    try:
+        from .cache.db import DjangoCacheStore
+    except ImportError:
+        return type(None)
+    return DjangoCacheStore
 
 
 def _outside_stores(using: str | None) -> Iterator[Progress]:
@@ -236,14 +264,21 @@ def _outside_stores(using: str | None) -> Iterator[Progress]:
 
 def not_rotated() -> list[str]:
     """The configured stores whose values rotation cannot seal again, and why."""
+    found = []
     checkpoints = default_checkpoint_store()
-    if checkpoints is None or isinstance(checkpoints, DjangoCheckpointStore):
-        return []
-    return [
-        f"CHECKPOINT_STORE {type(checkpoints).__name__} appends rows it never rewrites: its "
-        "rows sealed with an older key open only while that key is configured (they go as "
-        "warlock_prune and the orchestrators prune them)"
-    ]
+    if checkpoints is not None and not isinstance(checkpoints, DjangoCheckpointStore):
+        found.append(
+            f"CHECKPOINT_STORE {type(checkpoints).__name__} appends rows it never rewrites: its "
+            "rows sealed with an older key open only while that key is configured (they go as "
+            "warlock_prune and the orchestrators prune them)"
+        )
+    cache = default_cache_store()
+    if cache is not None and not isinstance(cache, _django_cache_store()):
+        found.append(
+            f"CACHE_STORE {type(cache).__name__} keeps its answers outside the database: one "
+            "sealed with an older key is a miss once that key is gone (the cache fills again)"
+        )
+    return found
 
 
 def _stored_sessions(store: Store, using: str | None) -> Iterator[Progress]:

@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..backends.replica import list_database
 from ..engine.session import text_problem
+from ..errors import EncryptionError
 
 if TYPE_CHECKING:  # the stubs make ModelAdmin generic; Django's class is not subscriptable
     BaseAdmin = admin.ModelAdmin[Any]
@@ -93,3 +94,13 @@ class ReadOnlyAdmin(BaseAdmin):
 def pretty_json(value: Any) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+
+
+def opened_or_why(read: Any) -> str:
+    """A sealed column's value, opened (text as it is, anything else as JSON); why not, if
+    it does not open."""
+    try:
+        value = read()
+    except EncryptionError as error:
+        return str(error)
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)

@@ -26,7 +26,7 @@ from ..erasure import Person, erase, traces_of
 from ..errors import EncryptionError, InvalidSessionError
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
 from ..permissions import HANDOVER_ACTION, SessionAccess
-from .base import ReadOnlyAdmin
+from .base import ReadOnlyAdmin, opened_or_why
 from .handover import handover_panel, handover_view
 from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
 
@@ -193,7 +193,7 @@ class SessionAdmin(ReadOnlyAdmin):
                 "seq": event.seq,
                 "type": event.type,
                 "created_at": event.created_at,
-                "payload": _opened_or_why(lambda event=event: event.opened_payload),
+                "payload": opened_or_why(lambda event=event: event.opened_payload),
             }
             for event in SessionEvent.objects.filter(session_id=row.id).order_by("-seq")[
                 :TIMELINE_LENGTH
@@ -207,7 +207,7 @@ class SessionAdmin(ReadOnlyAdmin):
             ]
         )
         for message in outbox:  # opened here: one that does not open says why
-            message.shown = _opened_or_why(lambda message=message: message.opened_text)  # type: ignore[attr-defined]
+            message.shown = opened_or_why(lambda message=message: message.opened_text)  # type: ignore[attr-defined]
         context["outbox"] = outbox
         context["raw_blob"] = self.pretty_blob(row)
         context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
@@ -317,7 +317,7 @@ class SessionEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("payload"))
     def said(self, obj: SessionEvent) -> str:
-        return _opened_or_why(lambda: obj.opened_payload)
+        return opened_or_why(lambda: obj.opened_payload)
 
     list_filter = ["type", "created_at"]
     search_fields = ["session_id"]
@@ -334,7 +334,7 @@ class OutboundMessageAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("message"))
     def said(self, obj: OutboundMessage) -> str:
-        return _opened_or_why(lambda: obj.opened_payload)
+        return opened_or_why(lambda: obj.opened_payload)
 
     list_filter = ["status", "kind"]
     search_fields = ["session_id", "key"]
@@ -373,13 +373,3 @@ def people_of(session_ids: list[str]) -> dict[str, Person]:
         f"{label} (selected: {', '.join(selected[label])})" if label in selected else label: person
         for label, person in people.items()
     }
-
-
-def _opened_or_why(read: Any) -> str:
-    """A sealed column's value, opened (text as it is, anything else as JSON); why not, if
-    it does not open."""
-    try:
-        value = read()
-    except EncryptionError as error:
-        return str(error)
-    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)

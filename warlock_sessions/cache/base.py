@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import time
 from abc import ABC, abstractmethod
@@ -26,7 +27,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..conf import Expected, expect
-from ..errors import CacheUnsupportedError
+from ..encryption import cache_place, open_json, open_text, seal_json, seal_text
+from ..errors import CacheUnsupportedError, EncryptionError
+from ..redaction import redact, redact_value
+
+logger = logging.getLogger("warlock_sessions.cache")
 
 Entry = dict[str, Any]
 #: Entry fields a store must keep, and what each holds.
@@ -56,6 +61,35 @@ def check_entry(entry: Entry) -> None:
         and all(isinstance(v, int | float) and math.isfinite(v) for v in vector)
     ):
         raise ValueError("a cache entry's vector is a list of finite numbers, or None")
+
+
+def kept_entry(entry: Entry) -> Entry:
+    """``entry`` as every store keeps it: its question and reply (the answer and the turn it
+    followed) redacted (``REDACT``), then sealed (``ENCRYPTION_KEYS``) and bound to the
+    entry's namespace, scope and key; the key (a digest) and the vector are no text."""
+    where = cache_place(entry["namespace"], entry["scope"], entry["key"])
+    question = entry["question"]
+    return {
+        **entry,
+        "question": None if question is None else seal_text(redact(question), *where),
+        "reply": seal_json(redact_value(entry["reply"]), *where),
+    }
+
+
+def opened_entry(entry: Entry) -> Entry | None:
+    """What :func:`kept_entry` kept, opened; ``None`` (a miss, logged) for one that does not
+    open: a cache costs answers, never a failure."""
+    where = cache_place(str(entry.get("namespace")), str(entry.get("scope")), str(entry.get("key")))
+    question = entry.get("question")
+    try:
+        return {
+            **entry,
+            "question": None if question is None else open_text(question, *where),
+            "reply": open_json(entry.get("reply"), *where),
+        }
+    except EncryptionError:
+        logger.warning("a cached answer did not open: %s", "/".join(where[:3]), exc_info=True)
+        return None
 
 
 def hashed(text: str) -> str:
@@ -122,12 +156,12 @@ class CacheStore(ABC):
         # entry says, not by where it was found.
         if (entry.get("namespace"), entry.get("scope")) != (namespace, scope):
             return None
-        return entry
+        return opened_entry(entry)
 
     def put(self, entry: Entry) -> None:
         """Store ``entry``, replacing the one of the same namespace, scope and key."""
         check_entry(entry)
-        self._put(entry)
+        self._put(kept_entry(entry))
 
     def similar(
         self, namespace: str, scope: str, vector: list[float], top_k: int = 3
@@ -136,11 +170,12 @@ class CacheStore(ABC):
         if not self.similarity:
             raise CacheUnsupportedError(f"{type(self).__name__} has no similarity search")
         found = self._similar(namespace, scope, vector, top_k, now())
-        return [
-            (score, entry)
+        opened = [
+            (score, opened_entry(entry))
             for score, entry in found
             if (entry.get("namespace"), entry.get("scope")) == (namespace, scope)
         ]
+        return [(score, entry) for score, entry in opened if entry is not None]
 
     def forget_scope(self, scope: str) -> int:
         """Remove every entry of ``scope`` (a conversation deleted): how many."""
