@@ -28,7 +28,7 @@ from warlock_sessions.conversations import (
     session,
 )
 from warlock_sessions.host import Host
-from warlock_sessions.models import OutboundMessage
+from warlock_sessions.models import OutboundMessage, Session
 from warlock_sessions.providers.chat import ChatReply
 from warlock_sessions.redaction import RECOGNISERS, RedactingFilter, redact, redact_value
 from warlock_sessions.snapshots import DjangoSnapshotStore, MemorySnapshotStore
@@ -459,3 +459,27 @@ def test_personal_data_spanning_the_format_and_an_argument_is_still_taken_out(
     )
     assert RedactingFilter().filter(record)
     assert record.getMessage() == "card [card]"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_value_no_live_flow_asked_for_is_not_kept_with_its_personal_data() -> None:
+    """The booking agent kept an e-mail typed while no booking ran in data.email (and its
+    search column) in clear, while every other copy was [email]."""
+    with override_settings(
+        WARLOCK_SESSIONS={
+            "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+            "REDACT": EVERYTHING,
+        }
+    ):
+        host = Host("booking", DjangoStore())
+        said = host.handle("unasked", {"message": {"id": "m1", "text": "hi, ann@example.com here"}})
+        assert said.session["data"].get("email") is None
+        stored = DjangoStore().load("unasked")
+        assert stored is not None and "email" not in stored["data"]
+        row = Session.objects.get(id="unasked")
+        assert "ann@example.com" not in row.blob and "ann@example.com" not in row.search_text
+        # A booking asks for it when it needs it, rather than taking "[email]" as known.
+        for number, text in enumerate(["I'd like to book", "Ann Marlowe", "tomorrow at 3pm"]):
+            replies = host.handle("unasked", {"message": {"id": f"b{number}", "text": text}})
+        asked = " ".join(message["text"] for message in replies.messages)
+        assert "e-mail" in asked.lower() or "email" in asked.lower(), asked

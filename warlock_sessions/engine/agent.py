@@ -126,6 +126,19 @@ class Agent:
             or self.should_retry
         )
 
+    def fields_asked(self, session: Mapping[str, Any]) -> frozenset[str]:
+        """The fields the flows of the session's live runs collect: what its data holds
+        because a flow asked for it (a value the model extracted while no such flow ran was
+        not asked for)."""
+        flows = [self.flows.get(run.get("flowId", "")) for run in session.get("runs") or ()]
+        return frozenset(
+            name
+            for flow in flows
+            if flow is not None
+            for step in flow.steps
+            for name in step.collect
+        )
+
     def turn(self, **turn_input: Any) -> TurnResult:
         """``warlock_sessions.engine.turn`` with this agent."""
         from .turn import turn

@@ -409,7 +409,7 @@ class Host:
         signals.turn_computed.send(
             sender=type(self), session_id=session_id, input=turn_input, result=result
         )
-        return kept(HostedTurn(**vars(result)))
+        return kept(HostedTurn(**vars(result)), self.agent, loaded)
 
     def _conflicted(self, session_id: str, error: SessionConflictError, attempt: int) -> None:
         signals.session_conflict.send(
@@ -490,16 +490,27 @@ def _save_span(changes: TurnRecords) -> AbstractContextManager[Recorder]:
     )
 
 
-def kept(hosted: HostedTurn) -> HostedTurn:
+def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn:
     """``hosted`` with its session as it is stored: with ``REDACT`` set, the session's free
-    text (history, runs' inputs and triggers' payloads, outcomes) redacted. The data flows
-    collected stay as collected: the flows asked for them. The turn's messages reach the
-    client as said; what is logged and queued of them is redacted (``turn_records``)."""
+    text (history, runs' inputs and triggers' payloads, outcomes) redacted. The data a flow
+    asked for stays as collected (one of the runs live before or after the turn collects
+    it, or it was kept before). A value nobody asked for (an e-mail the model picked out of
+    a message while no booking ran) in which redaction finds personal data is not kept:
+    kept as "[email]" a flow would take it as known; gone, the flow asks for it when it
+    needs it. The turn's messages reach the client as said; what is logged and queued of
+    them is redacted (``turn_records``)."""
     if redactor() is None:
         return hosted
     session: Session = {**hosted.session, "runs": [_kept_run(r) for r in hosted.session["runs"]]}
     if "history" in session:
         session["history"] = redact_value(session["history"])
+    before = loaded["data"] if loaded is not None else {}
+    asked = agent.fields_asked(session) | agent.fields_asked(loaded or {})
+    session["data"] = {
+        name: value
+        for name, value in session["data"].items()
+        if name in asked or before.get(name) == value or redact_value(value) == value
+    }
     hosted.session = session
     return hosted
 
