@@ -7,6 +7,8 @@
    are stored: <= 1.3x (the scope bounds the work).
 4. A hit against the offline model's turn at the demo's pace: <= 0.05x; what the cache adds
    to a miss (its lookup and its write): <= 5 %.
+5. An exact hit with ENCRYPTION_KEYS (the question and reply sealed) against a plain one:
+   <= 1.2x (issue 40).
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import bench_database_url, configure_django, empty_tables, verdict
+from bench.common import (
+    bench_database_url,
+    configure_django,
+    empty_tables,
+    measure,
+    report,
+    sealed,
+    verdict,
+)
 
 DIMENSIONS = 256
 
@@ -162,12 +172,41 @@ def behaviour_benchmark(turns: int) -> None:
     empty_tables(CacheEntry)
 
 
+def sealed_hit_benchmark(rounds: int) -> None:
+    """Exact hits on a sealed cache and a plain one, interleaved (each store its own rows)."""
+    from warlock_sessions.cache import DjangoCacheStore, SemanticCache
+    from warlock_sessions.models import CacheEntry
+    from warlock_sessions.providers import OfflineChatModel
+
+    empty_tables(CacheEntry)
+    model = OfflineChatModel()
+    plain = SemanticCache(store=DjangoCacheStore(), scope="shared", namespace="plain")
+    closed = SemanticCache(store=DjangoCacheStore(), scope="shared", namespace="sealed")
+    for question in QUESTIONS:
+        plain.chat(agent_call(model, question, "first"))
+        sealed(lambda question=question: closed.chat(agent_call(model, question, "first")))()
+
+    def hits(cache: SemanticCache) -> None:
+        for question in QUESTIONS:
+            assert cache.chat(agent_call(model, question, "again")).cached == "exact"
+
+    samples = measure(
+        {"exact hit": lambda: hits(plain), "exact hit, sealed": sealed(lambda: hits(closed))},
+        iterations=rounds,
+    )
+    ratios = report(samples, baseline="exact hit")
+    print(verdict("an exact hit sealed / plain", ratios["exact hit, sealed"], 1.2))
+    empty_tables(CacheEntry)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=300)
     args = parser.parse_args()
     configure_django(bench_database_url())
     behaviour_benchmark(args.turns)
+    sealed_hit_benchmark(args.rounds)
     similarity_benchmark()
 
 

@@ -192,6 +192,25 @@ def sealed(call: Callable[[], None]) -> Callable[[], None]:
     return in_force
 
 
+def redacting(call: Callable[[], None]) -> Callable[[], None]:
+    """``call`` with ``REDACT`` naming every built-in recogniser, interleaved with contenders
+    that redact nothing: the redactor is swapped in for the call alone."""
+    from warlock_sessions import redaction
+    from warlock_sessions.conf import REDACT_RECOGNISERS
+
+    every = redaction._redactor_of(list(REDACT_RECOGNISERS))
+
+    def in_force() -> None:
+        redaction.redactor()  # the setting's (None) is built, then stood in for
+        redaction.redactor._built[:] = [every]
+        try:
+            call()
+        finally:
+            redaction.redactor._built[:] = [None]
+
+    return in_force
+
+
 def in_a_tenant(call: Callable[[], None]) -> Callable[[], None]:
     """``call`` inside a tenant's scope (``TENANT_RESOLVER``'s requests run so), interleaved
     with contenders outside every scope."""

@@ -26,6 +26,7 @@ from bench.common import (
     in_a_tenant,
     measure,
     raw_jsonb_load_save,
+    redacting,
     report,
     sealed,
     verdict,
@@ -93,6 +94,7 @@ def message_turn_ratio(iterations: int) -> float:
     blob = realistic_session("bench")
     DjangoStore().save(blob, 0)
     sealed(lambda: DjangoStore().save({**blob, "id": "sealed"}, 0))()
+    DjangoStore().save({**blob, "id": "redacted"}, 0)
     in_a_tenant(lambda: DjangoStore().save({**blob, "id": "tenant"}, 0))()
     host = Host(bench_agent(), DjangoStore())
     counter = iter(range(10**9))
@@ -108,6 +110,7 @@ def message_turn_ratio(iterations: int) -> float:
                 "raw-psycopg-load+save": raw_jsonb_load_save(raw, blob),
                 "Host.handle message turn": handle,
                 "Host.handle message turn, sealed": sealed(lambda: handle("sealed")),
+                "Host.handle message turn, redacted": redacting(lambda: handle("redacted")),
                 "Host.handle message turn, in a tenant": in_a_tenant(lambda: handle("tenant")),
             },
             iterations=iterations,
@@ -119,6 +122,11 @@ def message_turn_ratio(iterations: int) -> float:
     sealed_ratio = ratios["Host.handle message turn, sealed"] / ratios["Host.handle message turn"]
     # Issue 30 (encryption at rest): sealing costs <= 10 %.
     print(verdict("Host.handle sealed / plain", sealed_ratio, 1.1))
+    redacted_ratio = (
+        ratios["Host.handle message turn, redacted"] / ratios["Host.handle message turn"]
+    )
+    # Issue 40: REDACT (every recogniser) costs a turn <= 10 %.
+    print(verdict("Host.handle with REDACT / without", redacted_ratio, 1.1))
     tenant_ratio = (
         ratios["Host.handle message turn, in a tenant"] / ratios["Host.handle message turn"]
     )

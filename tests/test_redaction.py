@@ -483,3 +483,21 @@ def test_a_value_no_live_flow_asked_for_is_not_kept_with_its_personal_data() -> 
             replies = host.handle("unasked", {"message": {"id": f"b{number}", "text": text}})
         asked = " ".join(message["text"] for message in replies.messages)
         assert "e-mail" in asked.lower() or "email" in asked.lower(), asked
+
+
+def test_a_turn_redacts_the_lines_it_adds_and_any_line_the_store_does_not_hold(
+    redacting: None,
+) -> None:
+    """Only what the store does not hold already is redacted again (a long run's outcomes
+    cost a turn 4x its time when every line was): new lines at the end, and a line changed
+    anywhere, are."""
+    from warlock_sessions.host.turns import _new_ones_redacted
+
+    stored = [{"n": 1, "said": "[email]"}, {"n": 2, "said": "ok"}]
+    added = {"n": 3, "said": "ann@example.com"}
+    assert _new_ones_redacted([*stored, added], stored) == [*stored, {"n": 3, "said": "[email]"}]
+    trimmed = [stored[1], added]
+    assert _new_ones_redacted(trimmed, stored) == [stored[1], {"n": 3, "said": "[email]"}]
+    changed = [{"n": 1, "said": "bob@example.com"}, stored[1]]
+    assert _new_ones_redacted(changed, stored) == [{"n": 1, "said": "[email]"}, stored[1]]
+    assert _new_ones_redacted([added], []) == [{"n": 3, "said": "[email]"}]

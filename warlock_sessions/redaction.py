@@ -152,6 +152,10 @@ _PLAIN_SEPARATORS = str.maketrans(
 _NOT_AFTER = r"(?:(?<=\\[nrt])|(?<![\w+.\-/@#:])|(?<=[^\W\d_]:))"
 _NOT_BEFORE = r"(?![\w@]|[.\-/:]\w)"
 
+#: What a text must hold for any built-in recogniser to find something in it: a digit (of any
+#: script) or an at sign (the full-width one too).
+_MAY_HOLD_DATA = re.compile("[\\d@\uff20]")
+
 #: The built-in recognisers (``conf.REDACT_RECOGNISERS`` names them in the order they run:
 #: the specific before the general).
 RECOGNISERS: dict[str, Recogniser] = {
@@ -220,9 +224,12 @@ def _redactor_of(steps: list[Any] | None) -> Redactor | None:
     if not steps:
         return None
     built_in = [RECOGNISERS[name] for name in REDACT_RECOGNISERS if name in steps]
-    chain = [*built_in, *(step for step in steps if not isinstance(step, str))]
+    own = [step for step in steps if not isinstance(step, str)]
 
     def redact_all(text: str) -> str:
+        # Every built-in recogniser needs a digit or an "@": most stored texts (codes, flow
+        # names, moments without them, words) are passed over at once.
+        chain = [*built_in, *own] if _MAY_HOLD_DATA.search(text) else own
         for step in chain:
             text = step(text)
             if not isinstance(text, str):

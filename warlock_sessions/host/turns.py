@@ -501,9 +501,12 @@ def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn
     them is redacted (``turn_records``)."""
     if redactor() is None:
         return hosted
-    session: Session = {**hosted.session, "runs": [_kept_run(r) for r in hosted.session["runs"]]}
+    stored_runs = {run["id"]: run for run in loaded["runs"]} if loaded is not None else {}
+    runs = [_kept_run(run, stored_runs.get(run["id"])) for run in hosted.session["runs"]]
+    session: Session = {**hosted.session, "runs": runs}
     if "history" in session:
-        session["history"] = redact_value(session["history"])
+        stored_history = loaded.get("history", []) if loaded is not None else []
+        session["history"] = _new_ones_redacted(session["history"], stored_history)
     before = loaded["data"] if loaded is not None else {}
     asked = agent.fields_asked(session) | agent.fields_asked(loaded or {})
     session["data"] = {
@@ -515,8 +518,30 @@ def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn
     return hosted
 
 
-def _kept_run(run: Run) -> Run:
-    kept_run: dict[str, Any] = {**run, "outcomes": redact_value(run["outcomes"])}
+def _new_ones_redacted(entries: list[Any], stored: list[Any]) -> list[Any]:
+    """``entries`` with those the store keeps already (redacted when they were stored) as
+    they are, and the rest redacted: a turn appends a few lines to a long list (and drops
+    its oldest), so the stored lines are looked for as one run ending with the last stored
+    one, and one by one only when they are not that."""
+    known = _stored_run_length(entries, stored)
+    if known:
+        return entries[:known] + [redact_value(entry) for entry in entries[known:]]
+    return [entry if entry in stored else redact_value(entry) for entry in entries]
+
+
+def _stored_run_length(entries: list[Any], stored: list[Any]) -> int:
+    """How many of ``entries``' first lines are the stored list's last ones, in order."""
+    if not stored:
+        return 0
+    for end in range(len(entries), 0, -1):
+        if entries[end - 1] == stored[-1]:
+            return end if end <= len(stored) and entries[:end] == stored[-end:] else 0
+    return 0
+
+
+def _kept_run(run: Run, stored: Run | None) -> Run:
+    outcomes = _new_ones_redacted(run["outcomes"], stored["outcomes"] if stored else [])
+    kept_run: dict[str, Any] = {**run, "outcomes": outcomes}
     if "input" in run:
         kept_run["input"] = redact_value(run["input"])
     if "payload" in run["trigger"]:
