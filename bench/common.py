@@ -176,37 +176,33 @@ BENCH_KEY = os.urandom(32)
 
 def sealed(call: Callable[[], None]) -> Callable[[], None]:
     """``call`` with ``ENCRYPTION_KEYS`` in force (this run's key), interleaved with plain
-    contenders: the keyring is swapped in for the call alone, as cheaply as a setting read."""
+    contenders."""
     from warlock_sessions import encryption
 
-    ring = encryption._keyring_of({"bench": BENCH_KEY})
-
-    def in_force() -> None:
-        encryption.keyring()  # the plain keyring (None) is built, then stood in for
-        encryption.keyring._built[:] = [ring]
-        try:
-            call()
-        finally:
-            encryption.keyring._built[:] = [None]
-
-    return in_force
+    return standing_in(encryption.keyring, encryption._keyring_of({"bench": BENCH_KEY}), call)
 
 
 def redacting(call: Callable[[], None]) -> Callable[[], None]:
     """``call`` with ``REDACT`` naming every built-in recogniser, interleaved with contenders
-    that redact nothing: the redactor is swapped in for the call alone."""
+    that redact nothing."""
     from warlock_sessions import redaction
     from warlock_sessions.conf import REDACT_RECOGNISERS
 
     every = redaction._redactor_of(list(REDACT_RECOGNISERS))
+    return standing_in(redaction.redactor, every, call)
+
+
+def standing_in(built: Any, value: Any, call: Callable[[], None]) -> Callable[[], None]:
+    """``call`` with ``value`` standing in for what a setting builds (``BuiltFromSettings``,
+    unset: ``None``), for the call alone, as cheaply as a setting read."""
 
     def in_force() -> None:
-        redaction.redactor()  # the setting's (None) is built, then stood in for
-        redaction.redactor._built[:] = [every]
+        built()  # the setting's own is built, then stood in for
+        built._built[:] = [value]
         try:
             call()
         finally:
-            redaction.redactor._built[:] = [None]
+            built._built[:] = [None]
 
     return in_force
 
