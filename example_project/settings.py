@@ -82,6 +82,9 @@ CHANNEL_LAYERS = {
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The demo is served directly: a client's address is the connection's. Behind a proxy,
+    # the number of proxies (docs/deployment.md; check W009).
+    "NUM_PROXIES": 0,
     # The browser pages use the session cookie; curl and scripts a token (or Basic).
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",

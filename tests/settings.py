@@ -24,7 +24,8 @@ INSTALLED_APPS = [
 STATIC_URL = "static/"
 ASGI_APPLICATION = "example_project.asgi.application"
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+# No proxy in front of the test client and servers: a client's address is REMOTE_ADDR.
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema", "NUM_PROXIES": 0}
 MIDDLEWARE = [
     "warlock_sessions.api.middleware.ServiceUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

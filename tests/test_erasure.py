@@ -262,6 +262,15 @@ def test_the_admin_erases_the_people_of_the_selected_sessions_after_a_confirmati
             codename="delete_session", content_type__app_label="warlock_sessions"
         )
     )
+    clerk = User.objects.get(pk=clerk.pk)
+    client.post("/admin/warlock_sessions/session/", {**asked, "confirmed": "yes"})
+    # An erase deletes conversations too: delete_session alone erased them (an attack).
+    assert Session.objects.filter(id="chat-bob").exists()
+    clerk.user_permissions.add(
+        Permission.objects.get(
+            codename="delete_conversation", content_type__app_label="warlock_sessions"
+        )
+    )
     confirm = client.post("/admin/warlock_sessions/session/", asked)
     assert confirm.status_code == 200 and b"v-bob" not in confirm.content  # the key is a cookie
     assert b"visitor #" in confirm.content
@@ -417,3 +426,22 @@ def test_stores_outside_the_database_are_emptied_and_counted() -> None:
         erase(Person(visitor="v-gus"))
         assert store.load("chat-gus") is None and store.load("chat-hal") is not None
         assert sorted(snapshots.list()) == ["agent-hal", "session:conv-hal"]
+
+
+@pytest.mark.django_db
+def test_the_admin_names_others_forks_and_keeps_them_when_asked(client: Any) -> None:
+    ana = User.objects.create(username="ana")
+    rita = User.objects.create(username="rita", is_staff=True)
+    seed("default", {"user": ana}, "ana")
+    session("conv-ana", DjangoConversationStore(), FakeAgent()).fork("ritas-try")
+    Conversation.objects.filter(id="ritas-try").update(user=rita)
+    client.force_login(User.objects.create_superuser("root", "r@example.com", "pw"))
+    asked = {"action": "erase_people", "_selected_action": ["chat-ana"]}
+    confirm = client.post("/admin/warlock_sessions/session/", asked)
+    assert b"ritas-try" in confirm.content and b"keep_others_forks" in confirm.content
+    client.post(
+        "/admin/warlock_sessions/session/",
+        {**asked, "confirmed": "yes", "keep_others_forks": "yes"},
+    )
+    assert not Conversation.objects.filter(id="conv-ana").exists()
+    assert Conversation.objects.filter(id="ritas-try").exists()  # kept, as asked

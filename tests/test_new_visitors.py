@@ -107,3 +107,38 @@ async def test_new_visitors_over_sockets_count_as_over_http() -> None:
     assert [frame["type"] for frame in frames] == ["turn", "turn", "turn", "error"]
     assert frames[-1]["code"] == "throttled" and frames[-1]["retry_after"] > 0
     assert "new visitors" in frames[-1]["detail"]
+
+
+@override_settings(WARLOCK_SESSIONS=SETTINGS)
+def test_a_page_that_mints_the_visitor_answers_429_not_500() -> None:
+    """The chat page's pattern (the demo's and the tutorial's) raised in a plain view."""
+    from django.test import Client
+
+    answers = [Client().get("/") for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
+    assert int(answers[-1]["Retry-After"]) > 0
+    assert b"Too many new visitors" in answers[-1].content
+
+
+def test_an_ipv6_address_is_counted_as_its_64() -> None:
+    from warlock_sessions.permissions import SocketRequest
+    from warlock_sessions.throttling import NewVisitorThrottle
+
+    def ident(address: str) -> str:
+        request = SocketRequest({"client": (address, 1234), "headers": []})
+        return NewVisitorThrottle().get_ident(request)
+
+    assert ident("2001:db8:1:2:aaaa::1") == ident("2001:db8:1:2:bbbb::9") == "2001:db8:1:2::/64"
+    assert ident("2001:db8:1:3::1") != ident("2001:db8:1:2::1")
+    assert ident("203.0.113.7") == "203.0.113.7"
+
+
+def test_the_deploy_check_asks_for_num_proxies() -> None:
+    from tests.checks import warlock_check_ids
+
+    with override_settings(REST_FRAMEWORK={"NUM_PROXIES": None}):
+        assert "warlock_sessions.W009" in warlock_check_ids()
+    assert "warlock_sessions.W009" not in warlock_check_ids()  # the tests' NUM_PROXIES = 0
+    unlimited = {"MAX_NEW_VISITORS_PER_ADDRESS": None}
+    with override_settings(REST_FRAMEWORK={"NUM_PROXIES": None}, WARLOCK_SESSIONS=unlimited):
+        assert "warlock_sessions.W009" not in warlock_check_ids()

@@ -315,6 +315,32 @@ def _wraps_same_origin_validator(application: Any) -> bool:
     return False
 
 
+@register(Tags.security, deploy=True)
+def check_visitor_addresses(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A deployment check: new visitors are counted per client address
+    (``MAX_NEW_VISITORS_PER_ADDRESS``) as DRF's throttles read it, which without
+    ``NUM_PROXIES`` is whatever ``X-Forwarded-For`` a client sends, or a proxy's address."""
+    from rest_framework.settings import api_settings
+
+    try:
+        limited = warlock_settings.MAX_NEW_VISITORS_PER_ADDRESS is not None
+    except SettingError:
+        return []  # check_settings reports it
+    if not limited or api_settings.NUM_PROXIES is not None:
+        return []
+    return [
+        Warning(
+            "MAX_NEW_VISITORS_PER_ADDRESS counts new visitors per client address, but "
+            "REST_FRAMEWORK['NUM_PROXIES'] is not set: a client names its own address in "
+            "X-Forwarded-For and escapes the limit, and behind a proxy that sends none every "
+            "visitor shares the proxy's address (and its limit).",
+            hint="Set REST_FRAMEWORK['NUM_PROXIES'] to the number of proxies in front of the "
+            "servers (0 for none) (docs/deployment.md).",
+            id="warlock_sessions.W009",
+        )
+    ]
+
+
 #: PgBouncer's port: a database on it is taken to be behind a pooler.
 PGBOUNCER_PORT = 6432
 #: psycopg's default ``prepare_threshold``.

@@ -128,7 +128,7 @@ def admit_new_visitor(request: Any) -> None:
     from .throttling import NewVisitorThrottle
 
     client: Any = request
-    if not hasattr(request, "META"):
+    if not hasattr(request, "META"):  # a socket's Requester
         client = SocketRequest(getattr(request, "scope", None) or {})
     throttle, view = NewVisitorThrottle(), cast(Any, None)  # no view: the rate is the setting's
     if not throttle.allow_request(client, view):

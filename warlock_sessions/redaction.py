@@ -11,6 +11,7 @@ for log records.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -83,7 +84,7 @@ class Recogniser:
     def __call__(self, text: str) -> str:
         # Matched on a copy with odd spaces and dashes made plain (the same length), so
         # "4539\u202f1488…" is a card too; replaced in the text itself.
-        shadow = text.translate(_PLAIN_SEPARATORS)
+        shadow = self.shadow(text)
         kept, last = [], 0
         for match in self.pattern.finditer(shadow):
             for start, end in self.spans(match):
@@ -95,46 +96,92 @@ class Recogniser:
         """Where in ``match`` the data is: all of it, if it is real."""
         return [match.span()] if self.valid(match.group(0)) else []
 
+    def shadow(self, text: str) -> str:
+        """The copy of ``text`` the pattern reads, as long as ``text``."""
+        return text.translate(_PLAIN_SEPARATORS)
+
 
 class CardRecogniser(Recogniser):
     """Card numbers by their digits, whatever touches them (a label and a colon, letters, an
     expiry, a quantity): within a run of digit groups, the groups that together hold 13 to 19
-    digits and pass the Luhn check, the longest first. A group of one or two digits is never
-    part of a card written in groups (a day, a month, an area code). The work is bounded by
-    the text's length: from each group, at most 19 digits are tried."""
+    digits and pass the Luhn check, the longest first. Groups joined by a slash or a dot
+    have three digits or more (a date's day and month are not part of a card); joined by
+    spaces, dashes and the like, any number ("4 1 1 1 …", as speech is typed). The escapes a
+    repr or JSON writes between groups ("\\t", "\\xa0", "\\u202f") separate them too. The
+    work is bounded by the text's length: from each group, at most 19 digits are tried."""
+
+    def shadow(self, text: str) -> str:
+        plain = super().shadow(text)
+        return _ESCAPE.sub(lambda escape: " " * len(escape.group(0)), plain)
 
     def spans(self, match: re.Match[str]) -> list[tuple[int, int]]:
         if match.end() - match.start() < 13:
             return []  # too short to hold a card: most runs of digits, at once
-        groups = [
-            (group.start() + match.start(), group.end() + match.start())
-            for group in re.finditer(r"\d+", match.group(0))
-        ]
+        run, base = match.group(0), match.start()
         found: list[tuple[int, int]] = []
-        first = 0
-        while first < len(groups):
-            last = self.longest_card_from(match.string, groups, first)
-            if last is None:
-                first += 1
-                continue
-            found.append((groups[first][0], groups[last][1]))
-            first = last + 1
+        for groups in _joined_groups(run):
+            found += [(start + base, end + base) for start, end in _cards_among(run, groups)]
         return found
 
-    @staticmethod
-    def longest_card_from(text: str, groups: list[tuple[int, int]], first: int) -> int | None:
-        longest, digits = None, ""
-        for last in range(first, len(groups)):
-            start, end = groups[last]
-            if last > first and min(end - start, len(digits)) < 3:
-                break
-            digits += text[start:end]
-            if len(digits) > 19:
-                break
-            if len(digits) >= 13 and luhn_valid(digits):
-                longest = last
-        return longest
 
+def _joined_groups(run: str) -> list[list[tuple[int, int]]]:
+    """The digit groups of ``run`` (spans), split where two are joined as a date's are."""
+    parts: list[list[tuple[int, int]]] = []
+    for group in re.finditer(r"\d+", run):
+        span = group.span()
+        if parts and not _date_like(run, parts[-1][-1], span):
+            parts[-1].append(span)
+        else:
+            parts.append([span])
+    return parts
+
+
+def _cards_among(run: str, groups: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of ``groups`` (consecutive ones taken together) that hold 13 to 19 digits
+    and pass the Luhn check, the longest from each group on, none overlapping. Each window's
+    Luhn sum is a difference of two running sums, so a run costs its length times seven."""
+    digits = [int(char) for start, end in groups for char in run[start:end]]
+    starts, ends, count = [], [], 0
+    for start, end in groups:
+        starts.append(count)
+        count += end - start
+        ends.append(count)
+    # as_is[k] / doubled[k]: the Luhn sum of the first k digits, were the digit at an even
+    # index taken as it is (and at an odd one doubled), or the other way round.
+    as_is, doubled = [0], [0]
+    for index, digit in enumerate(digits):
+        twice = digit * 2 - 9 if digit > 4 else digit * 2
+        even = index % 2 == 0
+        as_is.append(as_is[-1] + (digit if even else twice))
+        doubled.append(doubled[-1] + (twice if even else digit))
+    found, first = [], 0
+    while first < len(groups):
+        begin = starts[first]
+        lowest = bisect.bisect_left(ends, begin + 13, first)
+        highest = bisect.bisect_right(ends, begin + 19, first)
+        for last in range(highest - 1, lowest - 1, -1):
+            stop = ends[last]
+            # The last digit is never doubled: the window's parity is that of stop - 1.
+            sums = as_is if (stop - 1) % 2 == 0 else doubled
+            if (sums[stop] - sums[begin]) % 10 == 0:
+                found.append((groups[first][0], groups[last][1]))
+                first = last
+                break
+        first += 1
+    return found
+
+
+def _date_like(text: str, before: tuple[int, int], after: tuple[int, int]) -> bool:
+    """Whether two digit groups are joined as a date's or a version's are: by a slash or a
+    dot, one of them of fewer than three digits."""
+    joined = text[before[1] : after[0]]
+    short = min(before[1] - before[0], after[1] - after[0]) < 3
+    return short and ("/" in joined or "." in joined)
+
+
+#: The escapes a repr or JSON writes for a separator: masked as spaces before a card is looked
+#: for (their letters and digits are no card's).
+_ESCAPE = re.compile(r"\\(?:[tnr]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")
 
 #: Spaces and dashes of other kinds, as the plain ones (one character for one).
 _PLAIN_SEPARATORS = str.maketrans(
@@ -164,11 +211,10 @@ RECOGNISERS: dict[str, Recogniser] = {
         CardRecogniser(
             "card",
             # A run of digit groups, whatever is around it, that may hold a card among
-            # others; separated by up to three spaces, tabs, line breaks, dashes, dots,
-            # underscores or slashes (zero-width and other odd ones made plain first), the
-            # tabs and line breaks also as a repr or JSON escapes them (a traceback's
-            # "ValueError: cannot work out '4111\t1111…'").
-            re.compile(r"\d+(?:(?:[ \t\r\n._/-]|\\[tnr]){1,3}\d+)*"),
+            # others; separated by up to eight spaces, tabs, line breaks, dashes, dots,
+            # underscores or slashes (zero-width and other odd ones made plain first, and
+            # escapes masked: a traceback's "cannot work out '4111\\t1111…'").
+            re.compile(r"\d+(?:[ \t\r\n._/-]{1,8}\d+)*"),
         ),
         Recogniser(
             "email",

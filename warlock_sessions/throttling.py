@@ -4,6 +4,7 @@ project's throttle rates once, when it is first imported."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from rest_framework.throttling import SimpleRateThrottle
@@ -24,3 +25,14 @@ class NewVisitorThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request: Any, view: Any) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    def get_ident(self, request: Any) -> str:
+        """DRF's address, an IPv6 one as its /64 (one subscriber's, which rotates the rest)."""
+        ident = super().get_ident(request)
+        try:
+            address = ipaddress.ip_address(ident)
+        except ValueError:
+            return str(ident)
+        if address.version == 6:
+            return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        return str(address)

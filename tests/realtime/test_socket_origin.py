@@ -25,7 +25,9 @@ async def accepting(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "websocket.accept"})
 
 
-async def opens(host: str, origin: str | None, application: Any = None, **headers: str) -> bool:
+async def opens(
+    host: str, origin: str | None, application: Any = None, scheme: str = "ws", **headers: str
+) -> bool:
     sent = [(b"host", host.encode())]
     if origin is not None:
         sent.append((b"origin", origin.encode()))
@@ -33,6 +35,7 @@ async def opens(host: str, origin: str | None, application: Any = None, **header
     communicator = WebsocketCommunicator(
         application or SameOriginValidator(accepting), "/ws/sessions/s-1/", headers=sent
     )
+    communicator.scope["scheme"] = scheme
     accepted, _ = await communicator.connect(timeout=5)
     await communicator.disconnect()
     return bool(accepted)
@@ -85,6 +88,19 @@ async def test_a_socket_opens_only_from_its_own_host(
 )
 async def test_csrf_trusted_origins_may_open_sockets(origin: str, expected: bool) -> None:
     assert await opens("acme.chat.test", origin) is expected
+
+
+@pytest.mark.asyncio
+@override_settings(ALLOWED_HOSTS=HOSTS, SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"))
+async def test_a_plain_http_page_never_opens_a_secure_socket() -> None:
+    """The attack found an http page of the same host opening the wss socket, with the
+    secure site's cookies; Django's CSRF check refuses the same of a form."""
+    assert not await opens("acme.chat.test", "http://acme.chat.test", scheme="wss")
+    assert await opens("acme.chat.test", "https://acme.chat.test", scheme="wss")
+    assert not await opens("acme.chat.test", "http://acme.chat.test", x_forwarded_proto="https")
+    assert await opens("acme.chat.test", "https://acme.chat.test", x_forwarded_proto="https")
+    # A socket the server cannot tell is secure (TLS ended by a proxy it is not told of).
+    assert await opens("acme.chat.test", "http://acme.chat.test")
 
 
 @pytest.mark.asyncio

@@ -155,8 +155,9 @@ class SessionAdmin(ReadOnlyAdmin):
                     "opts": self.model._meta,
                 },
             )
+        others_forks = "keep" if request.POST.get("keep_others_forks") == "yes" else "erase"
         for label, person in sorted(people.items()):
-            erased = erase(person, by=f"the admin, {request.user}")
+            erased = erase(person, by=f"the admin, {request.user}", others_forks=others_forks)
             said = ", ".join(f"{what}: {count}" for what, count in erased.items() if count)
             self.message_user(request, f"{label}: erased ({said or 'nothing left'})")
         return None
@@ -166,7 +167,11 @@ class SessionAdmin(ReadOnlyAdmin):
         return bool(request.user.has_perm("warlock_sessions.change_session"))
 
     def has_erase_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("warlock_sessions.delete_session"))
+        """An erase deletes the people's sessions and conversations: both permissions."""
+        return bool(
+            request.user.has_perm("warlock_sessions.delete_session")
+            and request.user.has_perm("warlock_sessions.delete_conversation")
+        )
 
     def page_context(self, row: Any) -> dict[str, Any]:
         context: dict[str, Any] = {}

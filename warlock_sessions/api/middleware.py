@@ -6,10 +6,12 @@ out of their reach: the session middleware saving a visitor's session, authentic
 the user, a plain Django view. Django turns such an error into a 500 page (the debug page
 under ``DEBUG``); this middleware, placed first in ``MIDDLEWARE``, sees which error it was
 (``got_request_exception``) and answers instead: ``503 unavailable`` for an outage, and, for
-the API's own endpoints, JSON with a stable ``code`` for anything else."""
+the API's own endpoints, JSON with a stable ``code`` for anything else. A view that mints an
+anonymous visitor for an address past ``MAX_NEW_VISITORS_PER_ADDRESS`` answers ``429``."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,6 +22,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from ..backends.outages import RETRY_AFTER, unavailable
+from ..errors import NewVisitorsThrottledError
 from .errors import outage, service_unavailable
 
 _EXCEPTION = "_warlock_exception"
@@ -97,3 +100,25 @@ class ServiceUnavailableMiddleware:
     async def _acall(self, request: HttpRequest) -> HttpResponse:
         response = await self.get_response(request)  # type: ignore[misc]
         return fault_response(request, response)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A view of the project's own that mints a visitor (``anonymous_key(request,
+        create=True)``, the chat page's pattern) for an address that has had its new visitors
+        for the hour: ``429`` with ``Retry-After``, not a 500."""
+        if not isinstance(exception, NewVisitorsThrottledError):
+            return None
+        wait = max(1, math.ceil(exception.wait or 1))
+        answer: HttpResponse = (
+            JsonResponse(
+                {"code": "throttled", "detail": str(exception), "retry_after": wait}, status=429
+            )
+            if speaks_json(request)
+            else HttpResponse(
+                "Too many new visitors from your address just now. Try again later, or keep "
+                "your cookies.",
+                status=429,
+                content_type="text/plain; charset=utf-8",
+            )
+        )
+        answer["Retry-After"] = str(wait)
+        return answer

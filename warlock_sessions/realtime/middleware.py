@@ -18,7 +18,8 @@ and refuse a page nothing for a socket; Django's CSRF check does not see sockets
 ``ALLOWED_HOSTS = [".chat.example.com"]`` (tenants by subdomain) a page on
 ``globex.chat.example.com`` opened ``acme.chat.example.com``'s sockets with acme's cookies.
 This validator asks what Django's CSRF check asks of a form: the ``Origin`` is the socket's own
-host (compared without the scheme, so a proxy that ends TLS changes nothing), or one of
+host, on https when the socket is secure (``wss``, or ``SECURE_PROXY_SSL_HEADER`` behind a
+proxy that ends TLS; a socket the server cannot tell is secure takes either), or one of
 ``CSRF_TRUSTED_ORIGINS`` (``https://*.example.com`` included). Anything else, or no
 ``Origin`` at all, is refused before the handshake completes.
 """
@@ -58,9 +59,10 @@ class SameOriginValidator:
         return await WebsocketDenier()(scope, receive, send)
 
 
-def header(scope: Any, name: bytes) -> str | None:
+def header(scope: Any, name: bytes | str) -> str | None:
+    wanted = name.encode() if isinstance(name, str) else name
     for key, value in scope.get("headers") or ():
-        if bytes(key).lower() == name:
+        if bytes(key).lower() == wanted:
             return bytes(value).decode("latin-1")
     return None
 
@@ -81,8 +83,24 @@ def same_origin(scope: Any) -> bool:
     host = scope_host(scope)
     default = DEFAULT_PORTS[parts.scheme]
     if host and netloc.removesuffix(default) == host.removesuffix(default):
-        return True
+        # A page on plain http never opens a socket the server knows is secure: its cookies
+        # are the secure site's (Django's CSRF check asks the same of a form).
+        return parts.scheme == "https" or not secure_socket(scope)
     return trusted_origin(origin, parts.scheme, netloc)
+
+
+def secure_socket(scope: Any) -> bool:
+    """Whether the socket came over TLS as the server knows it: ``wss``, or the header
+    ``SECURE_PROXY_SSL_HEADER`` names (a proxy that ends TLS), as ``request.is_secure()``."""
+    if scope.get("scheme") in ("wss", "https"):
+        return True
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if not proxy:
+        return False
+    name, value = proxy
+    wanted = name.removeprefix("HTTP_").replace("_", "-").lower().encode()
+    sent = header(scope, wanted)
+    return sent is not None and sent.split(",")[0].strip() == value
 
 
 def trusted_origin(origin: str, scheme: str, netloc: str) -> bool:
