@@ -258,10 +258,12 @@ class DjangoStore(Store):
         with database(self.using).wrap_database_errors:
             if quota is None:
                 row = await (await connection.execute(statement, params)).fetchone()
-            else:  # counted and inserted while no other claim of the owner runs
-                async with connection.transaction():
+            else:  # counted and inserted while no other claim of the owner runs: the lock,
+                # the claim and the transaction around them sent in one round trip
+                async with connection.pipeline(), connection.transaction():
                     await connection.execute(ADVISORY_LOCK, [owner_key(user_id, anonymous_key)])
-                    row = await (await connection.execute(statement, params)).fetchone()
+                    cursor = await connection.execute(statement, params)
+                row = await cursor.fetchone()
         return None if row is None else int(row[0])
 
     async def aadmission(
