@@ -132,12 +132,26 @@ def test_card_numbers_are_redacted_however_they_are_written(
         "versions 1.2.3 4.5.6 7.8.9 10.11.12",
         "call 55 11 98765 4321",
         "order 12345678901234567890123",  # too long to be one card
+        # Found by an attack to be taken for cards, 10 % to 43 % of the time:
+        "020 7946 0958\n020 7946 0959",
+        "020 7946 0958 / 020 7946 0959",
+        "07700 900123\n020 7946 0958",
+        "Free slots:\n2025-01-01\n2025-01-02\n2025-01-03",
+        "2026-12-04 - 2026-12-05",
+        "IMG_20250104_230179.jpg",
+        "Order #270-1629190-6821811",
+        "https://x.com/a/status/6609057910145797142",
         "4111 1111 1111",  # too short
     ],
 )
 def test_what_is_no_card_keeps_its_digits(said: str) -> None:
     with override_settings(WARLOCK_SESSIONS={"REDACT": ["card"]}):
         assert redact(said) == said
+
+
+def test_two_phone_numbers_on_two_lines_are_two_phones(redacting: None) -> None:
+    assert redact("020 7946 0958\n020 7946 0959") == "[phone]\n[phone]"
+    assert redact("call 020 7946 0958 / 020 7946 0959") == "call [phone] / [phone]"
 
 
 @pytest.mark.parametrize(
@@ -515,3 +529,62 @@ def test_a_turn_redacts_the_lines_it_adds_and_any_line_the_store_does_not_hold(
     changed = [{"n": 1, "said": "bob@example.com"}, stored[1]]
     assert _new_ones_redacted(changed, stored) == [{"n": 1, "said": "[email]"}, stored[1]]
     assert _new_ones_redacted([added], []) == [{"n": 3, "said": "[email]"}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_actions_set_and_what_a_flow_ended_in_one_turn_collected_are_kept() -> None:
+    """A second attack: with REDACT, values an action set (an epoch in ms, a venue's phone)
+    and an e-mail collected by a flow that started and ended in the same turn were dropped."""
+    from warlock_sessions.engine import Agent
+    from warlock_sessions.providers import RuleModel
+
+    def book(_input: dict[str, Any], ctx: Any) -> None:
+        ctx.set({"bookedAtMs": 1784668874421, "venuePhone": "020 7946 0958"})
+
+    agent = Agent(
+        [
+            {
+                "id": "subscribe",
+                "on": [{"message": ["subscribe"]}],
+                "steps": [
+                    {"id": "ask", "collect": ["email"]},
+                    {"id": "book", "do": "book"},
+                    {"id": "done", "say": "Subscribed {{data.email|you}}."},
+                ],
+            }
+        ],
+        fields={"email": {"type": "string", "format": "email"}},
+        actions={"book": book},
+        model=RuleModel(),
+        name="subscribe",
+    )
+    with override_settings(WARLOCK_SESSIONS={"REDACT": EVERYTHING}):
+        hosted = Host(agent, DjangoStore()).handle(
+            "sub", {"message": {"id": "m1", "text": "subscribe ann@example.com"}}
+        )
+    assert not hosted.session["runs"], hosted.session["runs"]  # it ended in that turn
+    data = DjangoStore().load("sub")["data"]  # type: ignore[index]
+    assert data["email"] == "ann@example.com"
+    assert data["bookedAtMs"] == 1784668874421 and data["venuePhone"] == "020 7946 0958"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_text_kept_before_redaction_was_on_is_redacted_at_the_next_turn() -> None:
+    """A turn redacts only the lines it adds, as the store holds the rest redacted: but not
+    lines kept before REDACT was on (or named another recogniser)."""
+    host = Host(booking_agent(), DjangoStore())
+    plain = {"AGENTS": {"booking": "example_project.demo.agents.booking_agent"}}
+    with override_settings(WARLOCK_SESSIONS=plain):
+        host.handle("late", {"message": {"id": "m1", "text": "I'd like to book"}})
+        kept = DjangoStore().load("late")
+        assert kept is not None
+        kept["history"] = [{"role": "user", "content": f"my card is {CARD}"}]  # server code's
+        DjangoStore().save(kept, kept["version"])
+    assert CARD in Session.objects.get(id="late").blob
+    with override_settings(WARLOCK_SESSIONS={**plain, "REDACT": ["card"]}):
+        host.handle("late", {"message": {"id": "m3", "text": "hello"}})
+        blob = Session.objects.get(id="late").blob
+        assert CARD not in blob and "my card is [card]" in blob
+    with override_settings(WARLOCK_SESSIONS={**plain, "REDACT": ["card", "email"]}):
+        stored = DjangoStore().load("late")
+        assert stored is not None and stored["metadata"]["redactedWith"]

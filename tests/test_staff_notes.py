@@ -102,6 +102,15 @@ def test_a_customer_reads_no_staff_note_however_they_read_their_session() -> Non
     Host("booking").handle(
         "chat-1", {"handover": {"action": "request", "key": "vip", "reason": SECRET}}
     )
+    # A run ends after the hand-back: the turn's answer lists it whole, outcomes and all.
+    Host("booking").handle(
+        "chat-1", {"handover": {"action": "release", "key": "back-2", "by": "Rita"}}
+    )
+    reads["the turn that ended a run"] = say("cancel", "m3b")
+    assert reads["the turn that ended a run"]["ended"], reads["the turn that ended a run"]
+    Host("booking").handle(
+        "chat-1", {"handover": {"action": "request", "key": "vip-2", "reason": SECRET}}
+    )
     reads["the session"] = customer.get("/api/sessions/chat-1/").json()
     reads["the events"] = customer.get("/api/sessions/chat-1/events/?after_seq=0").json()
     reads["the list"] = customer.get("/api/sessions/").json()

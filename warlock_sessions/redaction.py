@@ -12,6 +12,7 @@ for log records.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -103,12 +104,16 @@ class Recogniser:
 
 class CardRecogniser(Recogniser):
     """Card numbers by their digits, whatever touches them (a label and a colon, letters, an
-    expiry, a quantity): within a run of digit groups, the groups that together hold 13 to 19
-    digits and pass the Luhn check, the longest first. Groups joined by a slash or a dot
-    have three digits or more (a date's day and month are not part of a card); joined by
-    spaces, dashes and the like, any number ("4 1 1 1 …", as speech is typed). The escapes a
-    repr or JSON writes between groups ("\\t", "\\xa0", "\\u202f") separate them too. The
-    work is bounded by the text's length: from each group, at most 19 digits are tried."""
+    expiry, a quantity): within a run of digit groups, the consecutive groups that together
+    hold 13 to 19 digits and pass the Luhn check, the longest from each group on. A card
+    written in groups is written one way: every group of at most six digits, all joined by
+    the same separators ("4111 1111 …", "4 1 1 1 …" as speech is typed, "4111\\n1111…");
+    so two phone numbers or dates on two lines, a date range ("2026-12-04 - 2026-12-05"), a
+    file name's date and time, or an order number's long parts are no card. Groups of one or
+    two digits joined by a slash or a dot are a date's or a version's, never a card's; a
+    number that is a URL's path segment is an id. The escapes a repr or JSON writes between
+    groups ("\\t", "\\xa0", "\\u202f") separate them too. The work is the text's length:
+    from each group, the seven windows of 13 to 19 digits, each checked in constant time."""
 
     def shadow(self, text: str) -> str:
         plain = super().shadow(text)
@@ -117,30 +122,59 @@ class CardRecogniser(Recogniser):
     def spans(self, match: re.Match[str]) -> list[tuple[int, int]]:
         if match.end() - match.start() < 13:
             return []  # too short to hold a card: most runs of digits, at once
-        run, base = match.group(0), match.start()
-        found: list[tuple[int, int]] = []
-        for groups in _joined_groups(run):
-            found += [(start + base, end + base) for start, end in _cards_among(run, groups)]
-        return found
+        text = match.string
+        groups = [group.span() for group in _DIGITS.finditer(text, match.start(), match.end())]
+        return _cards_among(text, groups)
 
 
-def _joined_groups(run: str) -> list[list[tuple[int, int]]]:
-    """The digit groups of ``run`` (spans), split where two are joined as a date's are."""
-    parts: list[list[tuple[int, int]]] = []
-    for group in re.finditer(r"\d+", run):
-        span = group.span()
-        if parts and not _date_like(run, parts[-1][-1], span):
-            parts[-1].append(span)
-        else:
-            parts.append([span])
-    return parts
+#: The most digits one group of a card written in groups has (4-6-5 for American Express).
+MAX_CARD_GROUP = 6
+
+_DIGITS = re.compile(r"\d+")
 
 
-def _cards_among(run: str, groups: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The spans of ``groups`` (consecutive ones taken together) that hold 13 to 19 digits
-    and pass the Luhn check, the longest from each group on, none overlapping. Each window's
-    Luhn sum is a difference of two running sums, so a run costs its length times seven."""
-    digits = [int(char) for start, end in groups for char in run[start:end]]
+def _chains(text: str, groups: list[tuple[int, int]]) -> list[int]:
+    """For each group, the first group a card written in groups could start at and end at
+    it: groups of at most ``MAX_CARD_GROUP`` digits, joined by the same separators, no date's
+    slash or dot between short groups."""
+    starts: list[int] = []
+    for index, (start, end) in enumerate(groups):
+        if index == 0:
+            starts.append(0)
+            continue
+        before = groups[index - 1]
+        joinable = max(end - start, before[1] - before[0]) <= MAX_CARD_GROUP and not _date_like(
+            text, before, (start, end)
+        )
+        if not joinable:
+            starts.append(index)
+            continue
+        previous = starts[index - 1]
+        same = previous < index - 1 and _joint(text, groups, index - 1) == _joint(
+            text, groups, index
+        )
+        starts.append(previous if same else index - 1)
+    return starts
+
+
+def _joint(text: str, groups: list[tuple[int, int]], index: int) -> frozenset[str]:
+    """What joins group ``index`` to the one before it, as the set of its characters."""
+    return frozenset(text[groups[index - 1][1] : groups[index][0]])
+
+
+def _url_path(text: str, start: int) -> bool:
+    """Whether the digits at ``start`` are a URL's path segment (``…/status/6609…``)."""
+    if start == 0 or text[start - 1] != "/":
+        return False
+    token = text[:start].rsplit(None, 1)[-1]
+    return "://" in token
+
+
+def _cards_among(text: str, groups: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of consecutive ``groups`` that hold a card (see ``CardRecogniser``), the
+    longest from each group on, none overlapping. A window's Luhn sum is the difference of
+    two running sums."""
+    digits = [int(char) for start, end in groups for char in text[start:end]]
     starts, ends, count = [], [], 0
     for start, end in groups:
         starts.append(count)
@@ -154,12 +188,17 @@ def _cards_among(run: str, groups: list[tuple[int, int]]) -> list[tuple[int, int
         even = index % 2 == 0
         as_is.append(as_is[-1] + (digit if even else twice))
         doubled.append(doubled[-1] + (twice if even else digit))
+    chains = _chains(text, groups)
     found, first = [], 0
     while first < len(groups):
         begin = starts[first]
         lowest = bisect.bisect_left(ends, begin + 13, first)
         highest = bisect.bisect_right(ends, begin + 19, first)
         for last in range(highest - 1, lowest - 1, -1):
+            if last > first and chains[last] > first:
+                continue  # not one card's groups
+            if last == first and _url_path(text, groups[first][0]):
+                continue
             stop = ends[last]
             # The last digit is never doubled: the window's parity is that of stop - 1.
             sums = as_is if (stop - 1) % 2 == 0 else doubled
@@ -288,6 +327,20 @@ def _redactor_of(steps: list[Any] | None) -> Redactor | None:
 #: The configured redaction; ``None`` when ``REDACT`` is not set (or Django is not: a store
 #: used on its own redacts nothing).
 redactor = BuiltFromSettings(lambda: _redactor_of(warlock_settings.REDACT))
+
+
+def _fingerprint_of(steps: list[Any] | None) -> str:
+    names = [
+        step if isinstance(step, str) else f"{step.__module__}.{step.__qualname__}"
+        for step in steps or ()
+    ]
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+
+#: What ``REDACT`` names, as a short digest: a session keeps the one its stored text was
+#: redacted with, so text kept before redaction (or before a recogniser was added) is
+#: redacted again at its next turn.
+redaction_fingerprint = BuiltFromSettings(lambda: _fingerprint_of(warlock_settings.REDACT))
 
 
 def redact(text: str) -> str:

@@ -19,7 +19,13 @@ from ..engine import ProviderError
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
 from ..host import Host, HostedTurn
-from ..host.events import end_user_outcome, end_user_payload, end_user_session, event_frame
+from ..host.events import (
+    end_user_outcome,
+    end_user_payload,
+    end_user_run,
+    end_user_session,
+    event_frame,
+)
 from ..host.notify import forget_session
 from ..host.wire import (
     admitted_turn,
@@ -350,5 +356,6 @@ def turn_body(result: HostedTurn, *, staff: bool) -> dict[str, Any]:
     if not staff:
         body["session"] = end_user_session(body["session"])
         body["outcomes"] = [end_user_outcome(line) for line in body["outcomes"]]
+        body["ended"] = [end_user_run(run) for run in body["ended"]]
     body["version"] = result.session["version"]
     return body

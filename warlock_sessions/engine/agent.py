@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -126,11 +126,11 @@ class Agent:
             or self.should_retry
         )
 
-    def fields_asked(self, session: Mapping[str, Any]) -> frozenset[str]:
-        """The fields the flows of the session's live runs collect: what its data holds
-        because a flow asked for it (a value the model extracted while no such flow ran was
-        not asked for)."""
-        flows = [self.flows.get(run.get("flowId", "")) for run in session.get("runs") or ()]
+    def fields_asked(self, runs: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+        """The fields the flows of ``runs`` collect: what a session's data holds because a
+        flow asked for it (a value the model extracted while no such flow ran was not asked
+        for)."""
+        flows = [self.flows.get(run.get("flowId", "")) for run in runs]
         return frozenset(
             name
             for flow in flows

@@ -89,13 +89,16 @@ def end_user_session(session: Mapping[str, Any]) -> dict[str, Any]:
         seen["metadata"] = {**session["metadata"], "handover": kept}
     runs = session.get("runs")
     if isinstance(runs, list):
-        seen["runs"] = [
-            {**run, "outcomes": [end_user_outcome(line) for line in run["outcomes"]]}
-            if isinstance(run, Mapping) and isinstance(run.get("outcomes"), list)
-            else run
-            for run in runs
-        ]
+        seen["runs"] = [end_user_run(run) for run in runs]
     return seen
+
+
+def end_user_run(run: Any) -> Any:
+    """A run (live, or as a turn's ``ended`` lists it) without its handover outcomes'
+    ``detail``."""
+    if isinstance(run, Mapping) and isinstance(run.get("outcomes"), list):
+        return {**run, "outcomes": [end_user_outcome(line) for line in run["outcomes"]]}
+    return run
 
 
 def end_user_outcome(line: Any) -> Any:

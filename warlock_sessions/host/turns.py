@@ -29,7 +29,7 @@ from ..engine import Agent, Model, Session, SystemClock, TurnResult, turn
 from ..engine.session import Run
 from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
-from ..redaction import redact_value, redactor
+from ..redaction import redact_value, redaction_fingerprint, redactor
 from ..stores import Store, default_store
 from ..tracing import Recorder, span
 from .commit import committer_for
@@ -490,29 +490,47 @@ def _save_span(changes: TurnRecords) -> AbstractContextManager[Recorder]:
     )
 
 
+#: The session metadata key naming the ``REDACT`` its stored text was redacted with.
+REDACTED_WITH = "redactedWith"
+
+
 def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn:
     """``hosted`` with its session as it is stored: with ``REDACT`` set, the session's free
     text (history, runs' inputs and triggers' payloads, outcomes) redacted. The data a flow
-    asked for stays as collected (one of the runs live before or after the turn collects
-    it, or it was kept before). A value nobody asked for (an e-mail the model picked out of
+    asked for stays as collected (a run live before or after the turn, or one it ended,
+    collects it, or it was kept before). A value nobody asked for (an e-mail the model picked out of
     a message while no booking ran) in which redaction finds personal data is not kept:
     kept as "[email]" a flow would take it as known; gone, the flow asks for it when it
     needs it. The turn's messages reach the client as said; what is logged and queued of
-    them is redacted (``turn_records``)."""
+    them is redacted (``turn_records``). Only fields the agent declares (what the model
+    extracts into) are held to that; a value its actions set is theirs to keep."""
     if redactor() is None:
         return hosted
-    stored_runs = {run["id"]: run for run in loaded["runs"]} if loaded is not None else {}
+    # What the store holds was redacted when stored, with the REDACT its metadata names: a
+    # turn redacts only what it adds, unless REDACT has changed since (or was off).
+    fingerprint = redaction_fingerprint()
+    redacted = loaded is not None and loaded["metadata"].get(REDACTED_WITH) == fingerprint
+    stored = loaded if redacted and loaded is not None else None
+    stored_runs = {run["id"]: run for run in stored["runs"]} if stored is not None else {}
     runs = [_kept_run(run, stored_runs.get(run["id"])) for run in hosted.session["runs"]]
-    session: Session = {**hosted.session, "runs": runs}
+    session: Session = {
+        **hosted.session,
+        "runs": runs,
+        "metadata": {**hosted.session["metadata"], REDACTED_WITH: fingerprint},
+    }
     if "history" in session:
-        stored_history = loaded.get("history", []) if loaded is not None else []
+        stored_history = stored.get("history", []) if stored is not None else []
         session["history"] = _new_ones_redacted(session["history"], stored_history)
-    before = loaded["data"] if loaded is not None else {}
-    asked = agent.fields_asked(session) | agent.fields_asked(loaded or {})
+    before = stored["data"] if stored is not None else {}
+    collectors: list[Mapping[str, Any]] = [*session["runs"], *hosted.ended]
+    asked = agent.fields_asked([*collectors, *(loaded["runs"] if loaded else [])])
     session["data"] = {
         name: value
         for name, value in session["data"].items()
-        if name in asked or before.get(name) == value or redact_value(value) == value
+        if name not in agent.fields  # set by the agent's own code (an action), not extracted
+        or name in asked
+        or before.get(name) == value
+        or redact_value(value) == value
     }
     hosted.session = session
     return hosted
