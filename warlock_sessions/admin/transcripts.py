@@ -68,7 +68,46 @@ def _speaker(message: dict[str, Any]) -> str:
     return "staff" if message.get("by") else "bot"
 
 
+#: The Responses API's parts (the OpenAI Agents SDK's items) that hold text.
+TEXT_PARTS = frozenset({"input_text", "output_text"})
+
+
+def as_message(item: dict[str, Any]) -> dict[str, Any]:
+    """An item of the Responses API (what the OpenAI Agents SDK keeps in a session) in the
+    shape of this app's messages, for the transcript; this app's messages as they are."""
+    kind = item.get("type")
+    if kind == "function_call":
+        arguments = item.get("arguments")
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            parsed = arguments
+        call = {"id": item.get("call_id"), "name": item.get("name"), "input": parsed}
+        return {"role": "assistant", "toolCalls": [call]}
+    if kind == "function_call_output":
+        return {"role": "tool", "toolCallId": item.get("call_id"), "content": item.get("output")}
+    if kind == "reasoning":
+        summary = item.get("summary") or []
+        said = [part.get("text", "") for part in summary if isinstance(part, dict)]
+        return {"role": "reasoning", "content": " ".join(said)}
+    content = item.get("content")
+    if not isinstance(content, list):
+        return item
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in TEXT_PARTS:
+            parts.append({"type": "text", "text": part.get("text", "")})
+        elif kind in ("input_image", "input_file"):
+            name = part.get("image_url") or part.get("file_url") or part.get("file_id") or ""
+            parts.append({"type": "image" if kind == "input_image" else "file", "name": name})
+        else:
+            parts.append(part)
+    return {**item, "content": parts}
+
+
 def transcript_line(position: int, message: dict[str, Any]) -> dict[str, Any]:
+    message = as_message(message)
     content = message.get("content")
     return {
         "position": position,

@@ -37,7 +37,7 @@ _scope_locks: dict[Any, InProcessLock] = {}
 _store_locks_guard = threading.Lock()
 
 
-def _default_lock(store: Any) -> InProcessLock:
+def default_lock(store: Any) -> InProcessLock:
     """One per store object, or per what a store names as its ``lock_scope`` (the row store:
     its database), so every session of this process on the same conversations shares it."""
     scope = getattr(store, "lock_scope", None)
@@ -90,7 +90,7 @@ class ConversationSession:
         )
         self.agent = agent
         if lock is None or lock is True:
-            self.lock: SessionLock = _default_lock(store)
+            self.lock: SessionLock = default_lock(store)
         elif lock is False:
             self.lock = NoLock()
         else:

@@ -1,0 +1,165 @@
+"""An OpenAI Agents SDK ``Session`` kept as a warlock conversation (extra ``[openai-agents]``).
+
+``WarlockSession(session_id)`` keeps the items the SDK's ``Runner`` reads and writes as the
+messages of the row store's conversation ``session_id`` (``DjangoConversationStore``): one
+header row with a version and one row per item, so what the app gives its own conversations
+applies: the admin's transcript, the conversations API, quotas, tenants, ``REDACT``,
+``ENCRYPTION_KEYS``, ``warlock_erase`` and retention. Every write is conditional on the
+version it read and is tried again on a lost race: items are appended, never lost.
+
+The SDK's ``Runner.run`` reads the history, then writes each turn's items in calls of their
+own, so two runs on one session at once interleave their items (the SDK's own race).
+``await session.run(agent, input)`` runs under the conversation's lock
+(``CONVERSATION_LOCK``, ``LOCK_TIMEOUT``): the second run waits for the first, or is refused
+with ``SessionLockTimeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from ..conf import warlock_settings
+from ..conversations.configured import conversation_lock
+from ..conversations.db import DjangoConversationStore
+from ..conversations.session import default_lock
+from ..conversations.stores import RECORD_PREFIX, new_record
+from ..errors import SessionConflictError, SessionExistsError
+from ..host.wire import session_id_input
+from ..permissions import owner_fields
+
+try:
+    from agents import Runner
+    from agents.memory import SessionABC, SessionSettings
+    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+except ImportError as error:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "warlock_sessions.frameworks.openai_agents needs the OpenAI Agents SDK: "
+        "pip install 'warlock-sessions[openai-agents]'"
+    ) from error
+
+
+class WarlockSession(SessionABC):
+    """The SDK's ``Session`` on warlock's conversation tables (see the module doc).
+
+    ``owner``: whose conversation it is, for the API's policy, quotas and erasure: a Django
+    user, a request (its user, or its anonymous visitor), or ``None`` (server code's: nobody
+    owns it). ``session_settings``: the SDK's, ``limit`` being the default of ``get_items``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        owner: Any = None,
+        using: str | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id_input(session_id, "session_id")
+        self.session_settings = (
+            coerce_session_settings(dict(session_settings))
+            if isinstance(session_settings, Mapping)
+            else session_settings or SessionSettings()
+        )
+        self._store = DjangoConversationStore(using=using, owner=_owner_of(owner))
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The items, oldest first; with a ``limit`` (or the settings'), the latest ones."""
+        return await sync_to_async(self._items)(limit)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append ``items`` (the conversation is made by the first)."""
+        if items:
+            await sync_to_async(self._append)(list(items))
+
+    async def pop_item(self) -> Any | None:
+        """Remove and return the latest item (``None`` when there is none)."""
+        return await sync_to_async(self._pop)()
+
+    async def clear_session(self) -> None:
+        """Forget the conversation and every item."""
+        await sync_to_async(self._store.delete)(self.session_id)
+
+    async def run(self, agent: Any, input: Any, **options: Any) -> Any:
+        """``Runner.run(agent, input, session=self, **options)`` under the conversation's
+        lock: another run of this session waits, or is refused (``SessionLockTimeout``)."""
+        async with self.turn():
+            return await Runner.run(agent, input, session=self, **options)
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold the conversation's lock while the block runs (an ``async with`` around a
+        ``Runner.run`` of your own, a streamed one included)."""
+        lock = conversation_lock() or default_lock(self._store)
+        loop = asyncio.get_running_loop()
+        held, done = asyncio.Event(), threading.Event()
+
+        def hold() -> None:
+            loop.call_soon_threadsafe(held.set)
+            done.wait()
+
+        holding = asyncio.ensure_future(
+            sync_to_async(lock.with_lock, thread_sensitive=False)(
+                f"{RECORD_PREFIX}{self.session_id}", hold
+            )
+        )
+        waiting = asyncio.ensure_future(held.wait())
+        await asyncio.wait({holding, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not held.is_set():
+            waiting.cancel()
+            await holding  # the lock was refused: its error
+        try:
+            yield
+        finally:
+            done.set()
+            await holding
+
+    # -- in a worker thread -------------------------------------------------------------------
+
+    def _items(self, limit: int | None) -> list[Any]:
+        record = self._store.load(self.session_id)
+        items = record["messages"] if record else []
+        count = resolve_session_limit(limit, self.session_settings)
+        if count is not None and count >= 0:  # a negative limit is none, as the SDK's own
+            items = items[-count:] if count else []
+        return copy.deepcopy(items)  # the store keeps its copy for its next read
+
+    def _append(self, items: list[Any]) -> None:
+        for _ in range(warlock_settings.MAX_CONFLICT_RETRIES + 1):
+            record = self._store.load(self.session_id)
+            try:
+                if record is None:
+                    self._store.create({**new_record(self.session_id), "messages": items})
+                else:
+                    self._store.append_turn(record, [*record["messages"], *items], items)
+                return
+            except (SessionConflictError, SessionExistsError):
+                continue  # another writer was first: append after what it wrote
+        raise SessionConflictError(self.session_id, 0, None)
+
+    def _pop(self) -> Any | None:
+        for _ in range(warlock_settings.MAX_CONFLICT_RETRIES + 1):
+            record = self._store.load(self.session_id)
+            if record is None or not record["messages"]:
+                return None
+            latest = copy.deepcopy(record["messages"][-1])
+            try:
+                self._store.truncate(record, len(record["messages"]) - 1)
+            except SessionConflictError:
+                continue
+            return latest
+        raise SessionConflictError(self.session_id, 0, None)
+
+
+def _owner_of(owner: Any) -> dict[str, Any] | None:
+    if owner is None:
+        return None
+    if hasattr(owner, "session") and hasattr(owner, "user"):  # a request
+        return owner_fields(owner)
+    return {"user": owner, "anonymous_key": ""}
