@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,18 +126,27 @@ def test_what_a_caller_changes_is_not_what_is_stored(alias: str) -> None:
 
 
 def test_concurrent_writers_lose_no_item(alias: str) -> None:
-    """Two writers append at once (no lock): every item is kept, each writer's in order."""
+    """Two writers in two threads append at once (no lock): each conditional write that
+    loses a race reads again and appends after the winner; every item is kept."""
+    start = threading.Barrier(2)
 
-    async def both() -> None:
-        first, second = WarlockSession("sdk-5", using=alias), WarlockSession("sdk-5", using=alias)
-        await asyncio.gather(
-            *(first.add_items([{"role": "user", "content": f"a{n}"}]) for n in range(5)),
-            *(second.add_items([{"role": "user", "content": f"b{n}"}]) for n in range(5)),
-        )
+    def write(name: str) -> None:
+        session = WarlockSession("sdk-5", using=alias)
+        start.wait()
+        try:
+            for n in range(10):
+                run(session.add_items([{"role": "user", "content": f"{name}{n}"}]))
+        finally:
+            connections.close_all()
 
-    run(both())
+    threads = [threading.Thread(target=write, args=(name,)) for name in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
     said = [item["content"] for item in run(WarlockSession("sdk-5", using=alias).get_items())]
-    assert sorted(said) == sorted([f"a{n}" for n in range(5)] + [f"b{n}" for n in range(5)])
+    assert sorted(said) == sorted(f"{name}{n}" for name in "ab" for n in range(10))
+    assert [word for word in said if word.startswith("a")] == [f"a{n}" for n in range(10)]
 
 
 def answering(*replies: str) -> Agent:

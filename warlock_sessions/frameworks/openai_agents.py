@@ -110,10 +110,15 @@ class WarlockSession(SessionABC):
             )
         )
         waiting = asyncio.ensure_future(held.wait())
-        await asyncio.wait({holding, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        if not held.is_set():
+        try:
+            await asyncio.wait({holding, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if not held.is_set():
+                await holding  # the lock was refused: its error
+        except BaseException:
+            done.set()  # cancelled while waiting: the lock goes as soon as it is had
+            raise
+        finally:
             waiting.cancel()
-            await holding  # the lock was refused: its error
         try:
             yield
         finally:
