@@ -30,10 +30,12 @@ from warlock_sessions.errors import SessionLockTimeout
 from warlock_sessions.models import Conversation, ConversationMessage
 
 agents = pytest.importorskip("agents")
-from agents import Agent  # noqa: E402
+from agents import Agent, set_tracing_disabled  # noqa: E402
 from agents.testing.model import ScriptedModel, assistant_message  # noqa: E402
 
 from warlock_sessions.frameworks.openai_agents import WarlockSession  # noqa: E402
+
+set_tracing_disabled(True)  # the SDK's traces go to OpenAI's servers: none here
 
 #: One of each kind of item the SDK's runner writes to a session.
 ITEMS: list[dict[str, Any]] = [
