@@ -131,6 +131,7 @@ def test_concurrent_writers_lose_no_item(alias: str) -> None:
     """Two writers in two threads append at once (no lock): each conditional write that
     loses a race reads again and appends after the winner; every item is kept."""
     start = threading.Barrier(2)
+    failures: list[BaseException] = []
 
     def write(name: str) -> None:
         session = WarlockSession("sdk-5", using=alias)
@@ -138,6 +139,8 @@ def test_concurrent_writers_lose_no_item(alias: str) -> None:
         try:
             for n in range(10):
                 run(session.add_items([{"role": "user", "content": f"{name}{n}"}]))
+        except BaseException as error:  # a thread's error would pass unseen
+            failures.append(error)
         finally:
             connections.close_all()
 
@@ -146,6 +149,7 @@ def test_concurrent_writers_lose_no_item(alias: str) -> None:
         thread.start()
     for thread in threads:
         thread.join(60)
+    assert failures == []
     said = [item["content"] for item in run(WarlockSession("sdk-5", using=alias).get_items())]
     assert sorted(said) == sorted(f"{name}{n}" for name in "ab" for n in range(10))
     assert [word for word in said if word.startswith("a")] == [f"a{n}" for n in range(10)]

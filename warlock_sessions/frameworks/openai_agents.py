@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import random
 import threading
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -136,7 +138,7 @@ class WarlockSession(SessionABC):
         return copy.deepcopy(items)  # the store keeps its copy for its next read
 
     def _append(self, items: list[Any]) -> None:
-        for _ in range(warlock_settings.MAX_CONFLICT_RETRIES + 1):
+        for attempt in self._attempts():
             record = self._store.load(self.session_id)
             try:
                 if record is None:
@@ -144,22 +146,49 @@ class WarlockSession(SessionABC):
                 else:
                     self._store.append_turn(record, [*record["messages"], *items], items)
                 return
-            except (SessionConflictError, SessionExistsError):
-                continue  # another writer was first: append after what it wrote
-        raise SessionConflictError(self.session_id, 0, None)
+            except (SessionConflictError, SessionExistsError) as error:
+                attempt.lost(error)  # another writer was first: append after what it wrote
 
     def _pop(self) -> Any | None:
-        for _ in range(warlock_settings.MAX_CONFLICT_RETRIES + 1):
+        for attempt in self._attempts():
             record = self._store.load(self.session_id)
             if record is None or not record["messages"]:
                 return None
             latest = copy.deepcopy(record["messages"][-1])
             try:
                 self._store.truncate(record, len(record["messages"]) - 1)
-            except SessionConflictError:
+            except SessionConflictError as error:
+                attempt.lost(error)
                 continue
             return latest
-        raise SessionConflictError(self.session_id, 0, None)
+        return None  # unreachable: the attempts end by raising
+
+    def _attempts(self) -> Iterator[_Attempt]:
+        """Tries of a conditional write, for as long as ``LOCK_TIMEOUT`` (another writer
+        wins each lost race, so each writer's turn comes), a little apart and at random, so
+        two writers in step fall out of it; then the last lost race's error."""
+        deadline = time.monotonic() + max(1.0, warlock_settings.LOCK_TIMEOUT)
+        attempt = _Attempt()
+        while True:
+            yield attempt
+            if attempt.error is None:
+                return
+            if time.monotonic() > deadline:
+                raise attempt.error
+            time.sleep(random.uniform(0, 0.005 * min(attempt.count, 20)))
+            attempt.error = None
+
+
+class _Attempt:
+    """One try of a conditional write: the race it lost, if it lost one."""
+
+    def __init__(self) -> None:
+        self.error: Exception | None = None
+        self.count = 0
+
+    def lost(self, error: Exception) -> None:
+        self.error = error
+        self.count += 1
 
 
 def _owner_of(owner: Any) -> dict[str, Any] | None:
