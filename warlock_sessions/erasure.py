@@ -27,7 +27,7 @@ from typing import Any
 from django.db import router, transaction
 from django.db.models import Model, QuerySet
 
-from .cache import default_cache_store
+from .cache import default_cache_store, kept_in_database
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .conf import warlock_settings
 from .conversations.seen import seen_histories
@@ -285,14 +285,7 @@ def _forget_cached(traces: Traces) -> int:
     if cache is None:
         return 0
     forgotten = sum(cache.forget_scope(f"conversation:{key}") for key in traces.conversations)
-    return 0 if _is_django_cache(cache) else forgotten
-
-
-def _is_django_cache(cache: Any) -> bool:
-    # Imported only with a cache configured: its module needs the [cache] extra's numpy.
-    from .cache.db import DjangoCacheStore
-
-    return isinstance(cache, DjangoCacheStore)
+    return 0 if kept_in_database(cache) else forgotten
 
 
 def _outside(traces: Traces) -> list[Outside]:

@@ -114,9 +114,9 @@ class SocketRequest:
         self.user = scope.get("user") or AnonymousUser()
         client = scope.get("client") or ("",)
         self.META = {"REMOTE_ADDR": client[0] or ""}
-        for name, value in scope.get("headers", ()):
-            if name == b"x-forwarded-for":
-                self.META["HTTP_X_FORWARDED_FOR"] = value.decode("latin-1")
+        forwarded = tenancy.scope_headers(scope).get(b"x-forwarded-for")
+        if forwarded is not None:
+            self.META["HTTP_X_FORWARDED_FOR"] = forwarded
         self.headers = HttpHeaders(self.META)
         self._request = self
 

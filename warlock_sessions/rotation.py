@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import models, router
 
-from .cache import default_cache_store
+from .cache import default_cache_store, kept_in_database
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
 from .checkpoints.base import state_place
 from .encryption import (
@@ -238,17 +238,9 @@ def _kept_by_django(model: type[models.Model]) -> bool:
     if model is Checkpoint:
         return isinstance(default_checkpoint_store(), DjangoCheckpointStore | type(None))
     if model is CacheEntry:
-        return isinstance(default_cache_store(), _django_cache_store() | type(None))
+        store = default_cache_store()
+        return store is None or kept_in_database(store)
     return True
-
-
-def _django_cache_store() -> type:
-    # Imported only when asked: the cache's module needs the [cache] extra's numpy.
-    try:
-        from .cache.db import DjangoCacheStore
-    except ImportError:
-        return type(None)
-    return DjangoCacheStore
 
 
 def _outside_stores(using: str | None) -> Iterator[Progress]:
@@ -273,7 +265,7 @@ def not_rotated() -> list[str]:
             "warlock_prune and the orchestrators prune them)"
         )
     cache = default_cache_store()
-    if cache is not None and not isinstance(cache, _django_cache_store()):
+    if cache is not None and not kept_in_database(cache):
         found.append(
             f"CACHE_STORE {type(cache).__name__} keeps its answers outside the database: one "
             "sealed with an older key is a miss once that key is gone (the cache fills again)"

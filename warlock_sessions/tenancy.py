@@ -189,15 +189,20 @@ def request_host(request: Any) -> str:
     return split_domain_port(scope_host(getattr(request, "scope", None) or {}))[0]
 
 
+def scope_headers(scope: Any) -> dict[bytes, str]:
+    """An ASGI connection's headers by lowercased name (the last of a repeated one)."""
+    return {
+        bytes(name).lower(): bytes(value).decode("latin-1")
+        for name, value in scope.get("headers") or ()
+    }
+
+
 def scope_host(scope: Any) -> str:
     """The host (with its port, if one was sent) an ASGI connection was made to, lowercased:
     its ``Host`` header, or ``X-Forwarded-Host`` with ``USE_X_FORWARDED_HOST``, as
     ``request.get_host()`` reads them and held to ``ALLOWED_HOSTS`` the same way; ``""`` for
     a host Django would refuse."""
-    headers = {
-        bytes(name).lower(): bytes(value).decode("latin-1")
-        for name, value in scope.get("headers") or ()
-    }
+    headers = scope_headers(scope)
     forwarded = settings.USE_X_FORWARDED_HOST and headers.get(b"x-forwarded-host")
     host = (forwarded or headers.get(b"host", "")).lower()
     domain = split_domain_port(host)[0]

@@ -85,11 +85,9 @@ def fire_the_reminder(chat_id: str) -> int:
     return run_due_wakes(10)
 
 
-@pytest.mark.skipif(
-    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-)
-@override_settings(WARLOCK_SESSIONS=SETTINGS)
-class ChatPageTest(ChannelsLiveServerTestCase):
+class LiveServerTestCase(ChannelsLiveServerTestCase):
+    """The example project served by daphne, with its static files, for a browser."""
+
     serve_static = True
 
     @classmethod
@@ -101,6 +99,12 @@ class ChatPageTest(ChannelsLiveServerTestCase):
         SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
         super().setUpClass()
 
+
+@pytest.mark.skipif(
+    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+)
+@override_settings(WARLOCK_SESSIONS=SETTINGS)
+class ChatPageTest(LiveServerTestCase):
     def test_a_booking_conversation_survives_a_dropped_socket(self) -> None:
         from playwright.sync_api import expect, sync_playwright
 

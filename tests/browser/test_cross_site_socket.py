@@ -7,15 +7,19 @@ Chromium sends ``acme.chat.test``'s cookies with a websocket that a page on
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from asgiref.sync import SyncToAsync
-from channels.testing import ChannelsLiveServerTestCase
 from django.test import override_settings
 
-from tests.browser.test_chat_page import ARGS, CHROMIUM, HAVE_CHROMIUM, SETTINGS, say
+from tests.browser.test_chat_page import (
+    ARGS,
+    CHROMIUM,
+    HAVE_CHROMIUM,
+    SETTINGS,
+    LiveServerTestCase,
+    say,
+)
 
 #: Opens a socket to ``url`` from the page and reports what it saw within three seconds.
 PROBE_SOCKET = """url => new Promise(done => {
@@ -32,14 +36,7 @@ PROBE_SOCKET = """url => new Promise(done => {
     not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
 )
 @override_settings(WARLOCK_SESSIONS=SETTINGS, ALLOWED_HOSTS=[".chat.test", "localhost"])
-class CrossSiteSocketTest(ChannelsLiveServerTestCase):
-    serve_static = True
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)  # asgiref#194
-        super().setUpClass()
-
+class CrossSiteSocketTest(LiveServerTestCase):
     def test_a_sibling_subdomain_s_page_cannot_open_the_chat_s_socket(self) -> None:
         from playwright.sync_api import expect, sync_playwright
 

@@ -6,16 +6,21 @@ the bot asks again where it was. Screenshots of both pages go to a temporary fol
 from __future__ import annotations
 
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from asgiref.sync import SyncToAsync
-from channels.testing import ChannelsLiveServerTestCase
 from django.contrib.auth.models import User
 from django.test import override_settings
 
-from tests.browser.test_chat_page import ARGS, CHROMIUM, HAVE_CHROMIUM, SETTINGS, say, server_side
+from tests.browser.test_chat_page import (
+    ARGS,
+    CHROMIUM,
+    HAVE_CHROMIUM,
+    SETTINGS,
+    LiveServerTestCase,
+    say,
+    server_side,
+)
 from warlock_sessions.models import Session
 
 
@@ -27,14 +32,7 @@ def make_staff() -> None:
     not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
 )
 @override_settings(WARLOCK_SESSIONS=SETTINGS)
-class HandoverPagesTest(ChannelsLiveServerTestCase):
-    serve_static = True
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)  # asgiref#194
-        super().setUpClass()
-
+class HandoverPagesTest(LiveServerTestCase):
     def test_staff_take_a_chat_answer_it_and_hand_it_back(self) -> None:
         from playwright.sync_api import expect, sync_playwright
 

@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from ..backends.outages import RETRY_AFTER, unavailable
 from ..errors import NewVisitorsThrottledError
-from .errors import outage, service_unavailable
+from .errors import ApiError, outage, service_unavailable
 
 _EXCEPTION = "_warlock_exception"
 
@@ -55,11 +55,8 @@ def fault_response(request: HttpRequest, response: HttpResponse) -> HttpResponse
     json = speaks_json(request)
     if error is not None and unavailable(error):
         outage.failed(error)
-        problem = service_unavailable()
         answer: HttpResponse = (
-            JsonResponse(
-                {"code": problem.code, "detail": str(problem.detail), **problem.extra}, status=503
-            )
+            problem_response(service_unavailable())
             if json
             else HttpResponse(
                 "The service is temporarily unavailable. Try again in a moment.",
@@ -76,6 +73,14 @@ def fault_response(request: HttpRequest, response: HttpResponse) -> HttpResponse
             status=500,
         )
     return response
+
+
+def problem_response(problem: ApiError) -> JsonResponse:
+    """An API error as the API's own handler shapes it: ``{code, detail, ...}``."""
+    return JsonResponse(
+        {"code": problem.code, "detail": str(problem.detail), **problem.extra},
+        status=problem.status_code,
+    )
 
 
 class ServiceUnavailableMiddleware:
@@ -109,9 +114,7 @@ class ServiceUnavailableMiddleware:
             return None
         wait = max(1, math.ceil(exception.wait or 1))
         answer: HttpResponse = (
-            JsonResponse(
-                {"code": "throttled", "detail": str(exception), "retry_after": wait}, status=429
-            )
+            problem_response(ApiError(429, "throttled", str(exception), retry_after=wait))
             if speaks_json(request)
             else HttpResponse(
                 "Too many new visitors from your address just now. Try again later, or keep "

@@ -26,6 +26,7 @@ __all__ = [
     "RedisCacheStore",
     "SemanticCache",
     "default_cache_store",
+    "kept_in_database",
     "semantic_cache",
 ]
 
@@ -34,6 +35,16 @@ def default_cache_store() -> CacheStore | None:
     """The store of ``WARLOCK_SESSIONS["CACHE_STORE"]``, built once, or ``None``."""
     store: CacheStore | None = warlock_settings.built("CACHE_STORE")
     return store
+
+
+def kept_in_database(store: CacheStore | None) -> bool:
+    """Whether ``store`` keeps its answers in this app's tables (``DjangoCacheStore``)."""
+    if store is None:
+        return False
+    # Imported only with a store in hand: the module needs the [cache] extra's numpy.
+    from .db import DjangoCacheStore
+
+    return isinstance(store, DjangoCacheStore)
 
 
 def __getattr__(name: str) -> Any:

@@ -510,7 +510,7 @@ def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn
     # turn redacts only what it adds, unless REDACT has changed since (or was off).
     fingerprint = redaction_fingerprint()
     redacted = loaded is not None and loaded["metadata"].get(REDACTED_WITH) == fingerprint
-    stored = loaded if redacted and loaded is not None else None
+    stored = loaded if redacted else None
     stored_runs = {run["id"]: run for run in stored["runs"]} if stored is not None else {}
     runs = [_kept_run(run, stored_runs.get(run["id"])) for run in hosted.session["runs"]]
     session: Session = {
@@ -521,19 +521,32 @@ def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn
     if "history" in session:
         stored_history = stored.get("history", []) if stored is not None else []
         session["history"] = _new_ones_redacted(session["history"], stored_history)
-    before = stored["data"] if stored is not None else {}
-    collectors: list[Mapping[str, Any]] = [*session["runs"], *hosted.ended]
-    asked = agent.fields_asked([*collectors, *(loaded["runs"] if loaded else [])])
-    session["data"] = {
+    runs_of_the_turn: list[Mapping[str, Any]] = [
+        *session["runs"],
+        *hosted.ended,
+        *(loaded["runs"] if loaded is not None else []),
+    ]
+    session["data"] = _kept_data(
+        session["data"], agent, runs_of_the_turn, stored["data"] if stored is not None else {}
+    )
+    hosted.session = session
+    return hosted
+
+
+def _kept_data(
+    data: dict[str, Any], agent: Agent, runs: list[Mapping[str, Any]], before: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``data`` less the values of declared fields that no run of the turn collects, that
+    were not kept before, and in which redaction finds personal data (see ``kept``)."""
+    asked = agent.fields_asked(runs)
+    return {
         name: value
-        for name, value in session["data"].items()
+        for name, value in data.items()
         if name not in agent.fields  # set by the agent's own code (an action), not extracted
         or name in asked
         or before.get(name) == value
         or redact_value(value) == value
     }
-    hosted.session = session
-    return hosted
 
 
 def _new_ones_redacted(entries: list[Any], stored: list[Any]) -> list[Any]:

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.utils.http import is_same_domain
 
 from ..backends.outages import unavailable
-from ..tenancy import scope_host
+from ..tenancy import scope_headers, scope_host
 from .base import TRY_AGAIN_LATER, close_codes, frame_outage
 
 logger = logging.getLogger("warlock_sessions.realtime")
@@ -53,24 +53,16 @@ class SameOriginValidator:
         logger.warning(
             "a socket from origin %r to host %r was refused: not the same origin, nor one of "
             "CSRF_TRUSTED_ORIGINS",
-            header(scope, b"origin"),
-            header(scope, b"host"),
+            scope_headers(scope).get(b"origin"),
+            scope_headers(scope).get(b"host"),
         )
         return await WebsocketDenier()(scope, receive, send)
-
-
-def header(scope: Any, name: bytes | str) -> str | None:
-    wanted = name.encode() if isinstance(name, str) else name
-    for key, value in scope.get("headers") or ():
-        if bytes(key).lower() == wanted:
-            return bytes(value).decode("latin-1")
-    return None
 
 
 def same_origin(scope: Any) -> bool:
     """Whether a socket's ``Origin`` is its own host's, or one ``CSRF_TRUSTED_ORIGINS`` names,
     as Django's ``CsrfViewMiddleware`` decides for a form."""
-    origin = header(scope, b"origin")
+    origin = scope_headers(scope).get(b"origin")
     if not origin:
         return False
     try:
@@ -99,7 +91,7 @@ def secure_socket(scope: Any) -> bool:
         return False
     name, value = proxy
     wanted = name.removeprefix("HTTP_").replace("_", "-").lower().encode()
-    sent = header(scope, wanted)
+    sent = scope_headers(scope).get(wanted)
     return sent is not None and sent.split(",")[0].strip() == value
 
 
