@@ -26,7 +26,6 @@ __all__ = [
     "RedisCacheStore",
     "SemanticCache",
     "default_cache_store",
-    "kept_in_database",
     "semantic_cache",
 ]
 
