@@ -106,7 +106,9 @@ def test_prune_deletes_what_the_policy_no_longer_keeps_in_batches(history: None)
         "wakes": 1,
         "conversations": 1,
         "conversation records": 1,
+        "graph threads": 0,
         "snapshots": 1,
+        "expired memory items": 0,
     }
     assert set(Conversation.objects.values_list("id", flat=True)) == {"pending", "talking"}
     assert not ConversationMessage.objects.filter(conversation_id="idle").exists()
@@ -166,7 +168,9 @@ def test_a_dry_run_counts_and_deletes_nothing(history: None) -> None:
         "wakes: would delete 1",
         "conversations: would delete 1",
         "conversation records: would delete 1",
+        "graph threads: would delete 0",
         "snapshots: would delete 1",
+        "expired memory items: would delete 0",
     ]
     assert Session.objects.count() == 3 and SessionEvent.objects.count() == 253
 

@@ -49,7 +49,9 @@ class Keyring:
     accept_plaintext: bool
 
     def seal(self, text: str, where: tuple[str, ...]) -> str:
-        plain = text.encode()
+        return self.seal_bytes(text.encode(), where)
+
+    def seal_bytes(self, plain: bytes, where: tuple[str, ...]) -> str:
         # Compressed first (JSON shrinks tenfold), so the value costs less to seal, send and
         # keep; the flag is sealed with it.
         plain = COMPRESSED + zlib.compress(plain, 1) if len(plain) > COMPRESS_FROM else RAW + plain
@@ -59,6 +61,9 @@ class Keyring:
         return f"{PREFIX}{self.current}.{token}"
 
     def open(self, stored: str, where: tuple[str, ...]) -> str:
+        return self.open_bytes(stored, where).decode()
+
+    def open_bytes(self, stored: str, where: tuple[str, ...]) -> bytes:
         from cryptography.exceptions import InvalidTag
 
         key_id, _, token = stored[len(PREFIX) :].partition(".")
@@ -75,7 +80,7 @@ class Keyring:
                 where, "does not open here: it was changed, or sealed for another place"
             ) from None
         flag, body = plain[:1], plain[1:]
-        return (zlib.decompress(body) if flag == COMPRESSED else body).decode()
+        return zlib.decompress(body) if flag == COMPRESSED else body
 
 
 def _associated(where: tuple[str, ...]) -> bytes:
@@ -163,6 +168,43 @@ def open_json(stored: Any, *where: str) -> Any:
     return stored
 
 
+#: What the serialisation type of a value ``seal_bytes`` sealed is marked with, in the column
+#: beside it (as LangGraph's own ``EncryptedSerializer`` marks its type).
+SEALED_KIND = "+wse1"
+
+
+def seal_bytes(data: bytes, *where: str) -> bytes | None:
+    """``data`` sealed for ``where`` (the sealed text's ASCII), or ``None`` when there are no
+    keys (keep ``data`` as it is, marked plain by its column: bytes cannot say it)."""
+    ring = keyring()
+    return None if ring is None else ring.seal_bytes(data, where).encode()
+
+
+def open_bytes(stored: bytes, sealed: bool, *where: str) -> bytes:
+    """What ``seal_bytes`` kept at ``where`` (``sealed``: its column says it was), opened."""
+    ring = keyring()
+    if sealed:
+        if ring is None:
+            raise SealedValueError(where, "is sealed and ENCRYPTION_KEYS is not set")
+        return ring.open_bytes(stored.decode(), where)
+    if ring is not None and not ring.accept_plaintext:
+        raise PlaintextRefusedError(where)
+    return stored
+
+
+def resealed_bytes(stored: bytes, sealed: bool, *where: str) -> bytes | None:
+    """``resealed_text`` for what ``seal_bytes`` keeps: ``None`` when it is sealed with the
+    current key already (once opened with it)."""
+    ring = keyring()
+    if ring is None:
+        return None
+    if sealed:
+        text = stored.decode()
+        opened = ring.open_bytes(text, where)
+        return None if sealed_key(text) == ring.current else ring.seal_bytes(opened, where).encode()
+    return ring.seal_bytes(stored, where).encode()
+
+
 def resealed_text(stored: str, *where: str) -> str | None:
     """``stored`` sealed with the current key (a plain value is sealed, whatever
     ``ENCRYPTION_ACCEPT_PLAINTEXT`` says), or ``None`` when it is already: once it has been
@@ -223,3 +265,9 @@ def message_place(conversation_id: str, position: int) -> tuple[str, ...]:
 def pending_place(conversation_id: str) -> tuple[str, ...]:
     """Where a conversation's pending turn is kept."""
     return ("conversation.pending", conversation_id)
+
+
+def graph_place(what: str, thread_id: str, namespace: str, *parts: str) -> tuple[str, ...]:
+    """Where a LangGraph thread's checkpoint, channel value or pending write is kept (``what``
+    says which; ``parts``: its checkpoint, channel and version, or task and index)."""
+    return (f"graph.{what}", thread_id, namespace, *parts)

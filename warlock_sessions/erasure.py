@@ -6,9 +6,10 @@ A person is a user (every session and conversation they own), an anonymous visit
 key their Django session keeps), one session or one conversation. What goes: the sessions with
 their event logs, outbox rows, wakes, applied inputs and owner rows; the conversations with
 their messages and the forks of them the same person owns; the run snapshots, orchestrator
-checkpoints, cached answers and locks of those conversations. Session ids and conversation
-ids are apart (a client names both): each row is matched against the kind of id it belongs
-to. What stays: the user's account and Django session (the project's own tables), and
+checkpoints, cached answers and locks of those conversations; their LangGraph threads (every
+checkpoint, channel value and pending write) and long-term memory items. Session ids and
+conversation ids are apart (a client names both): each row is matched against the kind of id
+it belongs to. What stays: the user's account and Django session (the project's own tables), and
 whatever your code copied elsewhere.
 
 Stores outside the database (Redis, files) are emptied first and the database's rows after,
@@ -21,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import router, transaction
@@ -39,6 +40,11 @@ from .models import (
     Checkpoint,
     Conversation,
     ConversationMessage,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphThread,
+    GraphWrite,
+    MemoryItem,
     OutboundMessage,
     Session,
     SessionEvent,
@@ -87,11 +93,14 @@ class Person:
 class Traces:
     """The ids a person's rows hang off, each kind apart; ``others_forks``: forks someone
     else made of the person's conversations (staff trying another answer), whose history
-    begins with the person's messages."""
+    begins with the person's messages; ``threads``: their LangGraph threads, ``memories``:
+    their LangGraph long-term memory items (``frameworks.langgraph``)."""
 
     sessions: list[str]
     conversations: list[str]
     others_forks: list[str]
+    threads: list[str] = field(default_factory=list)
+    memories: list[int] = field(default_factory=list)
 
 
 #: What an erase does with ``Traces.others_forks``: ``"erase"`` them whole (the default: they
@@ -123,7 +132,8 @@ def erase(
     found = traces_of(person)
     traces = found
     if others_forks == "erase":
-        traces = Traces(found.sessions, sorted({*found.conversations, *found.others_forks}), [])
+        everyone = sorted({*found.conversations, *found.others_forks})
+        traces = replace(found, conversations=everyone, others_forks=[])
     tables = _tables(traces)
     counts = {label: sum(rows.count() for rows in batches) for label, batches in tables}
     outside = _outside(traces)
@@ -183,13 +193,26 @@ def traces_of(person: Person) -> Traces:
         )
         sessions = set(owners.filter(**owner).values_list("session_id", flat=True))
         conversations = set(chats.filter(**owner).values_list("id", flat=True))
+        threads = set(_rows(GraphThread).filter(**owner).values_list("id", flat=True))
+        memories = set(_rows(MemoryItem).filter(**owner).values_list("pk", flat=True))
     else:
         sessions = {person.session} if person.session else set()
         conversations = {person.conversation} if person.conversation else set()
         root = chats.filter(id=person.conversation).values("user", "anonymous_key").first()
         owner = root or {}
+        # A client names a chat by one id, whichever framework keeps it.
+        threads = set(
+            _rows(GraphThread).filter(id=person.conversation).values_list("id", flat=True)
+        )
+        memories = set()
     own = _with_forks(conversations, owner)
-    return Traces(sorted(sessions), sorted(own), sorted(_with_forks(own, None) - own))
+    return Traces(
+        sorted(sessions),
+        sorted(own),
+        sorted(_with_forks(own, None) - own),
+        sorted(threads),
+        sorted(memories),
+    )
 
 
 def _with_forks(conversations: set[str], owner: dict[str, Any] | None) -> set[str]:
@@ -248,11 +271,27 @@ def _tables(traces: Traces) -> list[tuple[str, list[QuerySet[Any]]]]:
         ),
         ("cached answers", _each(conversations, _cached_answers)),
     ]
+    tables += [
+        (label, _each(traces.threads, _of_threads(model)))
+        for label, model in (
+            ("graph pending writes", GraphWrite),
+            ("graph channel values", GraphBlob),
+            ("graph checkpoints", GraphCheckpoint),
+        )
+    ]
+    tables += [
+        ("graph threads", _each(traces.threads, lambda ids: _rows(GraphThread).filter(id__in=ids))),
+        ("memory items", _each(traces.memories, lambda ids: _rows(MemoryItem).filter(pk__in=ids))),
+    ]
     return tables
 
 
 def _of_sessions(model: type[Model], using: str | None) -> Callable[[list[str]], QuerySet[Any]]:
     return lambda ids: _rows(model, using).filter(session_id__in=ids)
+
+
+def _of_threads(model: type[Model]) -> Callable[[list[str]], QuerySet[Any]]:
+    return lambda ids: _rows(model).filter(thread_id__in=ids)
 
 
 def _snapshots(conversations: list[str]) -> QuerySet[Any]:
@@ -319,11 +358,11 @@ def _outside(traces: Traces) -> list[Outside]:
     return found
 
 
-def _each(ids: list[str], rows_of: Callable[[list[str]], QuerySet[Any]]) -> list[QuerySet[Any]]:
+def _each(ids: list[Any], rows_of: Callable[[list[Any]], QuerySet[Any]]) -> list[QuerySet[Any]]:
     return [rows_of(batch) for batch in _batches(ids)]
 
 
-def _batches(ids: Iterable[str]) -> Iterator[list[str]]:
+def _batches(ids: Iterable[Any]) -> Iterator[list[Any]]:
     ordered = sorted(ids)
     for start in range(0, len(ordered), BATCH):
         yield ordered[start : start + BATCH]

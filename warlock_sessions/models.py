@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .encryption import (
     event_place,
+    graph_place,
     message_place,
     open_json,
     open_text,
@@ -421,6 +422,12 @@ class AppliedInput(Tenanted):
         return f"{self.session_id}: {self.input_key}"
 
 
+def visitor_index(name: str) -> models.Index:
+    """An owned table's index of its anonymous visitors' rows, counted against their quota
+    and found by an erase (users have their foreign key's index)."""
+    return models.Index(fields=["anonymous_key"], condition=~models.Q(anonymous_key=""), name=name)
+
+
 class Owned(Tenanted):
     """Who something belongs to, for the access policy (``permissions.is_owner``): a user, or
     an anonymous visitor by the key their Django session keeps."""
@@ -460,11 +467,7 @@ class SessionOwner(Owned):
         verbose_name_plural = _("session owners")
         indexes = [
             # A visitor's sessions, counted against their quota (users have their FK's index).
-            models.Index(
-                fields=["anonymous_key"],
-                condition=~models.Q(anonymous_key=""),
-                name="warlock_owner_visitor",
-            )
+            visitor_index("warlock_owner_visitor")
         ]
 
     def __str__(self) -> str:
@@ -599,11 +602,7 @@ class Conversation(Owned):
         verbose_name = _("conversation")
         verbose_name_plural = _("conversations")
         indexes = [
-            models.Index(
-                fields=["anonymous_key"],
-                condition=~models.Q(anonymous_key=""),
-                name="warlock_conversation_visitor",
-            ),
+            visitor_index("warlock_conversation_visitor"),
             models.Index(
                 fields=["tenant", "-updated_at"],
                 name="warlock_conversation_tenant",
@@ -753,3 +752,170 @@ def in_the_tenant_of(session_id: Any, using: str | None = None) -> Iterator[None
         tenant = tenant_kept_for(session_id, using)
     with tenant_scope(tenant) if tenant else nullcontext():
         yield
+
+
+#: The longest namespace, channel, task id and key LangGraph may give the graph tables.
+MAX_GRAPH_NAME_LENGTH = 255
+
+
+class GraphThread(Owned):
+    """The header of a LangGraph thread (``frameworks.langgraph.WarlockSaver``): who owns it
+    (as ``Conversation``), its tenant, and a version that grows with every checkpoint. Its
+    checkpoints, channel values and pending writes are rows of their own."""
+
+    id = models.CharField(_("thread id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
+    version = models.PositiveIntegerField(_("version"), default=1)
+    created_at = models.DateTimeField(_("created"))
+    updated_at = models.DateTimeField(_("updated"), db_index=True)
+
+    class Meta:
+        db_table = "warlock_graph_threads"
+        verbose_name = _("graph thread")
+        verbose_name_plural = _("graph threads")
+        indexes = [visitor_index("warlock_graph_visitor")]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class GraphCheckpoint(Tenanted):
+    """One checkpoint of a thread in one namespace: the checkpoint without its channel values
+    (``GraphBlob`` keeps each value once per version), serialised by the saver's serde."""
+
+    thread = models.ForeignKey(GraphThread, on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
+    checkpoint_id = models.CharField(_("checkpoint id"), max_length=MAX_GRAPH_NAME_LENGTH)
+    parent_id = models.CharField(_("parent"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
+    run_id = models.CharField(_("run id"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
+    kind = models.CharField(_("serialised as"), max_length=64)
+    checkpoint = models.BinaryField(_("checkpoint"))
+    #: Its channels' versions, in clear as the checkpoint holds them: which ``GraphBlob``
+    #: rows it reads (a prune keeps those, deletes the others).
+    channel_versions = models.JSONField(_("channel versions"), default=dict)
+    metadata = models.JSONField(_("metadata"), default=dict)
+
+    class Meta:
+        db_table = "warlock_graph_checkpoints"
+        verbose_name = _("graph checkpoint")
+        verbose_name_plural = _("graph checkpoints")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "namespace", "checkpoint_id"], name="warlock_graph_checkpoint"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["run_id"], name="warlock_graph_run", condition=~models.Q(run_id="")
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.namespace}#{self.checkpoint_id}"
+
+    @property
+    def value_place(self) -> tuple[str, ...]:
+        """Where its sealed checkpoint is bound to."""
+        return graph_place("checkpoint", self.thread_id, self.namespace, self.checkpoint_id)
+
+
+class GraphBlob(Tenanted):
+    """A channel's value at one version, in one thread's namespace: written once, read by
+    every checkpoint that holds that version."""
+
+    thread = models.ForeignKey(GraphThread, on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
+    channel = models.CharField(_("channel"), max_length=MAX_GRAPH_NAME_LENGTH)
+    version = models.CharField(_("version"), max_length=MAX_GRAPH_NAME_LENGTH)
+    kind = models.CharField(_("serialised as"), max_length=64)
+    value = models.BinaryField(_("value"))
+
+    class Meta:
+        db_table = "warlock_graph_blobs"
+        verbose_name = _("graph channel value")
+        verbose_name_plural = _("graph channel values")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "namespace", "channel", "version"], name="warlock_graph_blob"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.namespace} {self.channel}@{self.version}"
+
+    @property
+    def value_place(self) -> tuple[str, ...]:
+        """Where its sealed value is bound to."""
+        return graph_place("blob", self.thread_id, self.namespace, self.channel, self.version)
+
+
+class GraphWrite(Tenanted):
+    """A pending write of a task on a checkpoint: what a node wrote before the next
+    checkpoint (kept so a crash between steps resumes without running the node again)."""
+
+    # Without a constraint: a task's writes may come before its thread's first checkpoint.
+    thread = models.ForeignKey(
+        GraphThread, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
+    checkpoint_id = models.CharField(_("checkpoint id"), max_length=MAX_GRAPH_NAME_LENGTH)
+    task_id = models.CharField(_("task id"), max_length=MAX_GRAPH_NAME_LENGTH)
+    task_path = models.TextField(_("task path"), blank=True)
+    idx = models.IntegerField(_("index"))
+    channel = models.CharField(_("channel"), max_length=MAX_GRAPH_NAME_LENGTH)
+    kind = models.CharField(_("serialised as"), max_length=64)
+    value = models.BinaryField(_("value"))
+
+    class Meta:
+        db_table = "warlock_graph_writes"
+        verbose_name = _("graph pending write")
+        verbose_name_plural = _("graph pending writes")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "namespace", "checkpoint_id", "task_id", "idx"],
+                name="warlock_graph_write",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.namespace}#{self.checkpoint_id} {self.channel}"
+
+    @property
+    def value_place(self) -> tuple[str, ...]:
+        """Where its sealed value is bound to."""
+        return graph_place(
+            "write",
+            self.thread_id,
+            self.namespace,
+            self.checkpoint_id,
+            self.task_id,
+            str(self.idx),
+        )
+
+
+class MemoryItem(Owned):
+    """One item of LangGraph's long-term memory (``frameworks.langgraph.WarlockStore``): a
+    JSON value under a namespace (its labels joined by dots, which labels cannot hold) and a
+    key; ``vectors``: its indexed fields' embeddings (``IndexConfig``); ``expires_at`` from
+    its ``ttl`` (minutes), pushed on by reads when the store refreshes on read."""
+
+    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH * 4)
+    key = models.CharField(_("key"), max_length=MAX_GRAPH_NAME_LENGTH)
+    value = JSONTextField(_("value"))
+    vectors = models.BinaryField(_("vectors"), null=True, blank=True)
+    embedder = models.CharField(_("embedder"), max_length=200, blank=True)
+    created_at = models.DateTimeField(_("created"))
+    updated_at = models.DateTimeField(_("updated"))
+    ttl_minutes = models.FloatField(_("time to live (minutes)"), null=True, blank=True)
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, db_index=True)
+
+    class Meta:
+        db_table = "warlock_memory_items"
+        verbose_name = _("memory item")
+        verbose_name_plural = _("memory items")
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "key"], name="warlock_memory_item")
+        ]
+        indexes = [visitor_index("warlock_memory_visitor")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.key}"

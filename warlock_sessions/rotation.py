@@ -25,6 +25,7 @@ from .checkpoints.base import state_place
 from .encryption import (
     PREFIX,
     SEALED,
+    SEALED_KIND,
     cache_place,
     event_place,
     keyring,
@@ -32,6 +33,7 @@ from .encryption import (
     open_text,
     outbox_place,
     pending_place,
+    resealed_bytes,
     resealed_json,
     resealed_text,
     sealed_key,
@@ -44,6 +46,9 @@ from .models import (
     Checkpoint,
     Conversation,
     ConversationMessage,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphWrite,
     OutboundMessage,
     Session,
     SessionEvent,
@@ -93,6 +98,22 @@ def _snapshot(row: Snapshot) -> Changes | None:
             return None
         stored = json.loads(opened)
     return {"payload": json.loads(encode_snapshot(stored)[1])}
+
+
+def _graph_value(field: str) -> Callable[[Any], Changes | None]:
+    """A graph row's value (``GraphCheckpoint``'s checkpoint, the others' value) sealed
+    again, its type marked sealed; an absent channel value (``empty``) has none."""
+
+    def resealed(row: Any) -> Changes | None:
+        if row.kind == "empty":
+            return None
+        sealed = row.kind.endswith(SEALED_KIND)
+        value = resealed_bytes(bytes(getattr(row, field)), sealed, *row.value_place)
+        if value is None:
+            return None
+        return {field: value, "kind": row.kind.removesuffix(SEALED_KIND) + SEALED_KIND}
+
+    return resealed
 
 
 def current_key_in_use(using: str | None = None) -> bool:
@@ -174,6 +195,9 @@ TABLES = (
         Checkpoint,
         lambda row: _only({"state": resealed_json(row.state, *state_place(vars(row)))}),
     ),
+    SealedColumns("graph checkpoints", GraphCheckpoint, _graph_value("checkpoint")),
+    SealedColumns("graph channel values", GraphBlob, _graph_value("value")),
+    SealedColumns("graph pending writes", GraphWrite, _graph_value("value")),
     SealedColumns(
         "cached answers",
         CacheEntry,

@@ -116,6 +116,12 @@ def current_scope() -> Scope:
     return scope.resolved() if isinstance(scope, _Deferred) else scope
 
 
+def entered() -> bool:
+    """Whether the running code entered a scope (a request's, a socket's, ``tenant_scope``),
+    rather than running with none, as a thread another library started does."""
+    return not isinstance(_scope.get(), _Default)
+
+
 def current() -> str | None:
     """The tenant the running code is scoped to; ``None`` in the operator's scope, or while
     tenants are off (every tenant). Raises :class:`TenantUnresolvedError` where there is no

@@ -15,17 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.db import connections
 from django.test import Client, override_settings
 
-from tests.host.conftest import ALIASES
-from tests.test_erasure import Everything
+from tests.frameworks.conftest import run
 from warlock_sessions.errors import SessionLockTimeout
 from warlock_sessions.models import Conversation, ConversationMessage
 
@@ -71,22 +68,6 @@ ITEMS: list[dict[str, Any]] = [
         "content": [{"type": "output_text", "text": "Sunny, 21°C.", "annotations": []}],
     },
 ]
-
-
-@pytest.fixture(params=ALIASES)
-def alias(request: pytest.FixtureRequest) -> Iterator[str]:
-    Everything.alias = request.param
-    with override_settings(DATABASE_ROUTERS=["tests.test_erasure.Everything"]):
-        yield request.param
-    Everything.alias = "default"
-    connections.close_all()
-
-
-def run(coroutine: Any) -> Any:
-    async def awaited() -> Any:
-        return await coroutine
-
-    return async_to_sync(awaited)()
 
 
 def test_items_round_trip_exactly_in_order(alias: str) -> None:

@@ -104,3 +104,18 @@ def opened_or_why(read: Any) -> str:
     except EncryptionError as error:
         return str(error)
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class OwnedChatAdmin(ReadOnlyAdmin):
+    """A chat a person owns (a conversation, a LangGraph thread): read-only, deleted whole
+    with what hangs off it, its owner named (never an anonymous visitor's key: it was their
+    Django session key, a credential)."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
+
+    @admin.display(description=_("owner"))
+    def owner(self, obj: Any) -> str:
+        if obj.user_id:
+            return str(obj.user)
+        return str(_("anonymous visitor")) if obj.anonymous_key else "—"

@@ -6,23 +6,19 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from ..errors import EncryptionError
 from ..models import Conversation, ConversationMessage
-from .base import ReadOnlyAdmin
+from .base import OwnedChatAdmin
 from .transcripts import transcript_line
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyAdmin):
+class ConversationAdmin(OwnedChatAdmin):
     """A conversation as a transcript: tool calls and results folded, provider blocks shown as
     kept, forks linked both ways. Read-only, as sessions are; deleting removes its messages."""
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
     list_display = ["id", "turns", "version", "pending_turn", "owner", "updated_at"]
     list_filter = ("updated_at",)
@@ -36,12 +32,6 @@ class ConversationAdmin(ReadOnlyAdmin):
     @admin.display(description=_("pending turn"), boolean=True)
     def pending_turn(self, obj: Conversation) -> bool:
         return obj.pending is not None
-
-    @admin.display(description=_("owner"))
-    def owner(self, obj: Conversation) -> str:
-        if obj.user_id:
-            return str(obj.user)
-        return str(_("anonymous visitor")) if obj.anonymous_key else "—"
 
     def page_context(self, row: Any) -> dict[str, Any]:
         context: dict[str, Any] = {}

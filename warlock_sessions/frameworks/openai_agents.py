@@ -34,7 +34,7 @@ from ..conversations.session import default_lock
 from ..conversations.stores import RECORD_PREFIX, new_record
 from ..errors import SessionConflictError, SessionExistsError
 from ..host.wire import session_id_input
-from ..permissions import owner_fields
+from .owners import owner_of
 
 try:
     from agents import Runner
@@ -69,7 +69,7 @@ class WarlockSession(SessionABC):
             if isinstance(session_settings, Mapping)
             else session_settings or SessionSettings()
         )
-        self._store = DjangoConversationStore(using=using, owner=_owner_of(owner))
+        self._store = DjangoConversationStore(using=using, owner=owner_of(owner))
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The items, oldest first; with a ``limit`` (or the settings'), the latest ones."""
@@ -189,11 +189,3 @@ class _Attempt:
     def lost(self, error: Exception) -> None:
         self.error = error
         self.count += 1
-
-
-def _owner_of(owner: Any) -> dict[str, Any] | None:
-    if owner is None:
-        return None
-    if hasattr(owner, "session") and hasattr(owner, "user"):  # a request
-        return owner_fields(owner)
-    return {"user": owner, "anonymous_key": ""}

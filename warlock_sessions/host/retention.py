@@ -32,6 +32,8 @@ from django.utils import timezone
 from ..engine.durations import parse_duration
 from ..models import (
     Conversation,
+    GraphThread,
+    MemoryItem,
     OutboundMessage,
     Session,
     SessionEvent,
@@ -197,11 +199,17 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
             saved_at__lt=cutoff, payload__type=CONVERSATION_RECORD
         ).exclude(payload__has_key="pending")
         kinds.append(("conversation records", records, _pages_of(records, batch)))
+        # LangGraph threads idle as long: their checkpoints, values and writes go with them.
+        threads = GraphThread.objects.filter(updated_at__lt=cutoff)
+        kinds.append(("graph threads", threads, _pages_of(threads, batch)))
     if retention.snapshots is not None:
         done = Snapshot.objects.filter(
             saved_at__lt=now - retention.snapshots, payload__status__in=FINISHED_RUNS
         )
         kinds.append(("snapshots", done, _pages_of(done, batch)))
+    # LangGraph's long-term memory items whose time to live ran out (TTLConfig).
+    expired = MemoryItem.objects.filter(expires_at__lt=now)
+    kinds.append(("expired memory items", expired, _pages_of(expired, batch)))
     return kinds
 
 

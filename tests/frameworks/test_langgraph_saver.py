@@ -1,0 +1,302 @@
+"""``WarlockSaver``: LangGraph's own conformance suite for checkpointers, every capability,
+base and extended, on SQLite and PostgreSQL, with the privacy settings off and on."""
+
+from __future__ import annotations
+
+import base64
+import operator
+import os
+from collections.abc import AsyncGenerator
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.conformance")
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+from django.utils import timezone
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+
+from tests.frameworks.conftest import PRIVACY, run
+from tests.host.test_processes import forked
+from warlock_sessions.erasure import Person, erase
+from warlock_sessions.errors import OfAnotherTenantError
+from warlock_sessions.frameworks.langgraph import WarlockSaver
+from warlock_sessions.host.retention import Retention, prune
+from warlock_sessions.models import GraphBlob, GraphCheckpoint, GraphThread
+from warlock_sessions.rotation import rotate
+from warlock_sessions.tenancy import tenant_scope
+
+
+def test_the_conformance_suite_passes_with_every_capability(alias: str, privacy: str) -> None:
+    @checkpointer_test(name=f"WarlockSaver[{alias}, {privacy}]")
+    async def saver() -> AsyncGenerator[WarlockSaver, None]:
+        yield WarlockSaver(using=alias)
+
+    report = run(validate(saver))
+    failures = {
+        name: result.failures for name, result in report.results.items() if not result.passed
+    }
+    assert failures == {}
+    assert {name for name, result in report.results.items() if result.detected} == {
+        capability.value for capability in ALL_CAPABILITIES
+    }
+    assert sum(result.tests_passed for result in report.results.values()) > 70, report
+
+
+# -- a real graph on the saver ------------------------------------------------------------
+
+
+class Order(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+    steps: Annotated[list[str], operator.add]
+    size: str
+
+
+def taking_orders(saver: WarlockSaver) -> Any:
+    """Greet, ask the size (a person answers: an interrupt), confirm."""
+
+    def greet(state: Order) -> Order:
+        return {"messages": [AIMessage("Hi! One pizza coming.")], "steps": ["greet"]}
+
+    def ask(state: Order) -> Order:
+        size = interrupt("Which size?")
+        return {"size": size, "steps": ["ask"]}
+
+    def confirm(state: Order) -> Order:
+        return {"messages": [AIMessage(f"A {state['size']} pizza, then.")], "steps": ["confirm"]}
+
+    graph = StateGraph(Order)
+    for name, node in (("greet", greet), ("ask", ask), ("confirm", confirm)):
+        graph.add_node(name, node)
+    graph.add_edge(START, "greet")
+    graph.add_edge("greet", "ask")
+    graph.add_edge("ask", "confirm")
+    graph.add_edge("confirm", END)
+    return graph.compile(checkpointer=saver)
+
+
+def thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+def test_an_interrupted_graph_is_resumed_by_another_saver(alias: str, privacy: str) -> None:
+    first = taking_orders(WarlockSaver(using=alias))
+    said = first.invoke(
+        {"messages": [HumanMessage("A pizza, card 4539 1488 0343 6467")]}, thread("t1")
+    )
+    assert said["__interrupt__"][0].value == "Which size?"
+    assert first.get_state(thread("t1")).next == ("ask",)
+    # Another process, another saver: the thread's state is read back from the tables.
+    later = taking_orders(WarlockSaver(using=alias))
+    done = later.invoke(Command(resume="large"), thread("t1"))
+    assert done["steps"] == ["greet", "ask", "confirm"]
+    assert done["messages"][-1].content == "A large pizza, then."
+    said_first = done["messages"][0].content
+    if privacy == "private":
+        assert said_first == "A pizza, card [card]"
+        kept = b"".join(
+            bytes(value) for value in GraphBlob.objects.using(alias).values_list("value", flat=True)
+        )
+        assert b"pizza" not in kept and b"4539" not in kept  # sealed
+    else:
+        assert said_first == "A pizza, card 4539 1488 0343 6467"
+
+
+def test_an_async_graph_is_interrupted_and_resumed(alias: str, privacy: str) -> None:
+    graph = taking_orders(WarlockSaver(using=alias))
+
+    async def order() -> dict[str, Any]:
+        await graph.ainvoke({"messages": [HumanMessage("pizza")]}, thread("t2"))
+        assert (await graph.aget_state(thread("t2"))).next == ("ask",)
+        history = [state async for state in graph.aget_state_history(thread("t2"))]
+        assert len(history) == 3  # input, greet, the interrupted step
+        return await graph.ainvoke(Command(resume="small"), thread("t2"))
+
+    assert run(order())["size"] == "small"
+
+
+def test_time_travel_replays_and_forks_from_an_earlier_checkpoint(alias: str, privacy: str) -> None:
+    graph = taking_orders(WarlockSaver(using=alias))
+    graph.invoke({"messages": [HumanMessage("pizza")]}, thread("t3"))
+    graph.invoke(Command(resume="medium"), thread("t3"))
+    history = list(graph.get_state_history(thread("t3")))
+    assert [state.next for state in history] == [
+        (),
+        ("confirm",),
+        ("ask",),
+        ("greet",),
+        ("__start__",),
+    ]
+    before_ask = next(state for state in history if state.next == ("ask",))
+    # Replay: from the checkpoint before the question, the graph asks again.
+    replayed = graph.invoke(None, before_ask.config)
+    assert replayed["__interrupt__"][0].value == "Which size?"
+    # Fork: the same checkpoint with the size changed, resumed on its own branch.
+    forked_config = graph.update_state(before_ask.config, {"size": "small"}, as_node="ask")
+    done = graph.invoke(None, forked_config)
+    assert done["messages"][-1].content == "A small pizza, then."
+    assert graph.get_state(thread("t3")).values["size"] == "small"
+    branches = {
+        state.parent_config["configurable"]["checkpoint_id"]
+        for state in graph.get_state_history(thread("t3"))
+        if state.parent_config
+    }
+    assert before_ask.config["configurable"]["checkpoint_id"] in branches
+
+
+RUNS: dict[str, int] = {}
+
+
+def fanned_out(saver: WarlockSaver, fail_once: set[str]) -> Any:
+    """Two branches in one step; ``fail_once`` names a branch that fails on its first run."""
+
+    def branch(name: str) -> Any:
+        def node(state: Order) -> Order:
+            RUNS[name] = RUNS.get(name, 0) + 1
+            if name in fail_once:
+                fail_once.discard(name)
+                raise RuntimeError(f"{name} failed")
+            return {"steps": [name]}
+
+        return node
+
+    graph = StateGraph(Order)
+    graph.add_node("kitchen", branch("kitchen"))
+    graph.add_node("delivery", branch("delivery"))
+    graph.add_edge(START, "kitchen")
+    graph.add_edge(START, "delivery")
+    graph.add_edge("kitchen", END)
+    graph.add_edge("delivery", END)
+    return graph.compile(checkpointer=saver)
+
+
+def test_a_failed_branch_is_retried_without_running_its_sibling_again(
+    alias: str, privacy: str
+) -> None:
+    RUNS.clear()
+    graph = fanned_out(WarlockSaver(using=alias), {"delivery"})
+    with pytest.raises(RuntimeError, match="delivery failed"):
+        graph.invoke({"steps": []}, thread("t4"), durability="sync")
+    # The kitchen's write waits on the checkpoint, pending, with the delivery's error.
+    latest = WarlockSaver(using=alias).get_tuple(thread("t4"))
+    assert latest is not None and latest.pending_writes is not None
+    pending = {(channel, str(value)) for _, channel, value in latest.pending_writes}
+    assert ("steps", "['kitchen']") in pending
+    assert ("__error__", "RuntimeError('delivery failed')") in pending
+    done = fanned_out(WarlockSaver(using=alias), set()).invoke(None, thread("t4"))
+    assert sorted(done["steps"]) == ["delivery", "kitchen"]
+    assert RUNS == {"kitchen": 1, "delivery": 2}
+
+
+def _cooking_then_dying(alias: str, marks: str) -> None:
+    """A process that runs the first node, then dies in the second (no clean exit)."""
+
+    def cook(state: Order) -> Order:
+        Path(marks, "cook").write_text(str(int(Path(marks, "cook").read_text() or 0) + 1))
+        return {"steps": ["cook"]}
+
+    def deliver(state: Order) -> Order:
+        os._exit(3)
+
+    graph = StateGraph(Order)
+    graph.add_node("cook", cook)
+    graph.add_node("deliver", deliver)
+    graph.add_edge(START, "cook")
+    graph.add_edge("cook", "deliver")
+    # Each step's checkpoint written before the next step starts (LangGraph's "async"
+    # durability writes it while the next step runs: a crash there may lose it).
+    compiled = graph.compile(checkpointer=WarlockSaver(using=alias))
+    compiled.invoke({"steps": []}, thread("t5"), durability="sync")
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        pytest.param(
+            "postgres",
+            marks=[
+                pytest.mark.postgres,
+                pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+            ],
+        )
+    ],
+)
+def test_a_process_that_dies_between_steps_is_resumed_by_another(
+    alias: str, tmp_path: Path
+) -> None:
+    (tmp_path / "cook").write_text("0")
+    process = forked(_cooking_then_dying, alias, str(tmp_path))
+    process.join(60)
+    assert process.exitcode == 3
+    cooked: list[str] = []
+
+    def deliver(state: Order) -> Order:
+        cooked.append("delivered")
+        return {"steps": ["deliver"]}
+
+    graph = StateGraph(Order)
+    graph.add_node("cook", lambda state: {"steps": ["cook again?"]})
+    graph.add_node("deliver", deliver)
+    graph.add_edge(START, "cook")
+    graph.add_edge("cook", "deliver")
+    resumed = graph.compile(checkpointer=WarlockSaver(using=alias))
+    assert resumed.get_state(thread("t5")).next == ("deliver",)
+    assert resumed.invoke(None, thread("t5"))["steps"] == ["cook", "deliver"]
+    assert (tmp_path / "cook").read_text() == "1" and cooked == ["delivered"]
+
+
+def test_a_thread_is_its_owners_and_its_tenants(alias: str) -> None:
+    ana = User.objects.db_manager(alias).create_user("acme-ana")
+    with override_settings(WARLOCK_SESSIONS={"TENANT_RESOLVER": "tests.test_tenants.tenant_of"}):
+        with tenant_scope("acme"):
+            taking_orders(WarlockSaver(owner=ana, using=alias)).invoke({"steps": []}, thread("t6"))
+            header = GraphThread.objects.using(alias).get(pk="t6")
+            assert (header.user_id, header.tenant) == (ana.pk, "acme")
+            assert set(GraphCheckpoint.objects.using(alias).values_list("tenant", flat=True)) == {
+                "acme"
+            }
+        with tenant_scope("globex"):
+            other = taking_orders(WarlockSaver(using=alias))
+            assert other.get_state(thread("t6")).values == {}  # not globex's to read
+            with pytest.raises(OfAnotherTenantError):
+                other.invoke({"steps": []}, thread("t6"))
+
+
+def test_the_admin_rotation_erasure_and_retention_cover_a_thread(alias: str) -> None:
+    key = PRIVACY["private"]["ENCRYPTION_KEYS"]["k1"]
+    ana = User.objects.db_manager(alias).create_user("ana")
+    sealed = {"ENCRYPTION_KEYS": {"k1": key}, "REDACT": ["card"]}
+    with override_settings(WARLOCK_SESSIONS=sealed):
+        graph = taking_orders(WarlockSaver(owner=ana, using=alias))
+        graph.invoke({"messages": [HumanMessage("card 4539 1488 0343 6467")]}, thread("t7"))
+        browser = Client()
+        browser.force_login(User.objects.db_manager(alias).create_superuser("root", "r@x.io", "pw"))
+        page = browser.get("/admin/warlock_sessions/graphthread/t7/change/")
+        assert page.status_code == 200
+        assert b"Hi! One pizza coming." in page.content and b"card [card]" in page.content
+    rotated = {"ENCRYPTION_KEYS": {"k2": base64.b64encode(b"r" * 32).decode(), "k1": key}}
+    with override_settings(WARLOCK_SESSIONS=rotated):
+        done = {progress.table: progress for progress in rotate(using=alias)}
+        assert done["graph channel values"].read > 0
+        for model in (GraphBlob, GraphCheckpoint):
+            kept = model.objects.using(alias).exclude(kind="empty").values_list("kind", flat=True)
+            assert kept and all(kind.endswith("+wse1") for kind in kept)
+    with override_settings(WARLOCK_SESSIONS={"ENCRYPTION_KEYS": rotated["ENCRYPTION_KEYS"]}):
+        values = [bytes(v) for v in GraphBlob.objects.using(alias).values_list("value", flat=True)]
+        assert values and all(v.startswith(b"wse1.k2.") for v in values if v)
+        assert taking_orders(WarlockSaver(using=alias)).get_state(thread("t7")).next == ("ask",)
+        taking_orders(WarlockSaver(using=alias)).invoke({"steps": []}, thread("t8"))
+        assert erase(Person(user=ana.pk))["graph threads"] == 1
+        assert not GraphCheckpoint.objects.using(alias).filter(thread_id="t7").exists()
+        assert not GraphBlob.objects.using(alias).filter(thread_id="t7").exists()
+        later = timezone.now() + timedelta(days=91)
+        assert prune(Retention(), now=later, pause=-1)["graph threads"] == 1  # t8, idle
+        assert not GraphThread.objects.using(alias).exists()

@@ -1,0 +1,576 @@
+"""``WarlockSaver``: a LangGraph ``BaseCheckpointSaver`` on the graph tables (``GraphThread``,
+``GraphCheckpoint``, ``GraphBlob``, ``GraphWrite``).
+
+A thread is one header row (owner, tenant, a version that grows with each checkpoint) and its
+checkpoints; a channel's value is kept once per version (``GraphBlob``), not once per
+checkpoint, so a step costs what it changed. Values go through the saver's ``serde`` (LangGraph's
+``JsonPlusSerializer`` unless given), then are sealed with ``ENCRYPTION_KEYS`` (bound to their
+thread, namespace and checkpoint); messages (LangChain's ``BaseMessage``) have their content
+redacted with ``REDACT``. Metadata stays in clear, as ``list(filter=...)`` reads it in the
+database. Every method has its async twin, so one saver serves ``graph.invoke`` and
+``graph.ainvoke``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import random
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, router, transaction
+from django.db.models import F, Q, QuerySet
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+
+from ... import tenancy
+from ...encryption import SEALED_KIND, graph_place, open_bytes, seal_bytes
+from ...errors import InvalidInputError, OfAnotherTenantError
+from ...models import (
+    MAX_GRAPH_NAME_LENGTH,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphThread,
+    GraphWrite,
+    tenant_of_parent,
+)
+from ...redaction import redact_value
+from ...tenancy import EVERY_TENANT, tenant_scope
+from ..owners import owner_of
+
+try:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_serializable_checkpoint_metadata,
+        writes_sort_key,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as error:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "warlock_sessions.frameworks.langgraph needs LangGraph's checkpoint package: "
+        "pip install 'warlock-sessions[langgraph]'"
+    ) from error
+
+#: Checkpoints read at a time by ``list``.
+PAGE = 100
+
+# The saver's ``list`` method hides the builtin in its class's annotations.
+Rows = list[GraphCheckpoint]
+Tuples = list[CheckpointTuple]
+
+
+def thread_of(config: RunnableConfig) -> tuple[str, str]:
+    """The thread id and namespace a config names, checked as the tables keep them."""
+    configurable = config.get("configurable") or {}
+    if configurable.get("thread_id") is None:
+        raise InvalidInputError("configurable.thread_id", "a checkpointer needs a thread id")
+    return (
+        _name(configurable["thread_id"], "configurable.thread_id"),
+        _name(configurable.get("checkpoint_ns") or "", "configurable.checkpoint_ns", empty=True),
+    )
+
+
+def _name(value: Any, field: str, *, empty: bool = False) -> str:
+    text = str(value)
+    if not text and not empty:
+        raise InvalidInputError(field, "must not be empty")
+    if len(text) > MAX_GRAPH_NAME_LENGTH:
+        raise InvalidInputError(field, f"is longer than {MAX_GRAPH_NAME_LENGTH} characters")
+    if "\x00" in text:
+        raise InvalidInputError(field, "must not hold a NUL character")
+    return text
+
+
+def _address(thread_id: str, namespace: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": namespace,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with its messages' content redacted (``REDACT``): what people said, as the
+    app redacts its own conversations' lines; other state is the graph's own."""
+    if isinstance(value, BaseMessage):
+        return value.model_copy(update={"content": redact_value(value.content)})
+    if isinstance(value, list | tuple) and any(isinstance(item, BaseMessage) for item in value):
+        return type(value)(_redacted(item) for item in value)
+    if isinstance(value, dict) and any(isinstance(v, BaseMessage | list) for v in value.values()):
+        return {key: _redacted(item) for key, item in value.items()}
+    return value
+
+
+class WarlockSaver(BaseCheckpointSaver[str]):
+    """LangGraph's checkpointer on this app's tables (see the module doc).
+
+    ``owner``: whose threads it makes, as ``WarlockSession``'s (a user, a request, or
+    ``None``); ``using``: the database alias; ``serde``: LangGraph's serializer protocol.
+    """
+
+    def __init__(
+        self,
+        *,
+        owner: Any = None,
+        using: str | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.owner = owner_of(owner) or {}
+        self.using: str = using or router.db_for_write(GraphCheckpoint) or "default"
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, namespace = thread_of(config)
+        rows = self._rows(GraphCheckpoint).filter(thread_id=thread_id, namespace=namespace)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:
+            rows = rows.filter(checkpoint_id=checkpoint_id)
+        row = rows.order_by("-checkpoint_id").first()
+        if row is None:
+            return None
+        found = self._tuples([row])[0]
+        return found._replace(config=config) if checkpoint_id else found
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        for page in self._pages(config, filter, before, limit):
+            yield from page
+
+    def _pages(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Iterator[Tuples]:
+        rows = self._listed(config, filter, before).order_by("-checkpoint_id", "-pk")
+        left = limit if limit is not None else None
+        while left is None or left > 0:
+            page = list(rows[: PAGE if left is None else min(PAGE, left)])
+            if not page:
+                return
+            yield self._tuples(page)
+            if left is not None:
+                left -= len(page)
+            last = page[-1]
+            rows = rows.filter(
+                Q(checkpoint_id__lt=last.checkpoint_id)
+                | Q(checkpoint_id=last.checkpoint_id, pk__lt=last.pk)
+            )
+
+    def _listed(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+    ) -> QuerySet[GraphCheckpoint]:
+        rows = self._rows(GraphCheckpoint)
+        if config is not None:
+            thread_id, namespace = thread_of(config)
+            rows = rows.filter(thread_id=thread_id)
+            if config["configurable"].get("checkpoint_ns") is not None:
+                rows = rows.filter(namespace=namespace)
+            if checkpoint_id := get_checkpoint_id(config):
+                rows = rows.filter(checkpoint_id=checkpoint_id)
+        for index, (key, value) in enumerate((filter or {}).items()):
+            field = f"metadata_{index}"
+            rows = rows.alias(**{field: KeyTransform(str(key), "metadata")})
+            rows = rows.filter(**{field: value})
+        if before is not None and (before_id := get_checkpoint_id(before)):
+            rows = rows.filter(checkpoint_id__lt=before_id)
+        return rows
+
+    def _tuples(self, rows: Rows) -> Tuples:
+        """The checkpoints of ``rows`` whole: their channels' values and pending writes, read
+        in one statement each."""
+        values = self._values(rows)
+        writes = self._writes(rows)
+        found = []
+        for row in rows:
+            where = (row.thread_id, row.namespace)
+            checkpoint = self._opened(
+                row.kind, row.checkpoint, "checkpoint", *where, row.checkpoint_id
+            )
+            checkpoint["channel_values"] = {
+                channel: values[(*where, channel, str(version))]
+                for channel, version in checkpoint["channel_versions"].items()
+                if (*where, channel, str(version)) in values
+            }
+            found.append(
+                CheckpointTuple(
+                    config=_address(*where, row.checkpoint_id),
+                    checkpoint=checkpoint,
+                    metadata=row.metadata,
+                    parent_config=_address(*where, row.parent_id) if row.parent_id else None,
+                    pending_writes=writes.get((*where, row.checkpoint_id), []),
+                )
+            )
+        return found
+
+    def _values(self, rows: Rows) -> dict[tuple[str, ...], Any]:
+        wanted = {
+            (row.thread_id, row.namespace, channel, str(version))
+            for row in rows
+            for channel, version in row.channel_versions.items()
+        }
+        if not wanted:
+            return {}
+        blobs = self._rows(GraphBlob).filter(
+            thread_id__in={key[0] for key in wanted},
+            namespace__in={key[1] for key in wanted},
+            channel__in={key[2] for key in wanted},
+            version__in={key[3] for key in wanted},
+        )
+        values: dict[tuple[str, ...], Any] = {}
+        for blob in blobs.exclude(kind="empty"):
+            key = (blob.thread_id, blob.namespace, blob.channel, blob.version)
+            if key in wanted:
+                values[key] = self._opened(blob.kind, blob.value, "blob", *key)
+        return values
+
+    def _writes(self, rows: Rows) -> dict[tuple[str, ...], builtins.list[Any]]:
+        found = self._rows(GraphWrite).filter(
+            thread_id__in={row.thread_id for row in rows},
+            namespace__in={row.namespace for row in rows},
+            checkpoint_id__in={row.checkpoint_id for row in rows},
+        )
+        kept = {(row.thread_id, row.namespace, row.checkpoint_id) for row in rows}
+        grouped: dict[tuple[str, ...], builtins.list[GraphWrite]] = defaultdict(list)
+        for write in found:
+            key = (write.thread_id, write.namespace, write.checkpoint_id)
+            if key in kept:
+                grouped[key].append(write)
+        return {
+            key: [
+                (
+                    write.task_id,
+                    write.channel,
+                    self._opened(
+                        write.kind, write.value, "write", *key, write.task_id, str(write.idx)
+                    ),
+                )
+                for write in sorted(
+                    writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx)
+                )
+            ]
+            for key, writes in grouped.items()
+        }
+
+    # -- writing -------------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        thread_id, namespace = thread_of(config)
+        checkpoint_id = _name(checkpoint["id"], "checkpoint.id")
+        body: dict[str, Any] = {**checkpoint}
+        values = body.pop("channel_values")
+        where = (thread_id, namespace)
+        with transaction.atomic(using=self.using):
+            tenant = self._touch(thread_id)
+            blobs = []
+            for channel, version in new_versions.items():
+                place = (*where, _name(channel, "channel"), _name(version, "version"))
+                kind, value = (
+                    self._sealed(_redacted(values[channel]), "blob", *place)
+                    if channel in values
+                    else ("empty", b"")
+                )
+                blobs.append(GraphBlob(tenant=tenant, **_blob_key(place), kind=kind, value=value))
+            GraphBlob._base_manager.using(self.using).bulk_create(blobs, ignore_conflicts=True)
+            kind, value = self._sealed(body, "checkpoint", *where, checkpoint_id)
+            meta = get_serializable_checkpoint_metadata(config, metadata)
+            row = GraphCheckpoint(
+                tenant=tenant,
+                thread_id=thread_id,
+                namespace=namespace,
+                checkpoint_id=checkpoint_id,
+                parent_id=get_checkpoint_id(config) or "",
+                run_id=str(meta.get("run_id") or "")[:MAX_GRAPH_NAME_LENGTH],
+                kind=kind,
+                checkpoint=value,
+                channel_versions={k: str(v) for k, v in body["channel_versions"].items()},
+                metadata=meta,
+            )
+            GraphCheckpoint._base_manager.using(self.using).bulk_create(
+                [row],
+                update_conflicts=True,
+                unique_fields=["thread", "namespace", "checkpoint_id"],
+                update_fields=[
+                    "parent_id",
+                    "run_id",
+                    "kind",
+                    "checkpoint",
+                    "channel_versions",
+                    "metadata",
+                ],
+            )
+        return _address(thread_id, namespace, checkpoint_id)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        thread_id, namespace = thread_of(config)
+        checkpoint_id = _name(config["configurable"]["checkpoint_id"], "checkpoint_id")
+        task_id = _name(task_id, "task_id")
+        # LangGraph writes a parallel task's writes from its executor's completion callback,
+        # where the caller's scope is lost: there they are the thread's tenant's, as the
+        # checkpoint they hang off was written in the caller's scope.
+        with nullcontext() if tenancy.entered() else tenant_scope(EVERY_TENANT):
+            tenant = tenant_of_parent(GraphThread, self.using, pk=thread_id)
+        fresh: builtins.list[GraphWrite] = []
+        special: builtins.list[GraphWrite] = []
+        for index, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, index)
+            place = (thread_id, namespace, checkpoint_id, task_id, str(idx))
+            kind, data = self._sealed(_redacted(value), "write", *place)
+            row = GraphWrite(
+                tenant=tenant,
+                thread_id=thread_id,
+                namespace=namespace,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                task_path=task_path,
+                idx=idx,
+                channel=_name(channel, "channel"),
+                kind=kind,
+                value=data,
+            )
+            (special if idx < 0 else fresh).append(row)
+        rows = GraphWrite._base_manager.using(self.using)
+        with transaction.atomic(using=self.using):
+            # A task's writes once written stay (a retried task writes them again); the
+            # special ones (error, interrupt, resume) are replaced by the latest.
+            rows.bulk_create(fresh, ignore_conflicts=True)
+            rows.bulk_create(
+                special,
+                update_conflicts=True,
+                unique_fields=["thread", "namespace", "checkpoint_id", "task_id", "idx"],
+                update_fields=["channel", "kind", "value", "task_path"],
+            )
+
+    def _touch(self, thread_id: str) -> str:
+        """The thread's header moved on a version (made with this saver's owner if it is
+        new): its tenant, which its rows take."""
+        headers = self._rows(GraphThread).filter(pk=thread_id)
+        now = timezone.now()
+        if not headers.update(version=F("version") + 1, updated_at=now):
+            try:
+                with transaction.atomic(using=self.using):
+                    GraphThread.objects.using(self.using).create(
+                        id=thread_id, created_at=now, updated_at=now, **self.owner
+                    )
+            except IntegrityError:
+                if not headers.update(version=F("version") + 1, updated_at=now):
+                    raise OfAnotherTenantError("graph thread", thread_id) from None
+        return tenant_of_parent(GraphThread, self.using, pk=thread_id)
+
+    # -- deleting and copying ------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        thread_id = _name(thread_id, "thread_id")
+        with transaction.atomic(using=self.using):
+            for model in (GraphWrite, GraphBlob, GraphCheckpoint):
+                self._rows(model).filter(thread_id=thread_id).delete()
+            self._rows(GraphThread).filter(pk=thread_id).delete()
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        runs = [str(run) for run in run_ids if run]
+        if not runs:
+            return
+        with transaction.atomic(using=self.using):
+            doomed = self._rows(GraphCheckpoint).filter(run_id__in=runs)
+            self._delete(doomed)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source = _name(source_thread_id, "source_thread_id")
+        target = _name(target_thread_id, "target_thread_id")
+        header = self._rows(GraphThread).filter(pk=source).first()
+        if header is None:
+            return
+        with transaction.atomic(using=self.using):
+            copier = WarlockSaver(using=self.using, serde=self.serde)
+            copier.owner = {"user": header.user, "anonymous_key": header.anonymous_key}
+            tenant = copier._touch(target)
+            for model in (GraphBlob, GraphCheckpoint, GraphWrite):
+                copies = [
+                    self._copied(row, target, tenant)
+                    for row in self._rows(model).filter(thread_id=source)
+                ]
+                model._base_manager.using(self.using).bulk_create(copies, ignore_conflicts=True)
+
+    def _copied(self, row: Any, target: str, tenant: str) -> Any:
+        """``row`` as the target thread's: its value sealed anew for its new place."""
+        field = "checkpoint" if isinstance(row, GraphCheckpoint) else "value"
+        if row.kind.endswith(SEALED_KIND):
+            plain = open_bytes(bytes(getattr(row, field)), True, *row.value_place)
+            row.thread_id = target
+            sealed = seal_bytes(plain, *row.value_place)
+            setattr(row, field, sealed if sealed is not None else plain)
+            if sealed is None:
+                row.kind = row.kind.removesuffix(SEALED_KIND)
+        row.pk, row.thread_id, row.tenant = None, target, tenant
+        row._state.adding = True
+        return row
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInputError("strategy", "is 'keep_latest' or 'delete'")
+        threads = [_name(thread, "thread_id") for thread in thread_ids]
+        if strategy == "delete":
+            for thread in threads:
+                self.delete_thread(thread)
+            return
+        for thread in threads:
+            with transaction.atomic(using=self.using):
+                rows = self._rows(GraphCheckpoint).filter(thread_id=thread)
+                latest: dict[str, str] = {}
+                for namespace, checkpoint_id in rows.values_list("namespace", "checkpoint_id"):
+                    latest[namespace] = max(latest.get(namespace, ""), checkpoint_id)
+                kept = Q()
+                for namespace, checkpoint_id in latest.items():
+                    kept |= Q(namespace=namespace, checkpoint_id=checkpoint_id)
+                self._delete(rows.exclude(kept) if latest else rows)
+
+    def _delete(self, doomed: QuerySet[GraphCheckpoint]) -> None:
+        """Delete the checkpoints ``doomed`` finds, their pending writes, and the channel
+        values no checkpoint left in their namespaces reads."""
+        places = set(doomed.values_list("thread_id", "namespace", "checkpoint_id"))
+        if not places:
+            return
+        writes = Q()
+        for thread_id, namespace, checkpoint_id in places:
+            writes |= Q(thread_id=thread_id, namespace=namespace, checkpoint_id=checkpoint_id)
+        self._rows(GraphWrite).filter(writes).delete()
+        doomed.delete()
+        for thread_id, namespace in {place[:2] for place in places}:
+            self._forget_unread_values(thread_id, namespace)
+
+    def _forget_unread_values(self, thread_id: str, namespace: str) -> None:
+        left = self._rows(GraphCheckpoint).filter(thread_id=thread_id, namespace=namespace)
+        read = {
+            (channel, str(version))
+            for versions in left.values_list("channel_versions", flat=True)
+            for channel, version in versions.items()
+        }
+        blobs = self._rows(GraphBlob).filter(thread_id=thread_id, namespace=namespace)
+        unread = [
+            pk
+            for pk, channel, version in blobs.values_list("pk", "channel", "version")
+            if (channel, version) not in read
+        ]
+        for start in range(0, len(unread), 500):
+            self._rows(GraphBlob).filter(pk__in=unread[start : start + 500]).delete()
+
+    # -- values --------------------------------------------------------------------------
+
+    def _sealed(self, value: Any, what: str, *place: str) -> tuple[str, bytes]:
+        kind, data = self.serde.dumps_typed(value)
+        sealed = seal_bytes(data, *graph_place(what, *place))
+        return (kind, data) if sealed is None else (kind + SEALED_KIND, sealed)
+
+    def _opened(self, kind: str, data: Any, what: str, *place: str) -> Any:
+        sealed = kind.endswith(SEALED_KIND)
+        plain = open_bytes(bytes(data), sealed, *graph_place(what, *place))
+        return self.serde.loads_typed((kind.removesuffix(SEALED_KIND), plain))
+
+    def _rows(self, model: type[Any]) -> QuerySet[Any]:
+        rows: QuerySet[Any] = model.objects.using(self.using).all()
+        return rows
+
+    def get_next_version(self, current: str | int | None, channel: None) -> str:
+        """A version that sorts after ``current``, with a random tail: two branches forked
+        from one checkpoint never give one channel the same version for different values."""
+        number = 0 if current is None else int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # -- async twins ---------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await sync_to_async(self.get_tuple)(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        pages = self._pages(config, filter, before, limit)
+        while (page := await sync_to_async(_next_page)(pages)) is not None:
+            for found in page:
+                yield found
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await sync_to_async(self.put)(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await sync_to_async(self.put_writes)(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await sync_to_async(self.delete_thread)(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await sync_to_async(self.delete_for_runs)(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await sync_to_async(self.copy_thread)(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await sync_to_async(self.prune)(thread_ids, strategy=strategy)
+
+
+#: LangGraph's savers come as a sync class and an async one; this one is both, and is here
+#: under the async name too for code that looks for it.
+AsyncWarlockSaver = WarlockSaver
+
+
+def _blob_key(place: tuple[str, ...]) -> dict[str, str]:
+    thread_id, namespace, channel, version = place
+    return {"thread_id": thread_id, "namespace": namespace, "channel": channel, "version": version}
+
+
+def _next_page(pages: Iterator[Tuples]) -> Tuples | None:
+    return next(pages, None)
