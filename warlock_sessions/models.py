@@ -895,8 +895,9 @@ class GraphWrite(Tenanted):
 class MemoryItem(Owned):
     """One item of LangGraph's long-term memory (``frameworks.langgraph.WarlockStore``): a
     JSON value under a namespace (its labels joined by dots, which labels cannot hold) and a
-    key; ``vectors``: its indexed fields' embeddings (``IndexConfig``); ``expires_at`` from
-    its ``ttl`` (minutes), pushed on by reads when the store refreshes on read."""
+    key; ``vectors``: its indexed fields' embeddings (``IndexConfig``), unit length, as one
+    float32 matrix; ``expires_at`` from its ``ttl`` (minutes), pushed on by reads when the
+    store refreshes on read."""
 
     namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH * 4)
     key = models.CharField(_("key"), max_length=MAX_GRAPH_NAME_LENGTH)
@@ -913,7 +914,10 @@ class MemoryItem(Owned):
         verbose_name = _("memory item")
         verbose_name_plural = _("memory items")
         constraints = [
-            models.UniqueConstraint(fields=["namespace", "key"], name="warlock_memory_item")
+            # Per tenant: one tenant's keys neither block nor reveal another's.
+            models.UniqueConstraint(
+                fields=["tenant", "namespace", "key"], name="warlock_memory_item"
+            )
         ]
         indexes = [visitor_index("warlock_memory_visitor")]
 

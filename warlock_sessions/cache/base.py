@@ -24,7 +24,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..conf import Expected, expect
 from ..encryption import cache_place, open_json, open_text, seal_json, seal_text
@@ -121,11 +121,14 @@ def numpy() -> Any:
     return numpy
 
 
+Ranked = TypeVar("Ranked")
+
+
 def rank(
-    query: list[float], candidates: Iterable[tuple[Any, Entry]], top_k: int
-) -> list[tuple[float, Entry]]:
-    """The ``top_k`` candidates (``(vector, entry)``) most similar to ``query``, best first,
-    with their cosine similarity (vectors are unit length, so a dot product)."""
+    query: list[float], candidates: Iterable[tuple[Any, Ranked]], top_k: int
+) -> list[tuple[float, Ranked]]:
+    """The ``top_k`` candidates (``(vector, what it stands for)``) most similar to ``query``,
+    best first, with their cosine similarity (vectors are unit length, so a dot product)."""
     # A vector of another length (an embedder that changed) is not comparable: left out.
     pairs = [
         (vector, entry)

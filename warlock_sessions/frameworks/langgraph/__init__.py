@@ -3,5 +3,6 @@ graph's checkpoints (short-term memory, human in the loop, time travel) and ``Wa
 its long-term memory. docs/frameworks/langgraph.md."""
 
 from .checkpointer import AsyncWarlockSaver, WarlockSaver
+from .store import WarlockStore
 
-__all__ = ["AsyncWarlockSaver", "WarlockSaver"]
+__all__ = ["AsyncWarlockSaver", "WarlockSaver", "WarlockStore"]
