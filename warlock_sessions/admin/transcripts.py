@@ -75,6 +75,8 @@ TEXT_PARTS = frozenset({"input_text", "output_text"})
 def as_message(item: dict[str, Any]) -> dict[str, Any]:
     """An item of the Responses API (what the OpenAI Agents SDK keeps in a session) in the
     shape of this app's messages, for the transcript; this app's messages as they are."""
+    if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
+        return _pydantic_ai_message(item)
     kind = item.get("type")
     if kind == "function_call":
         arguments = item.get("arguments")
@@ -104,6 +106,47 @@ def as_message(item: dict[str, Any]) -> dict[str, Any]:
         else:
             parts.append(part)
     return {**item, "content": parts}
+
+
+def _pydantic_ai_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic-ai ``ModelRequest`` or ``ModelResponse`` (as ``ModelMessagesTypeAdapter``
+    dumps it) in the shape of this app's messages: its parts' text, tool calls and returns."""
+    parts = [part for part in message["parts"] if isinstance(part, dict)]
+    said = [_part_text(part) for part in parts if part.get("part_kind") in PYDANTIC_AI_TEXT]
+    if message["kind"] == "response":
+        calls = [
+            {
+                "id": part.get("tool_call_id"),
+                "name": part.get("tool_name"),
+                "input": part.get("args"),
+            }
+            for part in parts
+            if part.get("part_kind") == "tool-call"
+        ]
+        return {"role": "assistant", "content": "\n".join(said), "toolCalls": calls}
+    returns = [part for part in parts if part.get("part_kind") in ("tool-return", "retry-prompt")]
+    if returns and not said:
+        return {
+            "role": "tool",
+            "toolCallId": returns[0].get("tool_call_id"),
+            "content": returns[0].get("content"),
+        }
+    system = all(part.get("part_kind") == "system-prompt" for part in parts)
+    return {"role": "system" if system else "user", "content": "\n".join(said)}
+
+
+#: pydantic-ai's parts that hold text someone said or read.
+PYDANTIC_AI_TEXT = frozenset({"user-prompt", "system-prompt", "text", "thinking"})
+
+
+def _part_text(part: dict[str, Any]) -> str:
+    content = part.get("content")
+    if isinstance(content, list):  # a prompt with files: their text, and the files by name
+        return " ".join(
+            item if isinstance(item, str) else str(item.get("url") or item.get("kind", ""))
+            for item in content
+        )
+    return str(content or "")
 
 
 def transcript_line(position: int, message: dict[str, Any]) -> dict[str, Any]:

@@ -16,25 +16,22 @@ with ``SessionLockTimeout``.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import random
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from ..conf import warlock_settings
-from ..conversations.configured import conversation_lock
 from ..conversations.db import DjangoConversationStore
-from ..conversations.session import default_lock
-from ..conversations.stores import RECORD_PREFIX, new_record
+from ..conversations.stores import new_record
 from ..errors import SessionConflictError, SessionExistsError
 from ..host.wire import session_id_input
 from .owners import owner_of
+from .turns import holding
 
 try:
     from agents import Runner
@@ -94,38 +91,10 @@ class WarlockSession(SessionABC):
         async with self.turn():
             return await Runner.run(agent, input, session=self, **options)
 
-    @asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
+    def turn(self) -> AbstractAsyncContextManager[None]:
         """Hold the conversation's lock while the block runs (an ``async with`` around a
         ``Runner.run`` of your own, a streamed one included)."""
-        lock = conversation_lock() or default_lock(self._store)
-        loop = asyncio.get_running_loop()
-        held, done = asyncio.Event(), threading.Event()
-
-        def hold() -> None:
-            loop.call_soon_threadsafe(held.set)
-            done.wait()
-
-        holding = asyncio.ensure_future(
-            sync_to_async(lock.with_lock, thread_sensitive=False)(
-                f"{RECORD_PREFIX}{self.session_id}", hold
-            )
-        )
-        waiting = asyncio.ensure_future(held.wait())
-        try:
-            await asyncio.wait({holding, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            if not held.is_set():
-                await holding  # the lock was refused: its error
-        except BaseException:
-            done.set()  # cancelled while waiting: the lock goes as soon as it is had
-            raise
-        finally:
-            waiting.cancel()
-        try:
-            yield
-        finally:
-            done.set()
-            await holding
+        return holding(self._store, self.session_id)
 
     # -- in a worker thread -------------------------------------------------------------------
 
