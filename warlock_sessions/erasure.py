@@ -35,6 +35,7 @@ from .conversations.seen import seen_histories
 from .conversations.stores import RECORD_PREFIX
 from .host.notify import conversation_changed, tell_followers
 from .models import (
+    AgentState,
     AppliedInput,
     CacheEntry,
     Checkpoint,
@@ -270,6 +271,7 @@ def _tables(traces: Traces) -> list[tuple[str, list[QuerySet[Any]]]]:
             ),
         ),
         ("cached answers", _each(conversations, _cached_answers)),
+        ("agent states", _each(conversations, _session_states)),
     ]
     tables += [
         (label, _each(traces.threads, _of_threads(model)))
@@ -288,6 +290,11 @@ def _tables(traces: Traces) -> list[tuple[str, list[QuerySet[Any]]]]:
 
 def _of_sessions(model: type[Model], using: str | None) -> Callable[[list[str]], QuerySet[Any]]:
     return lambda ids: _rows(model, using).filter(session_id__in=ids)
+
+
+def _session_states(conversations: list[str]) -> QuerySet[Any]:
+    """The ADK session state kept beside each conversation (``frameworks.adk``)."""
+    return _rows(AgentState).filter(scope=AgentState.Scope.SESSION, session_id__in=conversations)
 
 
 def _of_threads(model: type[Model]) -> Callable[[list[str]], QuerySet[Any]]:

@@ -923,3 +923,36 @@ class MemoryItem(Owned):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.key}"
+
+
+class AgentState(Tenanted):
+    """Google ADK's state kept beside a session's events (``frameworks.adk``): an app's
+    (``app:`` keys), a user's in an app (``user:`` keys), or a session's own, whose
+    conversation (``Conversation``, the same id) holds its events. ``updated_at``: a
+    session's last event."""
+
+    class Scope(models.TextChoices):
+        APP = "app", _("app")
+        USER = "user", _("user")
+        SESSION = "session", _("session")
+
+    scope = models.CharField(_("scope"), max_length=8, choices=Scope.choices)
+    app_name = models.CharField(_("app"), max_length=MAX_GRAPH_NAME_LENGTH)
+    user_id = models.CharField(_("user id"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
+    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH, blank=True)
+    state = models.JSONField(_("state"), default=dict)
+    updated_at = models.DateTimeField(_("updated"))
+
+    class Meta:
+        db_table = "warlock_agent_state"
+        verbose_name = _("agent state")
+        verbose_name_plural = _("agent states")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "scope", "app_name", "user_id", "session_id"],
+                name="warlock_agent_state_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return "/".join(part for part in (self.app_name, self.user_id, self.session_id) if part)

@@ -77,6 +77,8 @@ def as_message(item: dict[str, Any]) -> dict[str, Any]:
     shape of this app's messages, for the transcript; this app's messages as they are."""
     if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
         return _pydantic_ai_message(item)
+    if "invocationId" in item and "author" in item:
+        return _adk_event(item)
     kind = item.get("type")
     if kind == "function_call":
         arguments = item.get("arguments")
@@ -133,6 +135,34 @@ def _pydantic_ai_message(message: dict[str, Any]) -> dict[str, Any]:
         }
     system = all(part.get("part_kind") == "system-prompt" for part in parts)
     return {"role": "system" if system else "user", "content": "\n".join(said)}
+
+
+def _adk_event(event: dict[str, Any]) -> dict[str, Any]:
+    """A Google ADK event (as it dumps to JSON) in the shape of this app's messages: its
+    text, function calls and responses; the user's events are the user's."""
+    content = event.get("content")
+    kept = content.get("parts") if isinstance(content, dict) else None
+    parts = [part for part in kept or [] if isinstance(part, dict)]
+    text = "\n".join(str(part["text"]) for part in parts if part.get("text"))
+    calls = [part["functionCall"] for part in parts if isinstance(part.get("functionCall"), dict)]
+    answers = [
+        part["functionResponse"] for part in parts if isinstance(part.get("functionResponse"), dict)
+    ]
+    if answers and not text:
+        return {
+            "role": "tool",
+            "toolCallId": answers[0].get("id"),
+            "content": answers[0].get("response"),
+        }
+    role = "user" if event.get("author") == "user" else "assistant"
+    return {
+        "role": role,
+        "content": text,
+        "toolCalls": [
+            {"id": call.get("id"), "name": call.get("name"), "input": call.get("args")}
+            for call in calls
+        ],
+    }
 
 
 #: pydantic-ai's parts that hold text someone said or read.

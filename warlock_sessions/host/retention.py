@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from ..engine.durations import parse_duration
 from ..models import (
+    AgentState,
     Conversation,
     GraphThread,
     MemoryItem,
@@ -199,6 +200,9 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
             saved_at__lt=cutoff, payload__type=CONVERSATION_RECORD
         ).exclude(payload__has_key="pending")
         kinds.append(("conversation records", records, _pages_of(records, batch)))
+        # ADK sessions' own state, beside their conversations.
+        states = AgentState.objects.filter(scope=AgentState.Scope.SESSION, updated_at__lt=cutoff)
+        kinds.append(("agent session states", states, _pages_of(states, batch)))
         # LangGraph threads idle as long: their checkpoints, values and writes go with them.
         threads = GraphThread.objects.filter(updated_at__lt=cutoff)
         kinds.append(("graph threads", threads, _pages_of(threads, batch)))

@@ -1,0 +1,327 @@
+"""Google ADK's sessions on this app's tables (extra ``[adk]``).
+
+``WarlockSessionService`` is an ADK ``BaseSessionService``: a session is a warlock
+conversation (``Conversation``, the session's id, owned, versioned, kept by tenant) whose
+messages are its events, each as ADK dumps it to JSON; its state, and the ``app:`` and
+``user:`` state it shares, are ``AgentState`` rows; ``temp:`` state lives only in the
+invocation, as ADK says. ``append_event`` writes the event and its state delta in one
+transaction, conditional on the version the caller's session was read at: a session written
+meanwhile by another process is refused with ADK's ``StaleSessionError`` (ADK #1733, #3717),
+never overwritten. Reads take only the events a session needs (``GetSessionConfig``) from a
+history this process has read once (the conversation store's cache): a long session stays
+cheap (ADK #3039, #4827).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, router, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from ..conversations.db import DjangoConversationStore
+from ..conversations.stores import new_record
+from ..encryption import open_json, seal_json
+from ..errors import SessionConflictError, SessionExistsError
+from ..models import AgentState, Conversation
+from ..redaction import redact_value
+from .owners import owner_of
+
+try:
+    from google.adk.errors import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events import Event
+    from google.adk.platform import uuid as platform_uuid
+    from google.adk.sessions import BaseSessionService, Session, State
+    from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+except ImportError as error:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "warlock_sessions.frameworks.adk needs Google's ADK: pip install 'warlock-sessions[adk]'"
+    ) from error
+
+STALE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+Scope = AgentState.Scope
+
+
+def _kept_event(event: Event) -> dict[str, Any]:
+    return event.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+def _split(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``state`` by where it is kept: ``app:`` and ``user:`` keys without their prefix, the
+    session's own keys; ``temp:`` keys are kept nowhere."""
+    parts: dict[str, dict[str, Any]] = {Scope.APP: {}, Scope.USER: {}, Scope.SESSION: {}}
+    for key, value in state.items():
+        if key.startswith(State.APP_PREFIX):
+            parts[Scope.APP][key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            parts[Scope.USER][key.removeprefix(State.USER_PREFIX)] = value
+        elif not key.startswith(State.TEMP_PREFIX):
+            parts[Scope.SESSION][key] = value
+    return parts
+
+
+class WarlockSessionService(BaseSessionService):
+    """ADK's session service on this app's tables (see the module doc).
+
+    ``owner``: whose sessions it creates, for the API's policy, quotas and erasure (a
+    Django user, a request, or ``None``); ``using``: the database alias.
+    """
+
+    def __init__(self, *, owner: Any = None, using: str | None = None) -> None:
+        self.owner = owner_of(owner)
+        self.using: str = using or router.db_for_write(Conversation) or "default"
+        self._store = DjangoConversationStore(using=self.using, owner=self.owner)
+
+    # -- ADK's interface (async); the work is done in a worker thread ---------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        return await sync_to_async(self.create_session_sync)(
+            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        return await sync_to_async(self.get_session_sync)(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        )
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        return await sync_to_async(self.list_sessions_sync)(app_name=app_name, user_id=user_id)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await sync_to_async(self.delete_session_sync)(
+            app_name=app_name, user_id=user_id, session_id=session_id
+        )
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await sync_to_async(self._state)(Scope.USER, app_name, user_id)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        await sync_to_async(self._append)(session, event)
+        return self._commit_event_to_session(session, event)
+
+    # -- in a worker thread --------------------------------------------------------------
+
+    def create_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session_id = (session_id or "").strip() or platform_uuid.new_uuid()
+        parts = _split(state or {})
+        now = timezone.now()
+        try:
+            with transaction.atomic(using=self.using):
+                self._store.create(new_record(session_id))
+                self._rows().create(
+                    scope=Scope.SESSION,
+                    app_name=app_name,
+                    user_id=user_id,
+                    session_id=session_id,
+                    state=self._sealed(
+                        Scope.SESSION, app_name, user_id, session_id, parts[Scope.SESSION]
+                    ),
+                    updated_at=now,
+                )
+                self._merge(Scope.APP, app_name, "", parts[Scope.APP])
+                self._merge(Scope.USER, app_name, user_id, parts[Scope.USER])
+        except (SessionExistsError, IntegrityError):
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        return self._session(app_name, user_id, session_id, None)  # type: ignore[return-value]
+
+    def get_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        return self._session(app_name, user_id, (session_id or "").strip(), config)
+
+    def list_sessions_sync(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        rows = self._rows().filter(scope=Scope.SESSION, app_name=app_name)
+        if user_id is not None:
+            rows = rows.filter(user_id=user_id)
+        shared = self._state(Scope.APP, app_name, "")
+        users: dict[str, dict[str, Any]] = {}
+        sessions = []
+        for row in rows:
+            if row.user_id not in users:
+                users[row.user_id] = self._state(Scope.USER, app_name, row.user_id)
+            state = self._merged(self._opened(row), shared, users[row.user_id])
+            sessions.append(
+                Session(
+                    id=row.session_id,
+                    app_name=app_name,
+                    user_id=row.user_id,
+                    state=state,
+                    last_update_time=row.updated_at.timestamp(),
+                )
+            )
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        session_id = (session_id or "").strip()
+        with transaction.atomic(using=self.using):
+            kept = self._session_row(app_name, user_id, session_id)
+            if kept is None:
+                return
+            kept.delete()
+            self._store.delete(session_id)
+
+    def _append(self, session: Session, event: Event) -> None:
+        with transaction.atomic(using=self.using):
+            row = self._session_row(session.app_name, session.user_id, session.id, lock=True)
+            record = self._store.load(session.id) if row is not None else None
+            if row is None or record is None:
+                raise SessionNotFoundError(f"Session {session.id} not found.")
+            marker = session._storage_update_marker
+            if marker is not None and marker != str(record["version"]):
+                raise StaleSessionError(STALE)
+            kept = _kept_event(event)
+            if any(
+                stored.get("id") == event.id and stored == redact_value(kept)
+                for stored in record["messages"][-50:]
+            ):
+                return  # the same event delivered again: applied once
+            parts = _split(event.actions.state_delta if event.actions else {})
+            self._merge(Scope.APP, session.app_name, "", parts[Scope.APP])
+            self._merge(Scope.USER, session.app_name, session.user_id, parts[Scope.USER])
+            state = {**self._opened(row), **parts[Scope.SESSION]}
+            row.state = self._sealed(
+                Scope.SESSION, row.app_name, row.user_id, row.session_id, state
+            )
+            row.updated_at = datetime.fromtimestamp(event.timestamp, UTC)
+            row.save(update_fields=["state", "updated_at"])
+            try:
+                self._store.append_turn(record, [*record["messages"], kept], [kept])
+            except SessionConflictError:
+                raise StaleSessionError(STALE) from None
+        session._storage_update_marker = str(record["version"])
+        session.last_update_time = event.timestamp
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _session(
+        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
+    ) -> Session | None:
+        row = self._session_row(app_name, user_id, session_id)
+        record = self._store.load(session_id) if row is not None else None
+        if row is None or record is None:
+            return None
+        events = record["messages"]
+        if config is not None and config.num_recent_events is not None:
+            events = events[-config.num_recent_events :] if config.num_recent_events else []
+        if config is not None and config.after_timestamp is not None:
+            events = [e for e in events if e.get("timestamp", 0) >= config.after_timestamp]
+        state = self._merged(
+            self._opened(row),
+            self._state(Scope.APP, app_name, ""),
+            self._state(Scope.USER, app_name, user_id),
+        )
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=state,
+            events=[Event.model_validate(event) for event in events],
+            last_update_time=row.updated_at.timestamp(),
+        )
+        session._storage_update_marker = str(record["version"])
+        return session
+
+    @staticmethod
+    def _merged(
+        own: dict[str, Any], shared: dict[str, Any], user: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            **own,
+            **{State.APP_PREFIX + key: value for key, value in shared.items()},
+            **{State.USER_PREFIX + key: value for key, value in user.items()},
+        }
+
+    def _rows(self) -> QuerySet[AgentState]:
+        return AgentState.objects.using(self.using).all()
+
+    def _session_row(
+        self, app_name: str, user_id: str, session_id: str, *, lock: bool = False
+    ) -> AgentState | None:
+        rows = self._rows().filter(
+            scope=Scope.SESSION, app_name=app_name, user_id=user_id, session_id=session_id
+        )
+        return (rows.select_for_update() if lock else rows).first()
+
+    def _state(self, scope: str, app_name: str, user_id: str) -> dict[str, Any]:
+        row = self._rows().filter(scope=scope, app_name=app_name, user_id=user_id).first()
+        return {} if row is None else self._opened(row)
+
+    def _opened(self, row: AgentState) -> dict[str, Any]:
+        value = open_json(row.state, *_place(row.scope, row.app_name, row.user_id, row.session_id))
+        return value if isinstance(value, dict) else {}
+
+    def _sealed(
+        self, scope: str, app_name: str, user_id: str, session_id: str, state: dict[str, Any]
+    ) -> Any:
+        return seal_json(redact_value(state), *_place(scope, app_name, user_id, session_id))
+
+    def _merge(self, scope: str, app_name: str, user_id: str, delta: dict[str, Any]) -> None:
+        """Merge ``delta`` into the app's or user's shared state, its row locked."""
+        if not delta:
+            return
+        rows = self._rows().filter(scope=scope, app_name=app_name, user_id=user_id)
+        row = rows.select_for_update().first()
+        now = timezone.now()
+        if row is None:
+            try:
+                with transaction.atomic(using=self.using):
+                    self._rows().create(
+                        scope=scope,
+                        app_name=app_name,
+                        user_id=user_id,
+                        state=self._sealed(scope, app_name, user_id, "", delta),
+                        updated_at=now,
+                    )
+                return
+            except IntegrityError:  # made meanwhile by another: merged into it
+                row = rows.select_for_update().get()
+        row.state = self._sealed(scope, app_name, user_id, "", {**self._opened(row), **delta})
+        row.updated_at = now
+        row.save(update_fields=["state", "updated_at"])
+
+
+def _place(scope: str, app_name: str, user_id: str, session_id: str) -> tuple[str, ...]:
+    return ("agent.state", scope, app_name, user_id, session_id)
