@@ -766,7 +766,9 @@ class GraphThread(Owned):
     id = models.CharField(_("thread id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
     version = models.PositiveIntegerField(_("version"), default=1)
     created_at = models.DateTimeField(_("created"))
-    updated_at = models.DateTimeField(_("updated"), db_index=True)
+    # Not indexed: every checkpoint moves it, and an update that touches no index is the
+    # cheapest PostgreSQL has (HOT); only warlock_prune reads it, a scan a night.
+    updated_at = models.DateTimeField(_("updated"))
 
     class Meta:
         db_table = "warlock_graph_threads"
@@ -782,7 +784,11 @@ class GraphCheckpoint(Tenanted):
     """One checkpoint of a thread in one namespace: the checkpoint without its channel values
     (``GraphBlob`` keeps each value once per version), serialised by the saver's serde."""
 
-    thread = models.ForeignKey(GraphThread, on_delete=models.CASCADE, related_name="+")
+    # Its key leads with the thread: no index of its own.
+    pk = models.CompositePrimaryKey("thread", "namespace", "checkpoint_id")
+    thread = models.ForeignKey(
+        GraphThread, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=MAX_GRAPH_NAME_LENGTH)
     parent_id = models.CharField(_("parent"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
@@ -798,11 +804,6 @@ class GraphCheckpoint(Tenanted):
         db_table = "warlock_graph_checkpoints"
         verbose_name = _("graph checkpoint")
         verbose_name_plural = _("graph checkpoints")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["thread", "namespace", "checkpoint_id"], name="warlock_graph_checkpoint"
-            )
-        ]
         indexes = [
             models.Index(
                 fields=["run_id"], name="warlock_graph_run", condition=~models.Q(run_id="")
@@ -822,7 +823,10 @@ class GraphBlob(Tenanted):
     """A channel's value at one version, in one thread's namespace: written once, read by
     every checkpoint that holds that version."""
 
-    thread = models.ForeignKey(GraphThread, on_delete=models.CASCADE, related_name="+")
+    pk = models.CompositePrimaryKey("thread", "namespace", "channel", "version")
+    thread = models.ForeignKey(
+        GraphThread, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
     channel = models.CharField(_("channel"), max_length=MAX_GRAPH_NAME_LENGTH)
     version = models.CharField(_("version"), max_length=MAX_GRAPH_NAME_LENGTH)
@@ -833,11 +837,6 @@ class GraphBlob(Tenanted):
         db_table = "warlock_graph_blobs"
         verbose_name = _("graph channel value")
         verbose_name_plural = _("graph channel values")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["thread", "namespace", "channel", "version"], name="warlock_graph_blob"
-            )
-        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.namespace} {self.channel}@{self.version}"
@@ -852,9 +851,10 @@ class GraphWrite(Tenanted):
     """A pending write of a task on a checkpoint: what a node wrote before the next
     checkpoint (kept so a crash between steps resumes without running the node again)."""
 
+    pk = models.CompositePrimaryKey("thread", "namespace", "checkpoint_id", "task_id", "idx")
     # Without a constraint: a task's writes may come before its thread's first checkpoint.
     thread = models.ForeignKey(
-        GraphThread, on_delete=models.CASCADE, related_name="+", db_constraint=False
+        GraphThread, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )
     namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=MAX_GRAPH_NAME_LENGTH)
@@ -869,12 +869,6 @@ class GraphWrite(Tenanted):
         db_table = "warlock_graph_writes"
         verbose_name = _("graph pending write")
         verbose_name_plural = _("graph pending writes")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["thread", "namespace", "checkpoint_id", "task_id", "idx"],
-                name="warlock_graph_write",
-            )
-        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.namespace}#{self.checkpoint_id} {self.channel}"

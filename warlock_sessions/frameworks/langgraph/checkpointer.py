@@ -14,6 +14,9 @@ database. Every method has its async twin, so one saver serves ``graph.invoke`` 
 from __future__ import annotations
 
 import builtins
+import functools
+import json
+import operator
 import random
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -40,6 +43,7 @@ from ...models import (
 from ...redaction import redact_value
 from ...tenancy import EVERY_TENANT, tenant_scope
 from ..owners import owner_of
+from . import postgres
 
 try:
     from langchain_core.messages import BaseMessage
@@ -136,6 +140,8 @@ class WarlockSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, namespace = thread_of(config)
+        if postgres.on_postgresql(self.using):
+            return self._get_tuple_in_one(config, thread_id, namespace)
         rows = self._rows(GraphCheckpoint).filter(thread_id=thread_id, namespace=namespace)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
@@ -145,6 +151,80 @@ class WarlockSaver(BaseCheckpointSaver[str]):
             return None
         found = self._tuples([row])[0]
         return found._replace(config=config) if checkpoint_id else found
+
+    def _get_tuple_in_one(
+        self, config: RunnableConfig, thread_id: str, namespace: str
+    ) -> CheckpointTuple | None:
+        checkpoint_id = get_checkpoint_id(config)
+        found = self._read_in_one(thread_id, namespace, checkpoint_id=checkpoint_id, limit=1)
+        if not found:
+            return None
+        return found[0]._replace(config=config) if checkpoint_id else found[0]
+
+    def _read_in_one(
+        self,
+        thread_id: str,
+        namespace: str,
+        *,
+        limit: int,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> Tuples:
+        """Checkpoints of one thread's namespace, newest first, whole, in one statement."""
+        scope = tenancy.current()
+        filters = list((filter or {}).items())
+        statement = postgres.checkpoints_statement(
+            bool(checkpoint_id), scope is not None, before is not None, len(filters)
+        )
+        rows = postgres.run_all(
+            self.using,
+            statement,
+            {
+                "thread": thread_id,
+                "namespace": namespace,
+                "checkpoint_id": checkpoint_id,
+                "scope": scope,
+                "before": before,
+                "limit": limit,
+                **postgres.numbered(
+                    [(str(key), json.dumps(value)) for key, value in filters], "key", "value"
+                ),
+            },
+        )
+        return [self._tuple_of(thread_id, namespace, row) for row in rows]
+
+    def _tuple_of(self, thread_id: str, namespace: str, row: tuple[Any, ...]) -> CheckpointTuple:
+        checkpoint_id, parent_id, kind, body, metadata, values, writes = row
+        where = (thread_id, namespace)
+        checkpoint = self._opened(kind, body, "checkpoint", *where, checkpoint_id)
+        checkpoint["channel_values"] = {
+            channel.decode(): self._opened(
+                kept.decode(), value, "blob", *where, channel.decode(), version.decode()
+            )
+            for channel, version, kept, value in values or []
+        }
+        pending = sorted(
+            (
+                (path.decode(), task.decode(), int(idx), channel.decode(), kept.decode(), value)
+                for task, channel, kept, value, path, idx in writes or []
+            ),
+            key=lambda write: writes_sort_key(*write[:3]),
+        )
+        return CheckpointTuple(
+            config=_address(*where, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
+            parent_config=_address(*where, parent_id) if parent_id else None,
+            pending_writes=[
+                (
+                    task,
+                    channel,
+                    self._opened(kept, value, "write", *where, checkpoint_id, task, str(idx)),
+                )
+                for _, task, idx, channel, kept, value in pending
+            ],
+        )
 
     def list(
         self,
@@ -164,8 +244,27 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> Iterator[Tuples]:
-        rows = self._listed(config, filter, before).order_by("-checkpoint_id", "-pk")
-        left = limit if limit is not None else None
+        """The checkpoints listed, newest first, a page at a time: a page goes on from where
+        the last ended (a keyset), so reading far into a long thread costs what reading its
+        start does."""
+        if (
+            config is not None
+            and config["configurable"].get("checkpoint_ns") is not None
+            and postgres.on_postgresql(self.using)
+        ):
+            yield from self._pages_in_one(config, filter, before, limit)
+            return
+        rows = self._listed(config, filter, before)
+        # In one thread's namespace a checkpoint id is unique: the key's index orders it.
+        one_namespace = (
+            config is not None and config["configurable"].get("checkpoint_ns") is not None
+        )
+        rows = (
+            rows.order_by("-checkpoint_id")
+            if one_namespace
+            else rows.order_by("-checkpoint_id", "-thread_id", "-namespace")
+        )
+        left = limit
         while left is None or left > 0:
             page = list(rows[: PAGE if left is None else min(PAGE, left)])
             if not page:
@@ -174,10 +273,39 @@ class WarlockSaver(BaseCheckpointSaver[str]):
             if left is not None:
                 left -= len(page)
             last = page[-1]
-            rows = rows.filter(
-                Q(checkpoint_id__lt=last.checkpoint_id)
-                | Q(checkpoint_id=last.checkpoint_id, pk__lt=last.pk)
+            after = Q(checkpoint_id__lt=last.checkpoint_id)
+            if not one_namespace:
+                same = Q(checkpoint_id=last.checkpoint_id)
+                after |= same & Q(thread_id__lt=last.thread_id)
+                after |= same & Q(thread_id=last.thread_id, namespace__lt=last.namespace)
+            rows = rows.filter(after)
+
+    def _pages_in_one(
+        self,
+        config: RunnableConfig,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Iterator[Tuples]:
+        thread_id, namespace = thread_of(config)
+        named = get_checkpoint_id(config)
+        after = get_checkpoint_id(before) if before is not None else None
+        left = limit
+        while left is None or left > 0:
+            page = self._read_in_one(
+                thread_id,
+                namespace,
+                limit=PAGE if left is None else min(PAGE, left),
+                checkpoint_id=named,
+                before=after,
+                filter=filter,
             )
+            if not page:
+                return
+            yield page
+            if left is not None:
+                left -= len(page)
+            after = page[-1].config["configurable"]["checkpoint_id"]
 
     def _listed(
         self,
@@ -291,46 +419,78 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         body: dict[str, Any] = {**checkpoint}
         values = body.pop("channel_values")
         where = (thread_id, namespace)
+        blobs = []
+        for channel, version in new_versions.items():
+            place = (*where, _name(channel, "channel"), _name(version, "version"))
+            kind, value = (
+                self._sealed(_redacted(values[channel]), "blob", *place)
+                if channel in values
+                else ("empty", b"")
+            )
+            blobs.append((place, kind, value))
+        kind, value = self._sealed(body, "checkpoint", *where, checkpoint_id)
+        meta = get_serializable_checkpoint_metadata(config, metadata)
+        row = {
+            "checkpoint_id": checkpoint_id,
+            "parent_id": get_checkpoint_id(config) or "",
+            "run_id": str(meta.get("run_id") or "")[:MAX_GRAPH_NAME_LENGTH],
+            "kind": kind,
+            "checkpoint": value,
+            "channel_versions": {k: str(v) for k, v in body["channel_versions"].items()},
+            "metadata": meta,
+        }
+        if postgres.on_postgresql(self.using):
+            self._put_in_one(thread_id, namespace, blobs, row)
+        else:
+            self._put_rows(thread_id, namespace, blobs, row)
+        return _address(thread_id, namespace, checkpoint_id)
+
+    def _put_in_one(
+        self, thread_id: str, namespace: str, blobs: builtins.list[Any], row: dict[str, Any]
+    ) -> None:
+        written = postgres.run(
+            self.using,
+            postgres.put_statement(len(blobs)),
+            {
+                "thread": thread_id,
+                "namespace": namespace,
+                "scope": tenancy.current(),
+                "new_tenant": tenancy.tenant_of_new_row(),
+                "user": getattr(self.owner.get("user"), "pk", None),
+                "visitor": self.owner.get("anonymous_key") or "",
+                **postgres.numbered(
+                    [(place[2], place[3], kind, value) for place, kind, value in blobs],
+                    "channel",
+                    "version",
+                    "kind",
+                    "value",
+                ),
+                **row,
+                "channel_versions": json.dumps(row["channel_versions"]),
+                "metadata": json.dumps(row["metadata"]),
+            },
+        )
+        if written is None:
+            raise OfAnotherTenantError("graph thread", thread_id)
+
+    def _put_rows(
+        self, thread_id: str, namespace: str, blobs: builtins.list[Any], row: dict[str, Any]
+    ) -> None:
         with transaction.atomic(using=self.using):
             tenant = self._touch(thread_id)
-            blobs = []
-            for channel, version in new_versions.items():
-                place = (*where, _name(channel, "channel"), _name(version, "version"))
-                kind, value = (
-                    self._sealed(_redacted(values[channel]), "blob", *place)
-                    if channel in values
-                    else ("empty", b"")
-                )
-                blobs.append(GraphBlob(tenant=tenant, **_blob_key(place), kind=kind, value=value))
-            GraphBlob._base_manager.using(self.using).bulk_create(blobs, ignore_conflicts=True)
-            kind, value = self._sealed(body, "checkpoint", *where, checkpoint_id)
-            meta = get_serializable_checkpoint_metadata(config, metadata)
-            row = GraphCheckpoint(
-                tenant=tenant,
-                thread_id=thread_id,
-                namespace=namespace,
-                checkpoint_id=checkpoint_id,
-                parent_id=get_checkpoint_id(config) or "",
-                run_id=str(meta.get("run_id") or "")[:MAX_GRAPH_NAME_LENGTH],
-                kind=kind,
-                checkpoint=value,
-                channel_versions={k: str(v) for k, v in body["channel_versions"].items()},
-                metadata=meta,
+            GraphBlob._base_manager.using(self.using).bulk_create(
+                [
+                    GraphBlob(tenant=tenant, **_blob_key(place), kind=kind, value=value)
+                    for place, kind, value in blobs
+                ],
+                ignore_conflicts=True,
             )
             GraphCheckpoint._base_manager.using(self.using).bulk_create(
-                [row],
+                [GraphCheckpoint(tenant=tenant, thread_id=thread_id, namespace=namespace, **row)],
                 update_conflicts=True,
                 unique_fields=["thread", "namespace", "checkpoint_id"],
-                update_fields=[
-                    "parent_id",
-                    "run_id",
-                    "kind",
-                    "checkpoint",
-                    "channel_versions",
-                    "metadata",
-                ],
+                update_fields=[field for field in row if field != "checkpoint_id"],
             )
-        return _address(thread_id, namespace, checkpoint_id)
 
     def put_writes(
         self,
@@ -346,13 +506,44 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         # where the caller's scope is lost: there they are the thread's tenant's, as the
         # checkpoint they hang off was written in the caller's scope.
         with nullcontext() if tenancy.entered() else tenant_scope(EVERY_TENANT):
-            tenant = tenant_of_parent(GraphThread, self.using, pk=thread_id)
+            kept = []
+            for index, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, index)
+                place = (thread_id, namespace, checkpoint_id, task_id, str(idx))
+                kind, data = self._sealed(_redacted(value), "write", *place)
+                kept.append((idx, _name(channel, "channel"), kind, data))
+            if not kept:
+                return
+            if postgres.on_postgresql(self.using):
+                postgres.run(
+                    self.using,
+                    postgres.put_writes_statement(len(kept)),
+                    {
+                        "scope": tenancy.current(),
+                        "thread": thread_id,
+                        "namespace": namespace,
+                        "checkpoint_id": checkpoint_id,
+                        "task_id": task_id,
+                        "task_path": task_path,
+                        **postgres.numbered(kept, "idx", "channel", "kind", "value"),
+                    },
+                )
+            else:
+                self._put_write_rows(thread_id, namespace, checkpoint_id, task_id, task_path, kept)
+
+    def _put_write_rows(
+        self,
+        thread_id: str,
+        namespace: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        kept: builtins.list[tuple[int, str, str, bytes]],
+    ) -> None:
+        tenant = tenant_of_parent(GraphThread, self.using, pk=thread_id)
         fresh: builtins.list[GraphWrite] = []
         special: builtins.list[GraphWrite] = []
-        for index, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, index)
-            place = (thread_id, namespace, checkpoint_id, task_id, str(idx))
-            kind, data = self._sealed(_redacted(value), "write", *place)
+        for idx, channel, kind, data in kept:
             row = GraphWrite(
                 tenant=tenant,
                 thread_id=thread_id,
@@ -361,7 +552,7 @@ class WarlockSaver(BaseCheckpointSaver[str]):
                 task_id=task_id,
                 task_path=task_path,
                 idx=idx,
-                channel=_name(channel, "channel"),
+                channel=channel,
                 kind=kind,
                 value=data,
             )
@@ -438,7 +629,7 @@ class WarlockSaver(BaseCheckpointSaver[str]):
             setattr(row, field, sealed if sealed is not None else plain)
             if sealed is None:
                 row.kind = row.kind.removesuffix(SEALED_KIND)
-        row.pk, row.thread_id, row.tenant = None, target, tenant
+        row.thread_id, row.tenant = target, tenant
         row._state.adding = True
         return row
 
@@ -484,12 +675,13 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         }
         blobs = self._rows(GraphBlob).filter(thread_id=thread_id, namespace=namespace)
         unread = [
-            pk
-            for pk, channel, version in blobs.values_list("pk", "channel", "version")
+            Q(channel=channel, version=version)
+            for channel, version in blobs.values_list("channel", "version")
             if (channel, version) not in read
         ]
         for start in range(0, len(unread), 500):
-            self._rows(GraphBlob).filter(pk__in=unread[start : start + 500]).delete()
+            batch = unread[start : start + 500]
+            blobs.filter(functools.reduce(operator.or_, batch)).delete()
 
     # -- values --------------------------------------------------------------------------
 
