@@ -16,13 +16,13 @@ with ``SessionLockTimeout``.
 
 from __future__ import annotations
 
-import copy
 import random
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import orjson
 from asgiref.sync import sync_to_async
 
 from ..conf import warlock_settings
@@ -67,6 +67,8 @@ class WarlockSession(SessionABC):
             else session_settings or SessionSettings()
         )
         self._store = DjangoConversationStore(using=using, owner=owner_of(owner))
+        #: The conversation as this session last read or wrote it (``None``: read it again).
+        self._read: dict[str, Any] | None = None
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The items, oldest first; with a ``limit`` (or the settings'), the latest ones."""
@@ -83,6 +85,7 @@ class WarlockSession(SessionABC):
 
     async def clear_session(self) -> None:
         """Forget the conversation and every item."""
+        self._read = None
         await sync_to_async(self._store.delete)(self.session_id)
 
     async def run(self, agent: Any, input: Any, **options: Any) -> Any:
@@ -99,31 +102,42 @@ class WarlockSession(SessionABC):
     # -- in a worker thread -------------------------------------------------------------------
 
     def _items(self, limit: int | None) -> list[Any]:
-        record = self._store.load(self.session_id)
+        record = self._read = self._store.load(self.session_id)
         items = record["messages"] if record else []
         count = resolve_session_limit(limit, self.session_settings)
         if count is not None and count >= 0:  # a negative limit is none, as the SDK's own
             items = items[-count:] if count else []
-        return copy.deepcopy(items)  # the store keeps its copy for its next read
+        # The store keeps its copy for its next read: the caller gets its own, made the way
+        # JSON is (as stored; deepcopy took five times as long).
+        return orjson.loads(orjson.dumps(items))  # type: ignore[no-any-return]
 
     def _append(self, items: list[Any]) -> None:
         for attempt in self._attempts():
-            record = self._store.load(self.session_id)
+            # The runner reads the history, then appends to it: the first try is
+            # conditional on the version that read found, not on a read of its own.
+            record = (
+                self._read
+                if attempt.count == 0 and self._read
+                else self._store.load(self.session_id)
+            )
+            self._read = None
             try:
                 if record is None:
                     self._store.create({**new_record(self.session_id), "messages": items})
                 else:
                     self._store.append_turn(record, [*record["messages"], *items], items)
+                    self._read = record  # at its new version
                 return
             except (SessionConflictError, SessionExistsError) as error:
                 attempt.lost(error)  # another writer was first: append after what it wrote
 
     def _pop(self) -> Any | None:
+        self._read = None
         for attempt in self._attempts():
             record = self._store.load(self.session_id)
             if record is None or not record["messages"]:
                 return None
-            latest = copy.deepcopy(record["messages"][-1])
+            latest = orjson.loads(orjson.dumps(record["messages"][-1]))
             try:
                 self._store.truncate(record, len(record["messages"]) - 1)
             except SessionConflictError as error:

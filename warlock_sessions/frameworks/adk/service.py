@@ -14,6 +14,7 @@ cheap (ADK #3039, #4827).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,13 +23,16 @@ from django.db import IntegrityError, router, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from ..conversations.db import DjangoConversationStore
-from ..conversations.stores import new_record
-from ..encryption import open_json, seal_json
-from ..errors import SessionConflictError, SessionExistsError
-from ..models import AgentState, Conversation
-from ..redaction import redact_value
-from .owners import owner_of
+from ... import tenancy
+from ...conversations.db import DjangoConversationStore
+from ...conversations.stores import new_record
+from ...encryption import message_place, open_json, seal_json, sealing
+from ...errors import SessionConflictError, SessionExistsError
+from ...models import AgentState, Conversation, ConversationMessage
+from ...redaction import redact_value
+from ..langgraph.postgres import on_postgresql
+from ..owners import owner_of
+from . import postgres
 
 try:
     from google.adk.errors import StaleSessionError
@@ -43,6 +47,10 @@ except ImportError as error:  # pragma: no cover - the extra is missing
         "warlock_sessions.frameworks.adk needs Google's ADK: pip install 'warlock-sessions[adk]'"
     ) from error
 
+#: A session as kept: its version, merged state, last update and latest events.
+Kept = tuple[int, dict[str, Any], datetime, list[dict[str, Any]]]
+#: How a message column keeps an event: the text the raw statement writes must be its.
+MESSAGE = ConversationMessage._meta.get_field("message")
 STALE = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
@@ -90,9 +98,7 @@ class WarlockSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        return await sync_to_async(self.create_session_sync)(
-            app_name=app_name, user_id=user_id, state=state, session_id=session_id
-        )
+        return await sync_to_async(self._create)(app_name, user_id, state, session_id)
 
     async def get_session(
         self,
@@ -102,19 +108,16 @@ class WarlockSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        return await sync_to_async(self.get_session_sync)(
-            app_name=app_name, user_id=user_id, session_id=session_id, config=config
-        )
+        session_id = (session_id or "").strip()
+        return await sync_to_async(self._session)(app_name, user_id, session_id, config)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        return await sync_to_async(self.list_sessions_sync)(app_name=app_name, user_id=user_id)
+        return await sync_to_async(self._list)(app_name, user_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await sync_to_async(self.delete_session_sync)(
-            app_name=app_name, user_id=user_id, session_id=session_id
-        )
+        await sync_to_async(self._delete)(app_name, user_id, (session_id or "").strip())
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await sync_to_async(self._state)(Scope.USER, app_name, user_id)
@@ -129,13 +132,8 @@ class WarlockSessionService(BaseSessionService):
 
     # -- in a worker thread --------------------------------------------------------------
 
-    def create_session_sync(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        state: dict[str, Any] | None = None,
-        session_id: str | None = None,
+    def _create(
+        self, app_name: str, user_id: str, state: dict[str, Any] | None, session_id: str | None
     ) -> Session:
         session_id = (session_id or "").strip() or platform_uuid.new_uuid()
         parts = _split(state or {})
@@ -159,19 +157,7 @@ class WarlockSessionService(BaseSessionService):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         return self._session(app_name, user_id, session_id, None)  # type: ignore[return-value]
 
-    def get_session_sync(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        config: GetSessionConfig | None = None,
-    ) -> Session | None:
-        return self._session(app_name, user_id, (session_id or "").strip(), config)
-
-    def list_sessions_sync(
-        self, *, app_name: str, user_id: str | None = None
-    ) -> ListSessionsResponse:
+    def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
         rows = self._rows().filter(scope=Scope.SESSION, app_name=app_name)
         if user_id is not None:
             rows = rows.filter(user_id=user_id)
@@ -194,8 +180,7 @@ class WarlockSessionService(BaseSessionService):
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
-    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        session_id = (session_id or "").strip()
+    def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
         with transaction.atomic(using=self.using):
             kept = self._session_row(app_name, user_id, session_id)
             if kept is None:
@@ -204,6 +189,35 @@ class WarlockSessionService(BaseSessionService):
             self._store.delete(session_id)
 
     def _append(self, session: Session, event: Event) -> None:
+        if on_postgresql(self.using) and not sealing():
+            version = self._append_in_one(session, event)
+            if version is not None:
+                session._storage_update_marker = str(version)
+                session.last_update_time = event.timestamp
+                return
+            # Nothing written: stale, gone, or the event again; the rows say which.
+        self._append_rows(session, event)
+
+    def _append_in_one(self, session: Session, event: Event) -> int | None:
+        parts = _split(event.actions.state_delta if event.actions else {})
+        marker = session._storage_update_marker
+        return postgres.append(
+            self.using,
+            {
+                "session": session.id,
+                "app": session.app_name,
+                "user": session.user_id,
+                "version": None if marker is None else int(marker),
+                "scope": tenancy.current(),
+                "event": MESSAGE.get_prep_value(redact_value(_kept_event(event))),
+                "own": json.dumps(redact_value(parts[Scope.SESSION])),
+                "app_delta": json.dumps(redact_value(parts[Scope.APP])),
+                "user_delta": json.dumps(redact_value(parts[Scope.USER])),
+                "at": datetime.fromtimestamp(event.timestamp, UTC),
+            },
+        )
+
+    def _append_rows(self, session: Session, event: Event) -> None:
         with transaction.atomic(using=self.using):
             row = self._session_row(session.app_name, session.user_id, session.id, lock=True)
             record = self._store.load(session.id) if row is not None else None
@@ -239,30 +253,77 @@ class WarlockSessionService(BaseSessionService):
     def _session(
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
     ) -> Session | None:
-        row = self._session_row(app_name, user_id, session_id)
-        record = self._store.load(session_id) if row is not None else None
-        if row is None or record is None:
+        recent = None if config is None else config.num_recent_events
+        kept = (
+            self._kept_in_one(app_name, user_id, session_id, recent)
+            if on_postgresql(self.using)
+            else self._kept_rows(app_name, user_id, session_id, recent)
+        )
+        if kept is None:
             return None
-        events = record["messages"]
-        if config is not None and config.num_recent_events is not None:
-            events = events[-config.num_recent_events :] if config.num_recent_events else []
+        version, state, updated_at, events = kept
         if config is not None and config.after_timestamp is not None:
             events = [e for e in events if e.get("timestamp", 0) >= config.after_timestamp]
-        state = self._merged(
-            self._opened(row),
-            self._state(Scope.APP, app_name, ""),
-            self._state(Scope.USER, app_name, user_id),
-        )
         session = Session(
             id=session_id,
             app_name=app_name,
             user_id=user_id,
             state=state,
             events=[Event.model_validate(event) for event in events],
-            last_update_time=row.updated_at.timestamp(),
+            last_update_time=updated_at.timestamp(),
         )
-        session._storage_update_marker = str(record["version"])
+        session._storage_update_marker = str(version)
         return session
+
+    def _kept_rows(
+        self, app_name: str, user_id: str, session_id: str, recent: int | None
+    ) -> Kept | None:
+        """What a session is kept as: its version, merged state, last update and latest
+        events (``recent`` of them; all when ``None``)."""
+        row = self._session_row(app_name, user_id, session_id)
+        record = self._store.load(session_id) if row is not None else None
+        if row is None or record is None:
+            return None
+        events = record["messages"]
+        if recent is not None:
+            events = events[-recent:] if recent else []
+        state = self._merged(
+            self._opened(row),
+            self._state(Scope.APP, app_name, ""),
+            self._state(Scope.USER, app_name, user_id),
+        )
+        return record["version"], state, row.updated_at, events
+
+    def _kept_in_one(
+        self, app_name: str, user_id: str, session_id: str, recent: int | None
+    ) -> Kept | None:
+        found = postgres.session(
+            self.using,
+            {
+                "session": session_id,
+                "app": app_name,
+                "user": user_id,
+                "recent": recent,
+                "scope": tenancy.current(),
+            },
+        )
+        if found is None:
+            return None
+        version, own, updated_at, shared, user, positions, messages = found
+        places = (
+            (Scope.SESSION, app_name, user_id, session_id),
+            (Scope.APP, app_name, "", ""),
+            (Scope.USER, app_name, user_id, ""),
+        )
+        own, shared, user = (
+            _opened_state(state, place)
+            for state, place in zip((own, shared, user), places, strict=True)
+        )
+        events = [
+            open_json(json.loads(message), *message_place(session_id, position))
+            for position, message in zip(positions or [], messages or [], strict=True)
+        ]
+        return version, self._merged(own, shared, user), updated_at, events
 
     @staticmethod
     def _merged(
@@ -290,8 +351,7 @@ class WarlockSessionService(BaseSessionService):
         return {} if row is None else self._opened(row)
 
     def _opened(self, row: AgentState) -> dict[str, Any]:
-        value = open_json(row.state, *_place(row.scope, row.app_name, row.user_id, row.session_id))
-        return value if isinstance(value, dict) else {}
+        return _opened_state(row.state, (row.scope, row.app_name, row.user_id, row.session_id))
 
     def _sealed(
         self, scope: str, app_name: str, user_id: str, session_id: str, state: dict[str, Any]
@@ -321,6 +381,15 @@ class WarlockSessionService(BaseSessionService):
         row.state = self._sealed(scope, app_name, user_id, "", {**self._opened(row), **delta})
         row.updated_at = now
         row.save(update_fields=["state", "updated_at"])
+
+
+def _opened_state(stored: Any, place: tuple[str, str, str, str]) -> dict[str, Any]:
+    """A state column as kept (JSON text from a raw statement, or its value), opened; ``{}``
+    when there is none."""
+    if stored is None:
+        return {}
+    value = open_json(json.loads(stored) if isinstance(stored, str) else stored, *_place(*place))
+    return value if isinstance(value, dict) else {}
 
 
 def _place(scope: str, app_name: str, user_id: str, session_id: str) -> tuple[str, ...]:
