@@ -118,7 +118,9 @@ WARLOCK_SESSIONS = {
     "AGENTS": {
         "booking": {"AGENT": "example_project.demo.agents.booking_agent", "MODEL": "llm"}
         if LLM_MODELS
-        else "example_project.demo.agents.booking_agent"
+        else "example_project.demo.agents.booking_agent",
+        # The shop helper of /helper/, written with the OpenAI Agents SDK (offline model).
+        "helper": "example_project.demo.helper.helper_agent",
     },
     "DEFAULT_AGENT": "booking",
     # Workflow runs keep their snapshots in the database (the admin shows them).

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from example_project.demo.views import assistant, chat
+from example_project.demo.views import assistant, chat, helper
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -9,5 +9,6 @@ urlpatterns = [
     path("", include("warlock_sessions.api.health")),
     path("assistant/", assistant, name="assistant-home"),
     path("assistant/<str:conversation_id>/", assistant, name="assistant"),
+    path("helper/", helper, name="helper"),
     path("", chat, name="chat"),
 ]

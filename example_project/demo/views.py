@@ -1,4 +1,5 @@
-"""The demo pages: the booking chat (one per browser, over the session websocket) and the
+"""The demo pages: the booking chat (one per browser, over the session websocket), the shop
+helper written with the OpenAI Agents SDK (the same page and socket, its own route) and the
 free-form assistant (conversations over their websocket and API)."""
 
 from uuid import uuid4
@@ -17,6 +18,25 @@ def chat(request: HttpRequest) -> HttpResponse:
     chat_id = request.session.setdefault("chat_id", f"chat-{uuid4().hex[:12]}")
     anonymous_key(request, create=True)  # saves the session: every tab shares this identity
     return render(request, "demo/chat.html", {"chat_id": chat_id})
+
+
+@ensure_csrf_cookie
+def helper(request: HttpRequest) -> HttpResponse:
+    """The shop helper written with the OpenAI Agents SDK, over its own session socket route
+    (``ws/helper/``, whose turns run the ``helper`` agent): the same chat page, log, admin
+    inbox and hand-over to a person as the booking chat's."""
+    chat_id = request.session.setdefault("helper_id", f"helper-{uuid4().hex[:12]}")
+    anonymous_key(request, create=True)
+    return render(
+        request,
+        "demo/chat.html",
+        {
+            "chat_id": chat_id,
+            "socket": "helper",
+            "title": "Shop helper (OpenAI Agents SDK)",
+            "placeholder": "Ask for the menu",
+        },
+    )
 
 
 @ensure_csrf_cookie

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -26,6 +27,16 @@ from warlock_sessions.models import Session
 
 def make_staff() -> None:
     User.objects.create_superuser("rita", "rita@example.com", "pw", first_name="Rita")
+
+
+def staff_page(browser: Any, base_url: str, path: str) -> Any:
+    """A page of Rita (``make_staff``) at laptop size, logged in to the admin, at ``path``."""
+    staff = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    staff.goto(f"{base_url}/admin/login/?next={path}")
+    staff.fill("#id_username", "rita")
+    staff.fill("#id_password", "pw")
+    staff.click("input[type=submit]")
+    return staff
 
 
 @pytest.mark.skipif(
@@ -57,13 +68,9 @@ class HandoverPagesTest(LiveServerTestCase):
             )
             chat_id = customer.evaluate("document.querySelector('.chat').dataset.chatId")
 
-            staff = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            staff.goto(
-                self.live_server_url + "/admin/login/?next=/admin/warlock_sessions/waitingsession/"
+            staff = staff_page(
+                browser, self.live_server_url, "/admin/warlock_sessions/waitingsession/"
             )
-            staff.fill("#id_username", "rita")
-            staff.fill("#id_password", "pw")
-            staff.click("input[type=submit]")
             expect(staff.locator("#result_list")).to_contain_text("waiting for a person")
             expect(staff.locator("#result_list")).to_contain_text("can I talk to a person?")
             staff.screenshot(path=str(shots / "inbox-laptop.png"), full_page=True)

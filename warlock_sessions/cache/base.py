@@ -111,12 +111,14 @@ def decoded(stored: str | bytes | None) -> Entry | None:
 
 
 def numpy() -> Any:
-    """numpy, which ranks vectors (the ``cache`` extra), imported on first use."""
+    """numpy, which ranks vectors (the ``cache`` and ``langgraph`` extras), imported on first
+    use."""
     try:
         import numpy
     except ImportError as error:
         raise ImportError(
-            "the semantic cache ranks vectors with numpy: pip install 'warlock-sessions[cache]'"
+            "ranking vectors (the semantic cache, WarlockStore's semantic search) needs numpy: "
+            "pip install numpy"
         ) from error
     return numpy
 

@@ -12,6 +12,9 @@ own, so two runs on one session at once interleave their items (the SDK's own ra
 ``await session.run(agent, input)`` runs under the conversation's lock
 (``CONVERSATION_LOCK``, ``LOCK_TIMEOUT``): the second run waits for the first, or is refused
 with ``SessionLockTimeout``.
+
+``AgentModel(sdk_agent)`` is the other way in: an SDK agent writing the replies of one of
+this app's agents, whose chats then take the session socket and can be handed to a person.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ from asgiref.sync import sync_to_async
 from ..conf import warlock_settings
 from ..conversations.db import DjangoConversationStore
 from ..conversations.stores import new_record
+from ..engine.ports import (
+    Deferral,
+    ProviderError,
+    SpeakRequest,
+    Spoken,
+    Understanding,
+    UnderstandRequest,
+)
 from ..errors import SessionConflictError, SessionExistsError
 from ..host.wire import session_id_input
 from .owners import owner_of
@@ -35,8 +46,10 @@ from .turns import holding
 
 try:
     from agents import Runner
+    from agents.exceptions import AgentsException
     from agents.memory import SessionABC, SessionSettings
     from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+    from openai import APIConnectionError, InternalServerError, RateLimitError
 except ImportError as error:  # pragma: no cover - the extra is missing
     raise ImportError(
         "warlock_sessions.frameworks.openai_agents needs the OpenAI Agents SDK: "
@@ -172,3 +185,44 @@ class _Attempt:
     def lost(self, error: Exception) -> None:
         self.error = error
         self.count += 1
+
+
+class AgentModel:
+    """An OpenAI Agents SDK agent as the model of one of this app's agents: its replies, with
+    its instructions, tools and handoffs, written by ``Runner.run`` on the chat's history.
+    ``Agent([], idle={"prompt": ""}, model=AgentModel(sdk_agent), name="helper")`` is an agent
+    of this app whose chats take the session socket, the admin's inbox and hand-over to a
+    person, the event log, wakes and every store. It understands nothing on its own (an agent
+    with flows asks its fields of another model); a run that fails is a failed reply, as a
+    provider's is: the SDK's errors are not retried, the OpenAI API's unreachable moments
+    are (``provider-unavailable``)."""
+
+    #: A run waits on the SDK agent's model: turns run in a worker thread.
+    blocking = True
+
+    def __init__(self, agent: Any, *, max_turns: int = 10, run_config: Any = None) -> None:
+        self.agent = agent
+        self.max_turns = max_turns
+        self.run_config = run_config
+
+    def understand(self, request: UnderstandRequest) -> Understanding:
+        return Understanding(llm_calls=0)
+
+    def speak(self, request: SpeakRequest) -> Spoken | Deferral:
+        said: list[Any] = [
+            {"role": item["role"], "content": str(item["content"])}
+            for item in request.history
+            if isinstance(item, Mapping)
+            and item.get("role") in ("user", "assistant")
+            and item.get("content")
+        ]
+        if request.input_kind == "message" and request.text:
+            said.append({"role": "user", "content": request.text})
+        options = {"run_config": self.run_config} if self.run_config is not None else {}
+        try:
+            result = Runner.run_sync(self.agent, said, max_turns=self.max_turns, **options)
+        except (APIConnectionError, RateLimitError, InternalServerError) as error:
+            raise ProviderError("provider-unavailable", True, detail=str(error)) from None
+        except AgentsException as error:
+            raise ProviderError("provider-invalid", False, detail=str(error)) from None
+        return Spoken(message=str(result.final_output), llm_calls=len(result.raw_responses))

@@ -72,6 +72,16 @@ REPLAY_BATCH = 500
 
 
 class SessionConsumer(WarlockConsumer):
+    #: The agent a route's turns run with (``None``: the default agent; a trusted frame may
+    #: still name its own): ``SessionConsumer.as_asgi(agent="helper")`` gives an agent a
+    #: route of its own, as the demo's OpenAI Agents SDK page has.
+    agent: str | None = None
+
+    def __init__(self, *args: Any, agent: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if agent is not None:
+            self.agent = agent
+
     async def connect(self) -> None:
         self.following = False
         self.client = ""
@@ -499,7 +509,7 @@ class SessionConsumer(WarlockConsumer):
                 raise InputNotAllowedError(
                     next(iter(turn_input)), "staff who handle chats answer with a handover reply"
                 )
-            hosted = await self.host(agent).ahandle(
+            hosted = await self.host(agent if agent is not None else self.agent).ahandle(
                 self.session_id, turn_input, context, last_saved=self.last_saved, push=False
             )
         except BaseException:

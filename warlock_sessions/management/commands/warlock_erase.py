@@ -20,8 +20,9 @@ class Command(BaseCommand):
     help = (
         "Delete every trace of a person: their sessions (with the event log, outbox, wakes, "
         "applied inputs and owner rows), conversations (with their messages and forks), the "
-        "snapshots and checkpoints of those, their cached answers and locks; open sockets are "
-        "told. Prints what went, per kind of row."
+        "snapshots and checkpoints of those, their cached answers and locks, their LangGraph "
+        "threads and memory items and ADK session state; open sockets are told. Prints what "
+        "went, per kind of row."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,7 +35,10 @@ class Command(BaseCommand):
         )
         who.add_argument("--session", metavar="ID", help="one session")
         who.add_argument(
-            "--conversation", metavar="ID", help="one conversation and the forks its owner made"
+            "--conversation",
+            metavar="ID",
+            help="one conversation (or LangGraph thread, or ADK session) and the forks its "
+            "owner made",
         )
         parser.add_argument(
             "--tenant",

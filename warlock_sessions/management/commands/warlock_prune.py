@@ -44,8 +44,9 @@ def prune_cache() -> dict[str, int]:
 class Command(BaseCommand):
     help = (
         "Delete ended sessions, old log entries (keeping each session's last ones), delivered "
-        "outbox rows, fired wakes, idle conversations, finished runs' snapshots and expired "
-        "cached answers, in short "
+        "outbox rows, fired wakes, idle conversations (LangGraph threads and ADK sessions "
+        "too), finished runs' snapshots, expired cached answers and expired LangGraph memory "
+        "items, in short "
         "batches. Ages are like 90d, 12h; 'never' keeps "
         "that kind for ever."
     )
@@ -67,7 +68,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--conversations",
             default="90d",
-            help="conversations with no pending turn, not written for this long (90d)",
+            help="conversations with no pending turn, LangGraph threads and ADK sessions, not "
+            "written for this long (90d)",
         )
         parser.add_argument(
             "--snapshots", default="30d", help="snapshots of finished runs older than this (30d)"

@@ -35,6 +35,7 @@ class Command(BaseCommand):
             "\nwarlock_sessions demo\n"
             f"  chat:       {site}/\n"
             f"  assistant:  {site}/assistant/\n"
+            f"  SDK agent:  {site}/helper/   (written with the OpenAI Agents SDK)\n"
             f"  API:        {site}/api/  (schema: /api/schema/)\n"
             f"  admin:      {site}/admin/   (login admin / admin)\n" + token
         )

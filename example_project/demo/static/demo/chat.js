@@ -48,6 +48,12 @@
       released: (by) => `${by} devolveu você ao assistente.`,
     },
   };
+  // A page of another agent names its socket route, title and prompt (the helper's page).
+  for (const language of Object.values(WORDS)) {
+    language.title = root.dataset.title || language.title;
+    language.placeholder = root.dataset.placeholder || language.placeholder;
+  }
+  const route = root.dataset.socket || "sessions";
   const languageKey = `warlock-language:${chatId}`;
   let words = WORDS[sessionStorage.getItem(languageKey)] || WORDS.en;
 
@@ -216,7 +222,7 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}/ws/sessions/${chatId}/?after_seq=${lastSeq}`);
+    socket = new WebSocket(`${scheme}://${location.host}/ws/${route}/${chatId}/?after_seq=${lastSeq}`);
     socket.onopen = () => { retry = 0; status.className = "status online"; status.textContent = words.online; flush(); };
     socket.onmessage = (message) => handle(JSON.parse(message.data));
     socket.onclose = () => {
