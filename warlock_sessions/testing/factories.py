@@ -10,12 +10,18 @@ from django.utils import timezone
 
 from ..engine.session import encode_session
 from ..models import (
+    AgentState,
     AppliedInput,
     CacheEntry,
     CacheScope,
     Checkpoint,
     Conversation,
     ConversationMessage,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphThread,
+    GraphWrite,
+    MemoryItem,
     OutboundMessage,
     Session,
     SessionEvent,
@@ -198,3 +204,87 @@ class CacheScopeFactory(factory.django.DjangoModelFactory):
     namespace = "default:v1:exact"
     scope = factory.Sequence(lambda n: f"conversation:talk-{n}")
     removals = 0
+
+
+class GraphThreadFactory(factory.django.DjangoModelFactory):
+    """A LangGraph thread's header (``frameworks.langgraph.WarlockSaver``), nobody's."""
+
+    class Meta:
+        model = GraphThread
+
+    id = factory.Sequence(lambda n: f"thread-{n}")
+    created_at = factory.LazyFunction(timezone.now)
+    updated_at = factory.LazyFunction(timezone.now)
+
+
+class GraphCheckpointFactory(factory.django.DjangoModelFactory):
+    """A checkpoint of a thread's root namespace (its body as LangGraph's serde writes
+    an empty one)."""
+
+    class Meta:
+        model = GraphCheckpoint
+
+    thread = factory.SubFactory(GraphThreadFactory)
+    namespace = ""
+    checkpoint_id = factory.Sequence(lambda n: f"1f1f0000-0000-6000-8000-{n:012d}")
+    kind = "msgpack"
+    checkpoint = b"\x80"
+    channel_versions = factory.LazyAttribute(lambda o: {"messages": "1"})
+    metadata = factory.LazyAttribute(lambda o: {"source": "loop", "step": 0})
+
+
+class GraphBlobFactory(factory.django.DjangoModelFactory):
+    """A channel's value at one version."""
+
+    class Meta:
+        model = GraphBlob
+
+    thread = factory.SubFactory(GraphThreadFactory)
+    namespace = ""
+    channel = "messages"
+    version = factory.Sequence(lambda n: f"{n:032}.0")
+    kind = "msgpack"
+    value = b"\x90"
+
+
+class GraphWriteFactory(factory.django.DjangoModelFactory):
+    """A task's pending write on a checkpoint."""
+
+    class Meta:
+        model = GraphWrite
+
+    thread = factory.SubFactory(GraphThreadFactory)
+    namespace = ""
+    checkpoint_id = "1f1f0000-0000-6000-8000-000000000000"
+    task_id = factory.Sequence(lambda n: f"task-{n}")
+    idx = 0
+    channel = "messages"
+    kind = "msgpack"
+    value = b"\x90"
+
+
+class MemoryItemFactory(factory.django.DjangoModelFactory):
+    """An item of LangGraph's long-term memory (``WarlockStore``), with no vectors."""
+
+    class Meta:
+        model = MemoryItem
+
+    namespace = "users.ana.memories"
+    key = factory.Sequence(lambda n: f"memory-{n}")
+    value = factory.LazyAttribute(lambda o: {"text": "likes olives"})
+    created_at = factory.LazyFunction(timezone.now)
+    updated_at = factory.LazyFunction(timezone.now)
+
+
+class AgentStateFactory(factory.django.DjangoModelFactory):
+    """An ADK session's own state (``frameworks.adk.WarlockSessionService``)."""
+
+    class Meta:
+        model = AgentState
+
+    scope = AgentState.Scope.SESSION
+    app_name = "shop"
+    user_id = "ana"
+    session_id = factory.Sequence(lambda n: f"adk-{n}")
+    state = factory.LazyAttribute(lambda o: {"step": 1})
+    updated_at = factory.LazyFunction(timezone.now)
