@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import operator
 import os
+import threading
 from collections.abc import AsyncGenerator
 from datetime import timedelta
 from pathlib import Path
@@ -15,9 +16,11 @@ import pytest
 
 pytest.importorskip("langgraph.checkpoint.conformance")
 from django.contrib.auth.models import User
+from django.db import connections
 from django.test import Client, override_settings
 from django.utils import timezone
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.graph import END, START, StateGraph
@@ -27,12 +30,12 @@ from langgraph.types import Command, interrupt
 from tests.frameworks.conftest import PRIVACY, run
 from tests.host.test_processes import forked
 from warlock_sessions.erasure import Person, erase
-from warlock_sessions.errors import OfAnotherTenantError
+from warlock_sessions.errors import OfAnotherTenantError, TenantUnresolvedError
 from warlock_sessions.frameworks.langgraph import WarlockSaver
 from warlock_sessions.host.retention import Retention, prune
 from warlock_sessions.models import GraphBlob, GraphCheckpoint, GraphThread
 from warlock_sessions.rotation import rotate
-from warlock_sessions.tenancy import tenant_scope
+from warlock_sessions.tenancy import EVERY_TENANT, tenant_scope
 
 
 def test_the_conformance_suite_passes_with_every_capability(alias: str, privacy: str) -> None:
@@ -300,3 +303,126 @@ def test_the_admin_rotation_erasure_and_retention_cover_a_thread(alias: str) -> 
         later = timezone.now() + timedelta(days=91)
         assert prune(Retention(), now=later, pause=-1)["graph threads"] == 1  # t8, idle
         assert not GraphThread.objects.using(alias).exists()
+
+
+TENANTS = {"TENANT_RESOLVER": "tests.test_tenants.tenant_of"}
+
+
+def root(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    if checkpoint_id:
+        config["configurable"]["checkpoint_id"] = checkpoint_id
+    return config
+
+
+def test_another_tenant_cannot_write_into_a_thread_even_knowing_its_ids(alias: str) -> None:
+    """A globex request naming acme's thread, checkpoint and task ids (an interrupt's
+    resume, a pending write) is refused; acme's thread is as it was."""
+    with override_settings(WARLOCK_SESSIONS=TENANTS):
+        with tenant_scope("acme"):
+            acme = WarlockSaver(using=alias)
+            where = acme.put(
+                root("victim"), empty_checkpoint(), {"source": "input", "step": -1}, {}
+            )
+            acme.put_writes(where, [("__interrupt__", "which size?")], task_id="task1")
+        with tenant_scope("globex"):
+            globex = WarlockSaver(using=alias)
+            assert globex.get_tuple(where) is None
+            for writes in ([("__interrupt__", "EVIL")], [("__resume__", "EVIL")]):
+                with pytest.raises(OfAnotherTenantError):
+                    globex.put_writes(where, writes, task_id="task1")
+        with tenant_scope("acme"):
+            found = acme.get_tuple(where)
+            assert found is not None and found.pending_writes is not None
+            assert [value for _, _, value in found.pending_writes] == ["which size?"]
+
+
+def test_writes_from_a_thread_with_no_scope_need_one_this_saver_met(alias: str) -> None:
+    """LangGraph's executor threads lose the caller's scope: the saver writes there in the
+    scope it last met the thread in, and code with no scope for a thread it never met in one
+    writes nothing."""
+    failures: list[BaseException] = []
+
+    def unscoped(saver: WarlockSaver, where: Any, value: str) -> None:
+        try:
+            saver.put_writes(where, [("__resume__", value)], task_id="t")
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    with override_settings(WARLOCK_SESSIONS=TENANTS):
+        with tenant_scope("acme"):
+            acme = WarlockSaver(using=alias)
+            where = acme.put(
+                root("victim2"), empty_checkpoint(), {"source": "input", "step": -1}, {}
+            )
+        for saver, value in ((WarlockSaver(using=alias), "EVIL"), (acme, "large")):
+            thread = threading.Thread(target=unscoped, args=(saver, where, value))
+            thread.start()
+            thread.join(30)
+        assert [type(error) for error in failures] == [TenantUnresolvedError]
+        with tenant_scope("acme"):
+            found = acme.get_tuple(where)
+            assert found is not None and [w[2] for w in found.pending_writes or []] == ["large"]
+
+
+def test_an_operators_copy_of_a_thread_stays_its_tenants(alias: str) -> None:
+    with override_settings(WARLOCK_SESSIONS=TENANTS):
+        with tenant_scope("acme"):
+            WarlockSaver(using=alias).put(root("src"), empty_checkpoint(), {"step": -1}, {})
+        with tenant_scope(EVERY_TENANT):
+            WarlockSaver(using=alias).copy_thread("src", "dst")
+            assert GraphThread.objects.using(alias).get(pk="dst").tenant == "acme"
+        with tenant_scope("acme"):
+            assert WarlockSaver(using=alias).get_tuple(root("dst")) is not None
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        pytest.param(
+            "postgres",
+            marks=[
+                pytest.mark.postgres,
+                pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+            ],
+        )
+    ],
+)
+def test_a_put_while_runs_are_deleted_keeps_its_values(alias: str) -> None:
+    """``delete_for_runs`` holds the thread's header: a ``put`` made meanwhile waits, and
+    its channel value is not taken for one no checkpoint reads."""
+    saver = WarlockSaver(using=alias)
+    first = empty_checkpoint()
+    first["channel_values"] = {"a": "old"}
+    first["channel_versions"] = {"a": saver.get_next_version(None, None)}
+    where = saver.put(
+        root("pr"), first, {"run_id": "run-1", "step": 0}, dict(first["channel_versions"])
+    )
+    second = create_checkpoint(first, None, 1)
+    second["channel_values"] = {"a": "NEW"}
+    second["channel_versions"] = {"a": saver.get_next_version(first["channel_versions"]["a"], None)}
+    putting: list[threading.Thread] = []
+
+    def put_meanwhile() -> None:
+        try:
+            WarlockSaver(using=alias).put(
+                where, second, {"run_id": "run-2", "step": 1}, dict(second["channel_versions"])
+            )
+        finally:
+            connections.close_all()
+
+    class Racing(WarlockSaver):
+        def _forget_unread_values(self, thread_id: str, namespace: str) -> None:
+            if not putting:
+                putting.append(threading.Thread(target=put_meanwhile))
+                putting[0].start()
+                putting[0].join(0.5)
+                assert putting[0].is_alive()  # waiting for the header
+            super()._forget_unread_values(thread_id, namespace)
+
+    Racing(using=alias).delete_for_runs(["run-1"])
+    putting[0].join(30)
+    found = saver.get_tuple(root("pr"))
+    assert found is not None and found.checkpoint["channel_values"] == {"a": "NEW"}

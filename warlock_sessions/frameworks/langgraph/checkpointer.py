@@ -19,7 +19,7 @@ import json
 import operator
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from ... import tenancy
 from ...encryption import SEALED_KIND, graph_place, open_bytes, seal_bytes
-from ...errors import InvalidInputError, OfAnotherTenantError
+from ...errors import InvalidInputError, OfAnotherTenantError, TenantUnresolvedError
 from ...models import (
     MAX_GRAPH_NAME_LENGTH,
     GraphBlob,
@@ -68,6 +68,8 @@ except ImportError as error:  # pragma: no cover - the extra is missing
 
 #: Checkpoints read at a time by ``list``.
 PAGE = 100
+#: Threads whose scope a saver remembers at most (``_scope_of``): past that it forgets all.
+REMEMBERED_THREADS = 10_000
 
 # The saver's ``list`` method hides the builtin in its class's annotations.
 Rows = list[GraphCheckpoint]
@@ -135,11 +137,14 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self.owner = owner_of(owner) or {}
         self.using: str = using or router.db_for_write(GraphCheckpoint) or "default"
+        #: The scope each thread was last read or written in by this saver (``_scope_of``).
+        self._scopes: dict[str, str | None] = {}
 
     # -- reading -------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, namespace = thread_of(config)
+        self._remember(thread_id, tenancy.current())
         if postgres.on_postgresql(self.using):
             return self._get_tuple_in_one(config, thread_id, namespace)
         rows = self._rows(GraphCheckpoint).filter(thread_id=thread_id, namespace=namespace)
@@ -443,6 +448,7 @@ class WarlockSaver(BaseCheckpointSaver[str]):
             self._put_in_one(thread_id, namespace, blobs, row)
         else:
             self._put_rows(thread_id, namespace, blobs, row)
+        self._remember(thread_id, tenancy.current())
         return _address(thread_id, namespace, checkpoint_id)
 
     def _put_in_one(
@@ -456,8 +462,7 @@ class WarlockSaver(BaseCheckpointSaver[str]):
                 "namespace": namespace,
                 "scope": tenancy.current(),
                 "new_tenant": tenancy.tenant_of_new_row(),
-                "user": getattr(self.owner.get("user"), "pk", None),
-                "visitor": self.owner.get("anonymous_key") or "",
+                **self._owner_parameters(),
                 **postgres.numbered(
                     [(place[2], place[3], kind, value) for place, kind, value in blobs],
                     "channel",
@@ -472,6 +477,14 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         )
         if written is None:
             raise OfAnotherTenantError("graph thread", thread_id)
+
+    def _owner_parameters(self) -> dict[str, Any]:
+        """The owner columns of a header a raw statement makes."""
+        user = self.owner.get("user")
+        return {
+            "user": None if user is None else user.pk,
+            "visitor": self.owner.get("anonymous_key") or "",
+        }
 
     def _put_rows(
         self, thread_id: str, namespace: str, blobs: builtins.list[Any], row: dict[str, Any]
@@ -502,10 +515,8 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         thread_id, namespace = thread_of(config)
         checkpoint_id = _name(config["configurable"]["checkpoint_id"], "checkpoint_id")
         task_id = _name(task_id, "task_id")
-        # LangGraph writes a parallel task's writes from its executor's completion callback,
-        # where the caller's scope is lost: there they are the thread's tenant's, as the
-        # checkpoint they hang off was written in the caller's scope.
-        with nullcontext() if tenancy.entered() else tenant_scope(EVERY_TENANT):
+        scope = self._scope_of(thread_id)
+        with tenant_scope(EVERY_TENANT if scope is None else scope):
             kept = []
             for index, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, index)
@@ -515,21 +526,46 @@ class WarlockSaver(BaseCheckpointSaver[str]):
             if not kept:
                 return
             if postgres.on_postgresql(self.using):
-                postgres.run(
-                    self.using,
-                    postgres.put_writes_statement(len(kept)),
-                    {
-                        "scope": tenancy.current(),
-                        "thread": thread_id,
-                        "namespace": namespace,
-                        "checkpoint_id": checkpoint_id,
-                        "task_id": task_id,
-                        "task_path": task_path,
-                        **postgres.numbered(kept, "idx", "channel", "kind", "value"),
-                    },
-                )
+                parameters = {
+                    "scope": scope,
+                    "new_tenant": tenancy.tenant_of_new_row(),
+                    **self._owner_parameters(),
+                    "thread": thread_id,
+                    "namespace": namespace,
+                    "checkpoint_id": checkpoint_id,
+                    "task_id": task_id,
+                    "task_path": task_path,
+                    **postgres.numbered(kept, "idx", "channel", "kind", "value"),
+                }
+                statement = postgres.put_writes_statement(len(kept))
+                allowed = postgres.run(self.using, statement, parameters)
+                if allowed is None:  # its header made by another at the same moment: seen now
+                    allowed = postgres.run(self.using, statement, parameters)
             else:
-                self._put_write_rows(thread_id, namespace, checkpoint_id, task_id, task_path, kept)
+                allowed = self._put_write_rows(
+                    thread_id, namespace, checkpoint_id, task_id, task_path, kept
+                )
+        if allowed is None:  # no thread of that id this scope may write
+            raise OfAnotherTenantError("graph thread", thread_id)
+
+    def _scope_of(self, thread_id: str) -> str | None:
+        """The scope a thread's writes are made in: the caller's; or, where the caller's
+        scope is lost (LangGraph writes a parallel task's writes from its executor's
+        completion callback, in a context of its own), the one this saver last read or
+        wrote the thread in. Code that entered no scope, for a thread this saver has not met
+        in one, writes nothing (tenants fail closed)."""
+        if tenancy.entered() or not tenancy.enabled():
+            scope = tenancy.current()
+            self._remember(thread_id, scope)
+            return scope
+        if thread_id in self._scopes:
+            return self._scopes[thread_id]
+        raise TenantUnresolvedError()
+
+    def _remember(self, thread_id: str, scope: str | None) -> None:
+        if len(self._scopes) >= REMEMBERED_THREADS:
+            self._scopes.clear()
+        self._scopes[thread_id] = scope
 
     def _put_write_rows(
         self,
@@ -539,49 +575,51 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str,
         kept: builtins.list[tuple[int, str, str, bytes]],
-    ) -> None:
-        tenant = tenant_of_parent(GraphThread, self.using, pk=thread_id)
-        fresh: builtins.list[GraphWrite] = []
-        special: builtins.list[GraphWrite] = []
-        for idx, channel, kind, data in kept:
-            row = GraphWrite(
-                tenant=tenant,
-                thread_id=thread_id,
-                namespace=namespace,
-                checkpoint_id=checkpoint_id,
-                task_id=task_id,
-                task_path=task_path,
-                idx=idx,
-                channel=channel,
-                kind=kind,
-                value=data,
-            )
-            (special if idx < 0 else fresh).append(row)
+    ) -> str | None:
+        """The writes under the thread's header, as :data:`postgres.PUT_WRITES` makes them:
+        the header's tenant, or ``None`` (nothing written) when this scope may not write it."""
+        tenant = self._rows(GraphThread).filter(pk=thread_id).values_list("tenant", flat=True)
+        if tenant.first() is None:  # LangGraph's background put has not made it yet
+            try:
+                self._touch(thread_id, moved=False)
+            except OfAnotherTenantError:
+                return None
+        found = tenant.first()
+        if found is None:
+            return None
+        header = str(found)
+        key = {"thread_id": thread_id, "namespace": namespace, "checkpoint_id": checkpoint_id}
         rows = GraphWrite._base_manager.using(self.using)
         with transaction.atomic(using=self.using):
             # A task's writes once written stay (a retried task writes them again); the
             # special ones (error, interrupt, resume) are replaced by the latest.
-            rows.bulk_create(fresh, ignore_conflicts=True)
-            rows.bulk_create(
-                special,
-                update_conflicts=True,
-                unique_fields=["thread", "namespace", "checkpoint_id", "task_id", "idx"],
-                update_fields=["channel", "kind", "value", "task_path"],
-            )
+            for idx, channel, kind, data in kept:
+                fields = {"channel": channel, "kind": kind, "value": data, "task_path": task_path}
+                mine = rows.filter(**key, task_id=task_id, idx=idx, tenant=header)
+                if idx < 0 and mine.update(**fields):
+                    continue
+                rows.bulk_create(
+                    [GraphWrite(tenant=header, **key, task_id=task_id, idx=idx, **fields)],
+                    ignore_conflicts=True,
+                )
+        return header
 
-    def _touch(self, thread_id: str) -> str:
-        """The thread's header moved on a version (made with this saver's owner if it is
-        new): its tenant, which its rows take."""
+    def _touch(self, thread_id: str, *, moved: bool = True) -> str:
+        """The thread's header moved on a version (``moved``; else only made if missing),
+        made with this saver's owner if it is new: its tenant, which its rows take."""
         headers = self._rows(GraphThread).filter(pk=thread_id)
         now = timezone.now()
-        if not headers.update(version=F("version") + 1, updated_at=now):
+        if not (moved and headers.update(version=F("version") + 1, updated_at=now)):
+            if not moved and headers.exists():
+                return tenant_of_parent(GraphThread, self.using, pk=thread_id)
             try:
                 with transaction.atomic(using=self.using):
                     GraphThread.objects.using(self.using).create(
                         id=thread_id, created_at=now, updated_at=now, **self.owner
                     )
             except IntegrityError:
-                if not headers.update(version=F("version") + 1, updated_at=now):
+                moved_now = headers.update(version=F("version") + 1, updated_at=now)
+                if not (moved_now if moved else headers.exists()):
                     raise OfAnotherTenantError("graph thread", thread_id) from None
         return tenant_of_parent(GraphThread, self.using, pk=thread_id)
 
@@ -608,7 +646,9 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         header = self._rows(GraphThread).filter(pk=source).first()
         if header is None:
             return
-        with transaction.atomic(using=self.using):
+        # The copy is the source's tenant's, whoever's scope copies it (the operator's).
+        in_its_tenant = tenant_scope(header.tenant) if header.tenant else nullcontext()
+        with in_its_tenant, transaction.atomic(using=self.using):
             copier = WarlockSaver(using=self.using, serde=self.serde)
             copier.owner = {"user": header.user, "anonymous_key": header.anonymous_key}
             tenant = copier._touch(target)
@@ -643,6 +683,7 @@ class WarlockSaver(BaseCheckpointSaver[str]):
             return
         for thread in threads:
             with transaction.atomic(using=self.using):
+                self._hold([thread])
                 rows = self._rows(GraphCheckpoint).filter(thread_id=thread)
                 latest: dict[str, str] = {}
                 for namespace, checkpoint_id in rows.values_list("namespace", "checkpoint_id"):
@@ -655,6 +696,7 @@ class WarlockSaver(BaseCheckpointSaver[str]):
     def _delete(self, doomed: QuerySet[GraphCheckpoint]) -> None:
         """Delete the checkpoints ``doomed`` finds, their pending writes, and the channel
         values no checkpoint left in their namespaces reads."""
+        self._hold(set(doomed.values_list("thread_id", flat=True)))
         places = set(doomed.values_list("thread_id", "namespace", "checkpoint_id"))
         if not places:
             return
@@ -665,6 +707,20 @@ class WarlockSaver(BaseCheckpointSaver[str]):
         doomed.delete()
         for thread_id, namespace in {place[:2] for place in places}:
             self._forget_unread_values(thread_id, namespace)
+
+    def _hold(self, threads: Iterable[str]) -> None:
+        """Lock the threads' headers to the end of the transaction: a ``put`` (which moves
+        its thread's header on) waits, so no channel value it writes meanwhile is taken for
+        one no checkpoint reads, nor a checkpoint it adds for one a prune found older."""
+        ids = sorted(threads)
+        if ids:
+            list(
+                self._rows(GraphThread)
+                .select_for_update()
+                .filter(pk__in=ids)
+                .order_by("pk")
+                .values_list("pk")
+            )
 
     def _forget_unread_values(self, thread_id: str, namespace: str) -> None:
         left = self._rows(GraphCheckpoint).filter(thread_id=thread_id, namespace=namespace)

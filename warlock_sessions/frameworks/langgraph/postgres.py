@@ -47,19 +47,36 @@ ON CONFLICT (thread_id, namespace, checkpoint_id) DO UPDATE
 RETURNING tenant
 """
 
-#: A task's writes; the special ones (negative index) replace what a retry wrote.
+#: A task's writes, under the thread's header (made if LangGraph's background ``put`` has not
+#: yet) when this scope may write it: the header's tenant, else no row (another tenant's
+#: thread, or one another writer made at the same moment). The special writes (negative
+#: index) replace what a retry wrote.
 PUT_WRITES = """
-INSERT INTO warlock_graph_writes
-    (tenant, thread_id, namespace, checkpoint_id, task_id, task_path, idx, channel, kind, value)
-SELECT COALESCE(%(scope)s::text,
-                (SELECT tenant FROM warlock_graph_threads WHERE id = %(thread)s), ''),
-       %(thread)s, %(namespace)s, %(checkpoint_id)s, %(task_id)s, %(task_path)s,
-       new.idx, new.channel, new.kind, new.value
-FROM (VALUES {rows}) AS new (idx, channel, kind, value)
-ON CONFLICT (thread_id, namespace, checkpoint_id, task_id, idx) DO UPDATE
-    SET channel = EXCLUDED.channel, kind = EXCLUDED.kind, value = EXCLUDED.value,
-        task_path = EXCLUDED.task_path
-    WHERE EXCLUDED.idx < 0
+WITH found AS (
+    SELECT tenant FROM warlock_graph_threads WHERE id = %(thread)s
+), made AS (
+    INSERT INTO warlock_graph_threads
+        (id, tenant, user_id, anonymous_key, version, created_at, updated_at)
+    SELECT %(thread)s, %(new_tenant)s, %(user)s, %(visitor)s, 1, now(), now()
+    WHERE NOT EXISTS (SELECT 1 FROM found)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING tenant
+), header AS (
+    SELECT tenant FROM (SELECT tenant FROM found UNION ALL SELECT tenant FROM made) AS kept
+    WHERE %(scope)s::text IS NULL OR tenant = %(scope)s::text
+), written AS (
+    INSERT INTO warlock_graph_writes
+        (tenant, thread_id, namespace, checkpoint_id, task_id, task_path, idx, channel, kind,
+         value)
+    SELECT header.tenant, %(thread)s, %(namespace)s, %(checkpoint_id)s, %(task_id)s,
+           %(task_path)s, new.idx, new.channel, new.kind, new.value
+    FROM header, (VALUES {rows}) AS new (idx, channel, kind, value)
+    ON CONFLICT (thread_id, namespace, checkpoint_id, task_id, idx) DO UPDATE
+        SET channel = EXCLUDED.channel, kind = EXCLUDED.kind, value = EXCLUDED.value,
+            task_path = EXCLUDED.task_path
+        WHERE EXCLUDED.idx < 0 AND warlock_graph_writes.tenant = EXCLUDED.tenant
+)
+SELECT tenant FROM header
 """
 
 #: Checkpoints of a thread's namespace with their channel values and pending writes;
@@ -71,19 +88,20 @@ SELECT c.checkpoint_id, c.parent_id, c.kind, c.checkpoint, c.metadata,
      FROM jsonb_each_text(c.channel_versions) AS cv (channel, version)
      JOIN warlock_graph_blobs b
        ON b.thread_id = c.thread_id AND b.namespace = c.namespace
-      AND b.channel = cv.channel AND b.version = cv.version AND b.kind <> 'empty'),
+      AND b.channel = cv.channel AND b.version = cv.version AND b.kind <> 'empty'
+      AND b.tenant = c.tenant),
     (SELECT array_agg(ARRAY[convert_to(w.task_id, 'UTF8'), convert_to(w.channel, 'UTF8'),
                             convert_to(w.kind, 'UTF8'), w.value, convert_to(w.task_path, 'UTF8'),
                             convert_to(w.idx::text, 'UTF8')])
      FROM warlock_graph_writes w
      WHERE w.thread_id = c.thread_id AND w.namespace = c.namespace
-       AND w.checkpoint_id = c.checkpoint_id)
+       AND w.checkpoint_id = c.checkpoint_id AND w.tenant = c.tenant)
 FROM warlock_graph_checkpoints c
 WHERE c.thread_id = %(thread)s AND c.namespace = %(namespace)s
 """
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def put_statement(blobs: int) -> str:
     """:data:`PUT` for ``blobs`` new channel values, each its own parameters: rows of an
     ``unnest`` of arrays cost a big value a third more."""
@@ -94,7 +112,7 @@ def put_statement(blobs: int) -> str:
     return PUT.format(rows=rows or "(NULL::text, NULL::text, NULL::text, NULL::bytea)")
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def put_writes_statement(writes: int) -> str:
     """:data:`PUT_WRITES` for ``writes`` writes, each its own parameters."""
     return PUT_WRITES.format(
@@ -114,7 +132,7 @@ def numbered(rows: list[tuple[Any, ...]], *names: str) -> dict[str, Any]:
     }
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def checkpoints_statement(named: bool, scoped: bool, before: bool, filters: int) -> str:
     """:data:`CHECKPOINTS`, newest first, up to ``%(limit)s``: the one ``named`` by its id or
     any, a tenant's (``scoped``) or any, those ``before`` an id or all, with ``filters``
