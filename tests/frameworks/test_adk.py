@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 pytest.importorskip("google.adk")
 from django.contrib.auth.models import User
+from django.db import connections
 from django.test import Client, override_settings
 from google.adk.agents import LlmAgent
 from google.adk.errors import StaleSessionError
@@ -29,8 +31,10 @@ from google.genai import types
 
 from tests.frameworks.conftest import PRIVACY, run
 from warlock_sessions.erasure import Person, erase
+from warlock_sessions.errors import InvalidInputError
 from warlock_sessions.frameworks.adk import WarlockSessionService
-from warlock_sessions.models import AgentState, ConversationMessage
+from warlock_sessions.models import AgentState, Conversation, ConversationMessage
+from warlock_sessions.tenancy import EVERY_TENANT, tenant_scope
 
 
 def said(author: str, text: str, at: float, **delta: Any) -> Event:
@@ -224,3 +228,92 @@ def test_a_runner_keeps_its_sessions_here(alias: str) -> None:
         assert (
             run(service.get_session(app_name="shop", user_id="ana", session_id=session.id)) is None
         )
+
+
+KEYS = {"k1": PRIVACY["private"]["ENCRYPTION_KEYS"]["k1"]}
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["plain", "sealed"])
+def test_in_the_operators_scope_each_session_keeps_its_tenants_shared_state(
+    alias: str, sealed: bool
+) -> None:
+    """Two tenants with the same app and user names: the operator (every tenant's scope)
+    reads and writes each session with its own tenant's app: and user: state."""
+    settings: dict[str, Any] = {"TENANT_RESOLVER": "tests.test_tenants.tenant_of"}
+    if sealed:
+        settings["ENCRYPTION_KEYS"] = KEYS
+    with override_settings(WARLOCK_SESSIONS=settings):
+        service = WarlockSessionService(using=alias)
+        for tenant in ("acme", "globex"):
+            with tenant_scope(tenant):
+                state = {"app:plan": f"{tenant}-plan", "user:name": f"{tenant}-user"}
+                run(
+                    service.create_session(
+                        app_name="shop", user_id="u1", session_id=f"s-{tenant}", state=state
+                    )
+                )
+        with tenant_scope(EVERY_TENANT):
+            globex = run(service.get_session(app_name="shop", user_id="u1", session_id="s-globex"))
+            assert globex.state == {"app:plan": "globex-plan", "user:name": "globex-user"}
+            listed = run(service.list_sessions(app_name="shop", user_id="u1")).sessions
+            assert {s.id: s.state["app:plan"] for s in listed} == {
+                "s-acme": "acme-plan",
+                "s-globex": "globex-plan",
+            }
+            run(service.append_event(globex, said("user", "hi", 1.0, **{"app:plan": "new"})))
+        with tenant_scope("acme"):
+            acme = run(service.get_session(app_name="shop", user_id="u1", session_id="s-acme"))
+            assert acme.state["app:plan"] == "acme-plan"
+        with tenant_scope("globex"):
+            again = run(service.get_session(app_name="shop", user_id="u1", session_id="s-globex"))
+            assert again.state["app:plan"] == "new"
+
+
+def test_a_session_whose_conversation_went_frees_its_id(alias: str) -> None:
+    service = WarlockSessionService(using=alias)
+    run(service.create_session(app_name="shop", user_id="ana", session_id="gone"))
+    Conversation.objects.using(alias).filter(id="gone").delete()  # the admin, a prune
+    assert run(service.get_session(app_name="shop", user_id="ana", session_id="gone")) is None
+    assert run(service.list_sessions(app_name="shop")).sessions == []
+    again = run(service.create_session(app_name="shop", user_id="ana", session_id="gone"))
+    assert again.id == "gone" and again.events == []
+
+
+def test_ids_too_long_or_with_a_nul_are_refused_clearly(alias: str) -> None:
+    service = WarlockSessionService(using=alias)
+    for arguments in (
+        {"app_name": "shop", "user_id": "ana", "session_id": "x" * 300},
+        {"app_name": "shop\x00", "user_id": "ana"},
+        {"app_name": "shop", "user_id": "a" * 300},
+    ):
+        with pytest.raises(InvalidInputError):
+            run(service.create_session(**arguments))
+
+
+def test_two_appends_at_once_to_a_session_read_elsewhere_both_land(alias: str) -> None:
+    """A session built by hand or listed carries no version: its appends are serialised
+    rather than raced (each finds the other's event)."""
+    service = WarlockSessionService(using=alias)
+    run(service.create_session(app_name="shop", user_id="ana", session_id="unread"))
+    listed = run(service.list_sessions(app_name="shop")).sessions[0]
+    failures: list[BaseException] = []
+
+    def append(text: str, at: float) -> None:
+        try:
+            run(service.append_event(listed.model_copy(deep=True), said("user", text, at)))
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [
+        threading.Thread(target=append, args=(text, at))
+        for text, at in (("one", 1.0), ("two", 2.0))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert failures == []
+    kept = run(service.get_session(app_name="shop", user_id="ana", session_id="unread"))
+    assert sorted(event.content.parts[0].text for event in kept.events) == ["one", "two"]

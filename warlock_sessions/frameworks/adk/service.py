@@ -28,9 +28,11 @@ from ...conversations.db import DjangoConversationStore
 from ...conversations.stores import new_record
 from ...encryption import message_place, open_json, seal_json, sealing
 from ...errors import SessionConflictError, SessionExistsError
+from ...host.wire import session_id_input
 from ...models import AgentState, Conversation, ConversationMessage
 from ...redaction import redact_value
 from ..langgraph.postgres import on_postgresql
+from ..names import checked_name
 from ..owners import owner_of
 from . import postgres
 
@@ -98,6 +100,7 @@ class WarlockSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
+        app_name, user_id = _checked(app_name, user_id)
         return await sync_to_async(self._create)(app_name, user_id, state, session_id)
 
     async def get_session(
@@ -108,7 +111,8 @@ class WarlockSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        session_id = (session_id or "").strip()
+        app_name, user_id = _checked(app_name, user_id)
+        session_id = session_id_input((session_id or "").strip())
         return await sync_to_async(self._session)(app_name, user_id, session_id, config)
 
     async def list_sessions(
@@ -117,10 +121,14 @@ class WarlockSessionService(BaseSessionService):
         return await sync_to_async(self._list)(app_name, user_id)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await sync_to_async(self._delete)(app_name, user_id, (session_id or "").strip())
+        app_name, user_id = _checked(app_name, user_id)
+        session_id = session_id_input((session_id or "").strip())
+        await sync_to_async(self._delete)(app_name, user_id, session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await sync_to_async(self._state)(Scope.USER, app_name, user_id)
+        app_name, user_id = _checked(app_name, user_id)
+        tenant = tenancy.current() or ""
+        return await sync_to_async(self._state)(Scope.USER, app_name, user_id, tenant)
 
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
@@ -135,13 +143,18 @@ class WarlockSessionService(BaseSessionService):
     def _create(
         self, app_name: str, user_id: str, state: dict[str, Any] | None, session_id: str | None
     ) -> Session:
-        session_id = (session_id or "").strip() or platform_uuid.new_uuid()
+        session_id = session_id_input((session_id or "").strip() or platform_uuid.new_uuid())
         parts = _split(state or {})
         now = timezone.now()
         try:
             with transaction.atomic(using=self.using):
+                # The state a session left when its conversation went (deleted in the admin,
+                # pruned) does not keep its id taken.
+                self._rows().filter(scope=Scope.SESSION, session_id=session_id).exclude(
+                    session_id__in=self._conversation_ids()
+                ).delete()
                 self._store.create(new_record(session_id))
-                self._rows().create(
+                own = self._rows().create(
                     scope=Scope.SESSION,
                     app_name=app_name,
                     user_id=user_id,
@@ -151,23 +164,27 @@ class WarlockSessionService(BaseSessionService):
                     ),
                     updated_at=now,
                 )
-                self._merge(Scope.APP, app_name, "", parts[Scope.APP])
-                self._merge(Scope.USER, app_name, user_id, parts[Scope.USER])
+                self._merge(Scope.APP, app_name, "", own.tenant, parts[Scope.APP])
+                self._merge(Scope.USER, app_name, user_id, own.tenant, parts[Scope.USER])
         except (SessionExistsError, IntegrityError):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         return self._session(app_name, user_id, session_id, None)  # type: ignore[return-value]
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
         rows = self._rows().filter(scope=Scope.SESSION, app_name=app_name)
+        rows = rows.filter(session_id__in=self._conversation_ids())  # not one whose chat went
         if user_id is not None:
             rows = rows.filter(user_id=user_id)
-        shared = self._state(Scope.APP, app_name, "")
-        users: dict[str, dict[str, Any]] = {}
+        shared: dict[tuple[str, str], dict[str, Any]] = {}
         sessions = []
         for row in rows:
-            if row.user_id not in users:
-                users[row.user_id] = self._state(Scope.USER, app_name, row.user_id)
-            state = self._merged(self._opened(row), shared, users[row.user_id])
+            for key in ((row.tenant, ""), (row.tenant, row.user_id)):
+                if key not in shared:
+                    scope = Scope.USER if key[1] else Scope.APP
+                    shared[key] = self._state(scope, app_name, key[1], row.tenant)
+            state = self._merged(
+                self._opened(row), shared[(row.tenant, "")], shared[(row.tenant, row.user_id)]
+            )
             sessions.append(
                 Session(
                     id=row.session_id,
@@ -180,6 +197,9 @@ class WarlockSessionService(BaseSessionService):
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
+    def _conversation_ids(self) -> QuerySet[Conversation, Any]:
+        return Conversation.objects.using(self.using).values("id")
+
     def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
         with transaction.atomic(using=self.using):
             kept = self._session_row(app_name, user_id, session_id)
@@ -189,7 +209,10 @@ class WarlockSessionService(BaseSessionService):
             self._store.delete(session_id)
 
     def _append(self, session: Session, event: Event) -> None:
-        if on_postgresql(self.using) and not sealing():
+        # One statement needs the version the session was read at (without it, two appends
+        # at once would race for a position) and a state it can merge (not a sealed one).
+        marked = session._storage_update_marker is not None
+        if marked and on_postgresql(self.using) and not sealing():
             version = self._append_in_one(session, event)
             if version is not None:
                 session._storage_update_marker = str(version)
@@ -233,8 +256,10 @@ class WarlockSessionService(BaseSessionService):
             ):
                 return  # the same event delivered again: applied once
             parts = _split(event.actions.state_delta if event.actions else {})
-            self._merge(Scope.APP, session.app_name, "", parts[Scope.APP])
-            self._merge(Scope.USER, session.app_name, session.user_id, parts[Scope.USER])
+            self._merge(Scope.APP, session.app_name, "", row.tenant, parts[Scope.APP])
+            self._merge(
+                Scope.USER, session.app_name, session.user_id, row.tenant, parts[Scope.USER]
+            )
             state = {**self._opened(row), **parts[Scope.SESSION]}
             row.state = self._sealed(
                 Scope.SESSION, row.app_name, row.user_id, row.session_id, state
@@ -289,8 +314,8 @@ class WarlockSessionService(BaseSessionService):
             events = events[-recent:] if recent else []
         state = self._merged(
             self._opened(row),
-            self._state(Scope.APP, app_name, ""),
-            self._state(Scope.USER, app_name, user_id),
+            self._state(Scope.APP, app_name, "", row.tenant),
+            self._state(Scope.USER, app_name, user_id, row.tenant),
         )
         return record["version"], state, row.updated_at, events
 
@@ -346,8 +371,10 @@ class WarlockSessionService(BaseSessionService):
         )
         return (rows.select_for_update() if lock else rows).first()
 
-    def _state(self, scope: str, app_name: str, user_id: str) -> dict[str, Any]:
-        row = self._rows().filter(scope=scope, app_name=app_name, user_id=user_id).first()
+    def _state(self, scope: str, app_name: str, user_id: str, tenant: str) -> dict[str, Any]:
+        """The app's or a user's shared state, of the tenant the session asking is."""
+        rows = self._rows().filter(scope=scope, app_name=app_name, user_id=user_id, tenant=tenant)
+        row = rows.first()
         return {} if row is None else self._opened(row)
 
     def _opened(self, row: AgentState) -> dict[str, Any]:
@@ -358,17 +385,21 @@ class WarlockSessionService(BaseSessionService):
     ) -> Any:
         return seal_json(redact_value(state), *_place(scope, app_name, user_id, session_id))
 
-    def _merge(self, scope: str, app_name: str, user_id: str, delta: dict[str, Any]) -> None:
-        """Merge ``delta`` into the app's or user's shared state, its row locked."""
+    def _merge(
+        self, scope: str, app_name: str, user_id: str, tenant: str, delta: dict[str, Any]
+    ) -> None:
+        """Merge ``delta`` into the app's or user's shared state of ``tenant`` (the session's),
+        its row locked."""
         if not delta:
             return
-        rows = self._rows().filter(scope=scope, app_name=app_name, user_id=user_id)
+        rows = self._rows().filter(scope=scope, app_name=app_name, user_id=user_id, tenant=tenant)
         row = rows.select_for_update().first()
         now = timezone.now()
         if row is None:
             try:
                 with transaction.atomic(using=self.using):
                     self._rows().create(
+                        tenant=tenant,
                         scope=scope,
                         app_name=app_name,
                         user_id=user_id,
@@ -381,6 +412,10 @@ class WarlockSessionService(BaseSessionService):
         row.state = self._sealed(scope, app_name, user_id, "", {**self._opened(row), **delta})
         row.updated_at = now
         row.save(update_fields=["state", "updated_at"])
+
+
+def _checked(app_name: str, user_id: str) -> tuple[str, str]:
+    return checked_name(app_name, "app_name"), checked_name(user_id, "user_id", empty=True)
 
 
 def _opened_state(stored: Any, place: tuple[str, str, str, str]) -> dict[str, Any]:

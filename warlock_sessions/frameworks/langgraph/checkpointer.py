@@ -42,6 +42,7 @@ from ...models import (
 )
 from ...redaction import redact_value
 from ...tenancy import EVERY_TENANT, tenant_scope
+from ..names import checked_name as _name
 from ..owners import owner_of
 from . import postgres
 
@@ -85,17 +86,6 @@ def thread_of(config: RunnableConfig) -> tuple[str, str]:
         _name(configurable["thread_id"], "configurable.thread_id"),
         _name(configurable.get("checkpoint_ns") or "", "configurable.checkpoint_ns", empty=True),
     )
-
-
-def _name(value: Any, field: str, *, empty: bool = False) -> str:
-    text = str(value)
-    if not text and not empty:
-        raise InvalidInputError(field, "must not be empty")
-    if len(text) > MAX_GRAPH_NAME_LENGTH:
-        raise InvalidInputError(field, f"is longer than {MAX_GRAPH_NAME_LENGTH} characters")
-    if "\x00" in text:
-        raise InvalidInputError(field, "must not hold a NUL character")
-    return text
 
 
 def _address(thread_id: str, namespace: str, checkpoint_id: str) -> RunnableConfig:
