@@ -199,3 +199,42 @@ def test_a_comparison_on_a_missing_field_matches_nothing(alias: str) -> None:
     _, ours = both(alias)
     assert ours.search(("users",), filter={"score": {"$lt": 3}}) != []
     assert [item.key for item in ours.search(("users",), filter={"score": {"$lt": 3}})] == ["sushi"]
+
+
+def test_a_put_over_an_expired_item_not_yet_swept_replaces_it(alias: str) -> None:
+    store = WarlockStore(using=alias, ttl={"omit_expired": True})
+    store.put(("s",), "k", {"v": 1}, ttl=1)
+    MemoryItem.objects.using(alias).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert store.get(("s",), "k") is None
+    store.put(("s",), "k", {"v": 2})
+    item = store.get(("s",), "k")
+    assert item is not None and item.value == {"v": 2}
+    store.delete(("s",), "k")
+    assert MemoryItem.objects.using(alias).count() == 0
+
+
+def test_two_first_puts_of_one_key_at_once_both_succeed(alias: str) -> None:
+    import threading
+
+    from django.db import connections
+
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def put(value: int) -> None:
+        try:
+            start.wait()
+            WarlockStore(using=alias).put(("race",), "k", {"v": value})
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=put, args=(value,)) for value in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert failures == []
+    item = WarlockStore(using=alias).get(("race",), "k")
+    assert item is not None and item.value in ({"v": 1}, {"v": 2})

@@ -312,3 +312,29 @@ def test_mutation_cancellation_waits_for_transaction_exit(alias: str, operation:
             "clear": (["before"], []),
         }[operation]
     )
+
+
+def test_an_append_after_the_session_was_cleared_and_begun_again_is_kept(alias: str) -> None:
+    """Not one of the SDK's cases: a runner's append that lost the session to a clear and a
+    new start (whose version starts over) is appended after what the new one holds."""
+    first, other = WarlockSession("aba", using=alias), WarlockSession("aba", using=alias)
+    run(first.add_items([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]))
+    run(first.get_items())
+    run(other.clear_session())
+    run(other.add_items([{"role": "user", "content": c} for c in "xyz"]))
+    run(first.add_items([{"role": "user", "content": "w"}]))
+    said_now = run(WarlockSession("aba", using=alias).get_items())
+    assert [item["content"] for item in said_now] == ["x", "y", "z", "w"]
+
+
+def test_a_session_id_another_tenant_keeps_is_refused_at_once(alias: str) -> None:
+    from django.test import override_settings
+
+    from warlock_sessions.errors import OfAnotherTenantError
+    from warlock_sessions.tenancy import tenant_scope
+
+    with override_settings(WARLOCK_SESSIONS={"TENANT_RESOLVER": "tests.test_tenants.tenant_of"}):
+        with tenant_scope("acme"):
+            run(WarlockSession("taken", using=alias).add_items([{"role": "user", "content": "a"}]))
+        with tenant_scope("globex"), pytest.raises(OfAnotherTenantError):
+            run(WarlockSession("taken", using=alias).add_items([{"role": "user", "content": "b"}]))

@@ -27,7 +27,9 @@ from typing import Any
 
 import orjson
 from asgiref.sync import sync_to_async
+from django.db import IntegrityError
 
+from .. import tenancy
 from ..conf import warlock_settings
 from ..conversations.db import DjangoConversationStore
 from ..conversations.stores import new_record
@@ -39,7 +41,7 @@ from ..engine.ports import (
     Understanding,
     UnderstandRequest,
 )
-from ..errors import SessionConflictError, SessionExistsError
+from ..errors import OfAnotherTenantError, SessionConflictError, SessionExistsError
 from ..host.wire import session_id_input
 from .owners import owner_of
 from .turns import holding
@@ -141,8 +143,16 @@ class WarlockSession(SessionABC):
                     self._store.append_turn(record, [*record["messages"], *items], items)
                     self._read = record  # at its new version
                 return
-            except (SessionConflictError, SessionExistsError) as error:
-                attempt.lost(error)  # another writer was first: append after what it wrote
+            except (SessionConflictError, SessionExistsError, IntegrityError) as error:
+                # Another writer was first (or cleared and began the session again, which
+                # starts its version over): append after what it wrote.
+                if isinstance(error, SessionExistsError) and self._hidden():
+                    raise OfAnotherTenantError("conversation", self.session_id) from None
+                attempt.lost(error)
+
+    def _hidden(self) -> bool:
+        """Whether the session's id is kept but not this scope's to read (another tenant's)."""
+        return tenancy.enabled() and self._store.load(self.session_id) is None
 
     def _pop(self) -> Any | None:
         self._read = None

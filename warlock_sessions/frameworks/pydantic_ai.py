@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import IntegrityError
 
 from ..conversations.db import DjangoConversationStore
 from ..conversations.stores import new_record
@@ -96,4 +97,7 @@ class WarlockHistory:
             except SessionExistsError:  # made by another writer since it was read as none
                 raise SessionConflictError(self.conversation_id, 0, 1) from None
             return
-        self._store.append_turn(record, [*record["messages"], *added], added)
+        try:
+            self._store.append_turn(record, [*record["messages"], *added], added)
+        except IntegrityError:  # cleared and begun again meanwhile: its version started over
+            raise SessionConflictError(self.conversation_id, record["version"], None) from None

@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from ...cache.base import numpy, rank
 from ...encryption import open_json, seal_json
-from ...errors import OfAnotherTenantError
 from ...models import MAX_GRAPH_NAME_LENGTH, MemoryItem
 from ...providers.embedders import Embedder, unit
 from ...redaction import redact_value
@@ -278,7 +277,8 @@ class WarlockStore(BaseStore):
                 namespace = _joined(op.namespace)
                 if len(op.key) > MAX_GRAPH_NAME_LENGTH or "\x00" in op.key:
                     raise InvalidNamespaceError(f"key {op.key!r} is too long or holds a NUL")
-                rows = self._rows().filter(namespace=namespace, key=op.key)
+                # Writes reach an expired item not yet swept too: it is replaced, or deleted.
+                rows = MemoryItem.objects.using(self.using).filter(namespace=namespace, key=op.key)
                 if op.value is None:
                     rows.delete()
                     continue
@@ -309,7 +309,10 @@ class WarlockStore(BaseStore):
                     namespace=namespace, key=op.key, created_at=now, **written, **self.owner
                 )
         except IntegrityError:
-            raise OfAnotherTenantError("memory item", f"{namespace}/{op.key}") from None
+            # Made at the same moment by another put of this tenant (the key is one per
+            # tenant): this put, the later, replaces it.
+            if not rows.update(**written):
+                raise
 
     def sweep_ttl(self) -> int:
         """Delete the items whose time to live ran out (``warlock_prune`` does it too): how
