@@ -48,6 +48,21 @@ def privacy(request: pytest.FixtureRequest) -> Iterator[str]:
             yield request.param
 
 
+#: A test that runs on PostgreSQL only (what it races, SQLite would refuse as locked).
+ON_POSTGRES = pytest.mark.parametrize(
+    "alias",
+    [
+        pytest.param(
+            "postgres",
+            marks=[
+                pytest.mark.postgres,
+                pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
+            ],
+        )
+    ],
+)
+
+
 def run(coroutine: Any) -> Any:
     """A coroutine run to its end from sync test code (on asgiref's loop, as a view's)."""
 

@@ -29,7 +29,7 @@ from google.adk.sessions import BaseSessionService, InMemorySessionService
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from tests.frameworks.conftest import PRIVACY, run
+from tests.frameworks.conftest import ON_POSTGRES, PRIVACY, run
 from warlock_sessions.erasure import Person, erase
 from warlock_sessions.errors import InvalidInputError
 from warlock_sessions.frameworks.adk import WarlockSessionService
@@ -290,6 +290,7 @@ def test_ids_too_long_or_with_a_nul_are_refused_clearly(alias: str) -> None:
             run(service.create_session(**arguments))
 
 
+@ON_POSTGRES
 def test_two_appends_at_once_to_a_session_read_elsewhere_both_land(alias: str) -> None:
     """A session built by hand or listed carries no version: its appends are serialised
     rather than raced (each finds the other's event)."""

@@ -27,13 +27,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
-from tests.frameworks.conftest import PRIVACY, run
+from tests.frameworks.conftest import ON_POSTGRES, PRIVACY, run
 from tests.host.test_processes import forked
 from warlock_sessions.erasure import Person, erase
 from warlock_sessions.errors import OfAnotherTenantError, TenantUnresolvedError
 from warlock_sessions.frameworks.langgraph import WarlockSaver
 from warlock_sessions.host.retention import Retention, prune
-from warlock_sessions.models import GraphBlob, GraphCheckpoint, GraphThread
+from warlock_sessions.models import GraphBlob, GraphCheckpoint, GraphThread, GraphWrite
 from warlock_sessions.rotation import rotate
 from warlock_sessions.tenancy import EVERY_TENANT, tenant_scope
 
@@ -220,18 +220,7 @@ def _cooking_then_dying(alias: str, marks: str) -> None:
     compiled.invoke({"steps": []}, thread("t5"), durability="sync")
 
 
-@pytest.mark.parametrize(
-    "alias",
-    [
-        pytest.param(
-            "postgres",
-            marks=[
-                pytest.mark.postgres,
-                pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
-            ],
-        )
-    ],
-)
+@ON_POSTGRES
 def test_a_process_that_dies_between_steps_is_resumed_by_another(
     alias: str, tmp_path: Path
 ) -> None:
@@ -378,18 +367,7 @@ def test_an_operators_copy_of_a_thread_stays_its_tenants(alias: str) -> None:
             assert WarlockSaver(using=alias).get_tuple(root("dst")) is not None
 
 
-@pytest.mark.parametrize(
-    "alias",
-    [
-        pytest.param(
-            "postgres",
-            marks=[
-                pytest.mark.postgres,
-                pytest.mark.django_db(transaction=True, databases=["default", "postgres"]),
-            ],
-        )
-    ],
-)
+@ON_POSTGRES
 def test_a_put_while_runs_are_deleted_keeps_its_values(alias: str) -> None:
     """``delete_for_runs`` holds the thread's header: a ``put`` made meanwhile waits, and
     its channel value is not taken for one no checkpoint reads."""
@@ -426,3 +404,37 @@ def test_a_put_while_runs_are_deleted_keeps_its_values(alias: str) -> None:
     putting[0].join(30)
     found = saver.get_tuple(root("pr"))
     assert found is not None and found.checkpoint["channel_values"] == {"a": "NEW"}
+
+
+def test_message_likes_are_redacted_wherever_they_are_kept(alias: str) -> None:
+    """The docs' own shape, ``("user", text)``, and ``{"role", "content"}`` dicts: redacted in
+    the input's channel value, the pending writes and a node's reply."""
+
+    def answer(state: Order) -> Order:
+        return {"messages": [("assistant", "your card 4539 1488 0343 6467, noted")]}
+
+    graph = StateGraph(Order)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "answer")
+    with override_settings(WARLOCK_SESSIONS={"REDACT": ["card"]}):
+        compiled = graph.compile(checkpointer=WarlockSaver(using=alias))
+        said = {
+            "messages": [
+                ("user", "card 4539 1488 0343 6467"),
+                {"role": "user", "content": "and 4539148803436467"},
+            ]
+        }
+        compiled.invoke(said, thread("t9"))
+        kept = b"".join(
+            bytes(v) for v in GraphBlob.objects.using(alias).values_list("value", flat=True)
+        )
+        kept += b"".join(
+            bytes(v) for v in GraphWrite.objects.using(alias).values_list("value", flat=True)
+        )
+        assert b"4539" not in kept and b"[card]" in kept
+        messages = compiled.get_state(thread("t9")).values["messages"]
+        assert [m.content for m in messages] == [
+            "card [card]",
+            "and [card]",
+            "your card [card], noted",
+        ]

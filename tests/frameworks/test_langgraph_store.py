@@ -17,7 +17,7 @@ from django.utils import timezone
 from langgraph.store.base import BaseStore, InvalidNamespaceError
 from langgraph.store.memory import InMemoryStore
 
-from tests.frameworks.conftest import run
+from tests.frameworks.conftest import ON_POSTGRES, run
 from warlock_sessions.erasure import Person, erase
 from warlock_sessions.frameworks.langgraph import WarlockStore
 from warlock_sessions.host.retention import Retention, prune
@@ -213,6 +213,7 @@ def test_a_put_over_an_expired_item_not_yet_swept_replaces_it(alias: str) -> Non
     assert MemoryItem.objects.using(alias).count() == 0
 
 
+@ON_POSTGRES
 def test_two_first_puts_of_one_key_at_once_both_succeed(alias: str) -> None:
     import threading
 

@@ -40,7 +40,7 @@ from ...models import (
     GraphWrite,
     tenant_of_parent,
 )
-from ...redaction import redact_value
+from ...redaction import redact_value, redactor
 from ...tenancy import EVERY_TENANT, tenant_scope
 from ..names import checked_name as _name
 from ..owners import owner_of
@@ -98,15 +98,29 @@ def _address(thread_id: str, namespace: str, checkpoint_id: str) -> RunnableConf
     }
 
 
+#: The roles of LangChain's message-likes: ``("user", "hi")``, ``{"role": "user", ...}``.
+MESSAGE_ROLES = frozenset({"user", "human", "assistant", "ai", "system", "tool", "developer"})
+
+
 def _redacted(value: Any) -> Any:
-    """``value`` with its messages' content redacted (``REDACT``): what people said, as the
-    app redacts its own conversations' lines; other state is the graph's own."""
+    """``value`` with its messages' content redacted (``REDACT``): LangChain's messages and
+    the message-likes LangGraph takes for them (``("user", text)``, ``{"role": ..., "content":
+    ...}``), at any depth; what people said, as the app redacts its own conversations' lines.
+    Other state is the graph's own and kept as given."""
+    if redactor() is None:
+        return value
     if isinstance(value, BaseMessage):
         return value.model_copy(update={"content": redact_value(value.content)})
-    if isinstance(value, list | tuple) and any(isinstance(item, BaseMessage) for item in value):
-        return type(value)(_redacted(item) for item in value)
-    if isinstance(value, dict) and any(isinstance(v, BaseMessage | list) for v in value.values()):
+    if isinstance(value, tuple) and len(value) == 2 and value[0] in MESSAGE_ROLES:
+        return (value[0], redact_value(value[1]))
+    if isinstance(value, dict):
+        if (value.get("role") in MESSAGE_ROLES or value.get("type") in MESSAGE_ROLES) and (
+            "content" in value
+        ):
+            return {**value, "content": redact_value(value["content"])}
         return {key: _redacted(item) for key, item in value.items()}
+    if type(value) in (list, tuple):  # a named tuple is the graph's own
+        return type(value)(_redacted(item) for item in value)
     return value
 
 

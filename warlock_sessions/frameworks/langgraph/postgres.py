@@ -11,9 +11,10 @@ written (``put`` answers no row, which the saver reports as ``OfAnotherTenantErr
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-import psycopg
 from django.db import connections
 
 #: The thread's header (made, or moved on a version), the checkpoint's new channel values,
@@ -148,25 +149,37 @@ def checkpoints_statement(named: bool, scoped: bool, before: bool, filters: int)
 
 
 def on_postgresql(using: str) -> bool:
-    return connections[using].vendor == "postgresql"
+    """Whether ``using`` is PostgreSQL through psycopg 3 (these statements use its cursor;
+    Django's psycopg2 backend takes the ORM's path)."""
+    connection = connections[using]
+    driver = getattr(connection, "Database", None)
+    return connection.vendor == "postgresql" and getattr(driver, "__name__", "") == "psycopg"
+
+
+@contextmanager
+def _cursor(using: str) -> Iterator[Any]:
+    """A psycopg cursor of its own on ``using``'s connection (in its transaction, if one is
+    open), prepared statements and parameters bound on the server: Django's default cursor
+    binds them into the statement's text (a channel value as hex twice its size) and
+    prepares none."""
+    import psycopg  # only where on_postgresql says the connection is psycopg's
+
+    connection = connections[using]
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
 
 
 def run_all(using: str, statement: str, parameters: dict[str, Any]) -> list[Any]:
-    """``statement``'s rows, as :func:`run` runs it."""
-    connection = connections[using]
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    """``statement``'s rows."""
+    with _cursor(using) as cursor:
         cursor.execute(statement, parameters, prepare=True)
-        return cursor.fetchall()
+        rows: list[Any] = cursor.fetchall()
+        return rows
 
 
 def run(using: str, statement: str, parameters: dict[str, Any]) -> Any:
-    """``statement`` on ``using``'s connection (in its transaction, if one is open): its one
-    row (``None`` when none). Through a psycopg cursor of its own, prepared, with its
-    parameters bound on the server: Django's default cursor binds them into the statement's
-    text, a channel value as hex twice its size, and prepares none."""
-    connection = connections[using]
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    """``statement``'s one row (``None`` when none)."""
+    with _cursor(using) as cursor:
         cursor.execute(statement, parameters, prepare=True)
         return cursor.fetchone() if cursor.description else None

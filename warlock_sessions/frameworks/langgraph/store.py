@@ -172,7 +172,9 @@ class WarlockStore(BaseStore):
             )
             for path, tokens in fields:
                 for text in get_text_at_path(op.value, tokens):
-                    texts.setdefault(text, []).append(((*op.namespace, op.key), path))
+                    # Embedded as it is kept: redacted (REDACT), as the value is.
+                    kept = redact_value(text)
+                    texts.setdefault(kept, []).append(((*op.namespace, op.key), path))
         return texts, queries
 
     def _embedded(self, texts: list[str]) -> dict[str, list[float]]:
