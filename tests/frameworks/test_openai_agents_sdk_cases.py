@@ -21,7 +21,7 @@ from agents import Agent, RunConfig, set_tracing_disabled
 from agents.memory import SessionSettings
 from agents.testing.model import ScriptedModel, assistant_message
 
-from tests.frameworks.conftest import run
+from tests.frameworks.conftest import ON_POSTGRES, run
 from warlock_sessions.frameworks.openai_agents import WarlockSession
 from warlock_sessions.models import ConversationMessage
 
@@ -139,6 +139,7 @@ def test_pop_from_empty_session(alias: str) -> None:
     assert run(WarlockSession("empty_session", using=alias).pop_item()) is None
 
 
+@ON_POSTGRES  # two threads writing at once: SQLite refuses one as locked
 def test_concurrent_pop_item_returns_each_row_once(alias: str) -> None:
     writer, other = (
         WarlockSession("concurrent_pop", using=alias),
@@ -187,6 +188,7 @@ def test_add_items_concurrent_first_access(alias: str) -> None:
     assert sorted(item["content"] for item in run(session.get_items())) == sorted(submitted)
 
 
+@ON_POSTGRES  # two threads writing at once: SQLite refuses one as locked
 def test_add_items_concurrent_first_access_with_shared_session_cross_loop(alias: str) -> None:
     session = WarlockSession("shared_session_cross_loop", using=alias)
     start = threading.Barrier(2)
