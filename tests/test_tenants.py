@@ -351,6 +351,8 @@ class TenantsApart(RuleBasedStateMachine):
         #: id -> the requester who made it.
         self.sessions: dict[str, str] = {}
         self.conversations: dict[str, str] = {}
+        #: fork id -> the id it was forked from (an erasure takes others' forks too).
+        self.forked_from: dict[str, str] = {}
         self.sent = 0
 
     def sees(self, name: str, owner: str | None) -> bool:
@@ -414,6 +416,7 @@ class TenantsApart(RuleBasedStateMachine):
         if owner is None:
             assert response.status_code == 200, response.content
             self.conversations[id] = name
+            self.forked_from.pop(id, None)
         else:
             assert response.status_code == (200 if self.sees(name, owner) else 404)
 
@@ -432,6 +435,7 @@ class TenantsApart(RuleBasedStateMachine):
         else:
             assert response.status_code == 201, response.content
             self.conversations[fork_id] = name
+            self.forked_from[fork_id] = id
 
     @rule(name=names, id=ids, action=st.sampled_from(["truncate", "resume"]))
     def change_conversation(self, name: str, id: str, action: str) -> None:
@@ -450,9 +454,19 @@ class TenantsApart(RuleBasedStateMachine):
         with tenant_scope(tenant):
             erase(Person(user=User.objects.get(username=person).pk))
         if REQUESTERS[person][0] == tenant:
-            for made in (self.sessions, self.conversations):
-                for id in [id for id, owner in made.items() if owner == person]:
-                    del made[id]
+            for id in [id for id, owner in self.sessions.items() if owner == person]:
+                del self.sessions[id]
+            # The person's conversations, and every fork of them, whoever made it (the
+            # default: a fork begins with the person's messages).
+            erased = {id for id, owner in self.conversations.items() if owner == person}
+            while forks := {
+                fork
+                for fork, source in self.forked_from.items()
+                if source in erased and fork in self.conversations and fork not in erased
+            }:
+                erased |= forks
+            for id in erased:
+                del self.conversations[id]
 
     # -- what every table holds --
 
