@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
@@ -359,3 +360,12 @@ def test_a_database_set_up_for_pgbouncer_is_not_warned(monkeypatch: pytest.Monke
     monkeypatch.setitem(settings.DATABASES, "pooled", ready)
     assert check_transaction_pooler() == []
     assert "warlock_sessions.W006" not in warlock_check_ids()
+
+
+def test_a_misspelt_setting_is_named_by_the_one_meant() -> None:
+    with override_settings(WARLOCK_SESSIONS={"AGENT": "myapp.agents.booking"}):
+        found = [m for m in checks.run_checks() if m.id == "warlock_sessions.W001"]
+    assert [m.hint for m in found] == ["Did you mean 'AGENTS'?"]
+    with override_settings(WARLOCK_SESSIONS={"ZZZZ": 1}):
+        found = [m for m in checks.run_checks() if m.id == "warlock_sessions.W001"]
+    assert found[0].hint.startswith("Known settings: AGENTS, ")

@@ -28,6 +28,7 @@ from .conf import (
     configured_settings,
     warlock_settings,
 )
+from .engine.flows import closest_hint
 from .workflows import orchestrator  # noqa: F401
 
 
@@ -44,7 +45,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     messages: list[CheckMessage] = [
         Warning(
             f"{_setting(name)} is not a warlock_sessions setting and is ignored.",
-            hint=f"Known settings: {', '.join(sorted(DEFAULTS))}.",
+            hint=_sentence(closest_hint(name, DEFAULTS, "known settings")),
             id="warlock_sessions.W001",
         )
         for name in configured
@@ -488,3 +489,7 @@ def _check_agents(configured: dict[str, Any]) -> list[CheckMessage]:
             )
         )
     return messages
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]

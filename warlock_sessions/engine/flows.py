@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -493,9 +493,14 @@ def refuse_unknown_keys(spec: Mapping[str, Any], allowed: frozenset[str], path: 
     if not unknown:
         return
     key = unknown[0]
+    raise FlowConfigurationError(f"{path}.{key}", f"unknown key; {closest_hint(key, allowed)}")
+
+
+def closest_hint(key: Any, allowed: Iterable[str], known: str = "known keys") -> str:
+    """What a misspelt ``key`` was likely meant to be: ``did you mean 'x'?``, or, when
+    nothing is close, every ``allowed`` one."""
     close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(allowed))}"
-    raise FlowConfigurationError(f"{path}.{key}", f"unknown key; {hint}")
+    return f"did you mean {close[0]!r}?" if close else f"{known}: {', '.join(sorted(allowed))}"
 
 
 def check_text(value: object, path: str, what: str = "expected text") -> None:
