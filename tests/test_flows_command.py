@@ -114,3 +114,23 @@ def test_the_admin_session_page_draws_the_agent_with_the_static_script(client) -
     page = client.get("/admin/warlock_sessions/session/s1/change/").content.decode()
     assert "class f1_s0 current" in page
     assert "/static/warlock_sessions/vendor/mermaid-12.3.0.min.js" in page
+
+
+@override_settings(WARLOCK_SESSIONS=BOOKING)
+def test_graph_without_a_name_draws_the_only_agent() -> None:
+    out = StringIO()
+    call_command("warlock_flows", "graph", stdout=out)
+    assert out.getvalue() == mermaid(booking_agent())
+
+
+@override_settings(
+    WARLOCK_SESSIONS={
+        "AGENTS": {
+            "booking": "example_project.demo.agents.booking_agent",
+            "timer": "tests.host.conftest.timer_agent",
+        }
+    }
+)
+def test_graph_without_a_name_among_several_agents_says_to_name_one() -> None:
+    with pytest.raises(CommandError, match="DEFAULT_AGENT"):
+        call_command("warlock_flows", "graph")

@@ -9,7 +9,7 @@ from django.contrib.staticfiles import finders
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.html import escape
 
-from ...agents import get_agent, unready
+from ...agents import default_agent_name, get_agent, unready
 from ...conf import warlock_settings
 from ...engine.graph import mermaid
 from ...errors import WarlockError
@@ -26,7 +26,8 @@ PAGE = """<!doctype html>
 
 class Command(BaseCommand):
     help = (
-        "graph AGENT: write the agent's flows as a Mermaid flowchart (to stdout, or --output: "
+        "graph [AGENT]: write the agent's flows (the default agent's, or the only one's, with no "
+        "name) as a Mermaid flowchart (to stdout, or --output: "
         "a .html file is a page that draws it offline, any other file gets the Mermaid text). "
         "check: build every agent in WARLOCK_SESSIONS['AGENTS'] and report each one's first "
         "mistake; exits with an error when any agent is broken."
@@ -35,7 +36,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
         graph = actions.add_parser("graph", help="draw an agent's flows")
-        graph.add_argument("agent", help="an agent name from WARLOCK_SESSIONS['AGENTS']")
+        graph.add_argument(
+            "agent",
+            nargs="?",
+            help="an agent name from WARLOCK_SESSIONS['AGENTS'] (default: DEFAULT_AGENT, or "
+            "the only agent)",
+        )
         graph.add_argument("--output", "-o", type=Path, help="a file (.html for a page)")
         actions.add_parser("check", help="check every configured agent")
 
@@ -45,8 +51,9 @@ class Command(BaseCommand):
         else:
             self.check_agents()
 
-    def graph(self, name: str, output: Path | None) -> None:
+    def graph(self, name: str | None, output: Path | None) -> None:
         try:
+            name = default_agent_name() if name is None else name
             text = mermaid(get_agent(name))
         except (WarlockError, ImportError, TypeError) as error:
             raise CommandError(str(error)) from None
