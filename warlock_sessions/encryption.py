@@ -192,6 +192,19 @@ def open_bytes(stored: bytes, sealed: bool, *where: str) -> bytes:
     return stored
 
 
+def seal_typed(kind: str, data: bytes, *where: str) -> tuple[str, bytes]:
+    """A serialised value (its serialisation type and bytes) as kept at ``where``: sealed,
+    its type marked so (:data:`SEALED_KIND`), when there are keys; else as it is."""
+    sealed = seal_bytes(data, *where)
+    return (kind, data) if sealed is None else (kind + SEALED_KIND, sealed)
+
+
+def open_typed(kind: str, data: Any, *where: str) -> tuple[str, bytes]:
+    """What ``seal_typed`` kept at ``where``: the value's own type and bytes, opened."""
+    sealed = kind.endswith(SEALED_KIND)
+    return kind.removesuffix(SEALED_KIND), open_bytes(bytes(data), sealed, *where)
+
+
 def resealed_bytes(stored: bytes, sealed: bool, *where: str) -> bytes | None:
     """``resealed_text`` for what ``seal_bytes`` keeps: ``None`` when it is sealed with the
     current key already (once opened with it)."""

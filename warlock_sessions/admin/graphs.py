@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from ..encryption import SEALED_KIND, open_bytes
+from ..encryption import open_typed
 from ..errors import EncryptionError
 from ..models import GraphBlob, GraphCheckpoint, GraphThread
 from .base import OwnedChatAdmin
@@ -59,10 +59,9 @@ def _messages(blob: GraphBlob) -> list[dict[str, Any]]:
     except ImportError:
         return [{"role": "?", "content": "install warlock-sessions[langgraph] to read it"}]
     try:
-        sealed = blob.kind.endswith(SEALED_KIND)
-        data = open_bytes(bytes(blob.value), sealed, *blob.value_place)
-        kind = blob.kind.removesuffix(SEALED_KIND)
-        value = JsonPlusSerializer().loads_typed((kind, data))
+        value = JsonPlusSerializer().loads_typed(
+            open_typed(blob.kind, blob.value, *blob.value_place)
+        )
     except EncryptionError as error:
         return [{"role": "?", "content": str(error)}]
     return [_as_message(item) for item in value] if isinstance(value, list) else []

@@ -30,7 +30,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from ... import tenancy
-from ...encryption import SEALED_KIND, graph_place, open_bytes, seal_bytes
+from ...encryption import SEALED_KIND, graph_place, open_typed, seal_typed
 from ...errors import InvalidInputError, OfAnotherTenantError, TenantUnresolvedError
 from ...models import (
     MAX_GRAPH_NAME_LENGTH,
@@ -666,13 +666,11 @@ class WarlockSaver(BaseCheckpointSaver[str]):
     def _copied(self, row: Any, target: str, tenant: str) -> Any:
         """``row`` as the target thread's: its value sealed anew for its new place."""
         field = "checkpoint" if isinstance(row, GraphCheckpoint) else "value"
-        if row.kind.endswith(SEALED_KIND):
-            plain = open_bytes(bytes(getattr(row, field)), True, *row.value_place)
+        if row.kind.endswith(SEALED_KIND):  # bound to its place: sealed again for the new one
+            kind, plain = open_typed(row.kind, getattr(row, field), *row.value_place)
             row.thread_id = target
-            sealed = seal_bytes(plain, *row.value_place)
-            setattr(row, field, sealed if sealed is not None else plain)
-            if sealed is None:
-                row.kind = row.kind.removesuffix(SEALED_KIND)
+            row.kind, sealed = seal_typed(kind, plain, *row.value_place)
+            setattr(row, field, sealed)
         row.thread_id, row.tenant = target, tenant
         row._state.adding = True
         return row
@@ -746,14 +744,10 @@ class WarlockSaver(BaseCheckpointSaver[str]):
     # -- values --------------------------------------------------------------------------
 
     def _sealed(self, value: Any, what: str, *place: str) -> tuple[str, bytes]:
-        kind, data = self.serde.dumps_typed(value)
-        sealed = seal_bytes(data, *graph_place(what, *place))
-        return (kind, data) if sealed is None else (kind + SEALED_KIND, sealed)
+        return seal_typed(*self.serde.dumps_typed(value), *graph_place(what, *place))
 
     def _opened(self, kind: str, data: Any, what: str, *place: str) -> Any:
-        sealed = kind.endswith(SEALED_KIND)
-        plain = open_bytes(bytes(data), sealed, *graph_place(what, *place))
-        return self.serde.loads_typed((kind.removesuffix(SEALED_KIND), plain))
+        return self.serde.loads_typed(open_typed(kind, data, *graph_place(what, *place)))
 
     def _rows(self, model: type[Any]) -> QuerySet[Any]:
         rows: QuerySet[Any] = model.objects.using(self.using).all()
