@@ -84,6 +84,20 @@ KEPT = {
     "{{data.time|o horário escolhido}}.",
 }
 
+#: "Talk to a person" in any state, a booking open or none: the session goes to the admin's
+#: inbox and every run waits where it was (a booking asks its question again when staff hand
+#: the chat back). Asked for in so many words: "I'm human" or a travel agent hands nothing over.
+HANDOVER = {
+    "when": "talk to a person|talk to a human|speak to a human|a real person|human please"
+    "|speak to an agent|talk to an agent|speak to someone|falar com atendente"
+    "|falar com uma pessoa|falar com alguem|atendente|!travel agent|!i'm human|!im human",
+    "say": {
+        "en": "I'll get a colleague for you: someone will answer here shortly.",
+        "pt": "Vou chamar um colega: alguém vai responder aqui em breve.",
+    },
+    "handover": "asked for a person",
+}
+
 FLOWS = [
     {
         "id": "welcome",
@@ -132,19 +146,6 @@ FLOWS = [
                     "step": "ask_name",
                     "clear": ["name", "email", "date", "time", "confirmed"],
                 },
-            },
-            {
-                # Asked for in so many words: "I'm human" or a travel agent hands nothing over.
-                "when": "talk to a person|talk to a human|speak to a human|a real person"
-                "|human please|speak to an agent|talk to an agent|falar com atendente"
-                "|falar com uma pessoa|atendente|!travel agent|!i'm human|!im human",
-                # The session goes to the admin's inbox; the booking waits where it was and
-                # asks again when staff hand the chat back.
-                "say": {
-                    "en": "I'll get a colleague for you: someone will answer here shortly.",
-                    "pt": "Vou chamar um colega: alguém vai responder aqui em breve.",
-                },
-                "handover": "asked for a person",
             },
         ],
         "steps": [
@@ -375,6 +376,7 @@ def booking_agent() -> Agent:
         fields=FIELDS,
         model=RuleModel(),
         name="booking",
+        interrupts=[HANDOVER],
         idle={
             "prompt": {
                 "en": 'I can book an appointment for you: just say "book".',

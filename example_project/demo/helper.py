@@ -24,6 +24,8 @@ from openai.types.responses import (
 from warlock_sessions.engine import Agent
 from warlock_sessions.frameworks.openai_agents import AgentModel
 
+from .agents import HANDOVER
+
 MENU = {"margherita": 9.5, "pepperoni": 11.0, "quattro formaggi": 12.5}
 
 
@@ -70,7 +72,7 @@ class ShopModel(Model):
         else:
             output = _said(
                 "I'm the shop's helper, written with the OpenAI Agents SDK: ask me for the "
-                "menu. A person can take this chat from the admin at any time.",
+                'menu, or say "talk to a person" for one of us.',
                 len(items),
             )
         return ModelResponse(output=[output], usage=Usage(), response_id=None)
@@ -88,4 +90,6 @@ def helper_agent() -> Agent:
         model=ShopModel(),
         tools=[menu],
     )
-    return Agent([], idle={"prompt": ""}, model=AgentModel(shop), name="helper")
+    return Agent(
+        [], idle={"prompt": ""}, model=AgentModel(shop), name="helper", interrupts=[HANDOVER]
+    )

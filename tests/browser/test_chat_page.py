@@ -24,6 +24,7 @@ from tests.test_admin import seed_searchable_sessions
 from warlock_sessions.host import Host, run_due_wakes
 from warlock_sessions.models import Wake
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 HAVE_CHROMIUM = os.path.exists(CHROMIUM)
 if not HAVE_CHROMIUM and REQUIRE_SERVICES:
@@ -387,6 +388,7 @@ class ChatPageTest(LiveServerTestCase):
 
                 say(page, "What is my name?")
                 expect(bot.last).to_have_text("Your name is Sara.", timeout=15000)
+                expect(page.locator("#another")).to_have_text("Ask another way")
                 page.click("#another")  # a fork before the last turn, its question ready
                 page.wait_for_url(re.compile(r"/assistant/[0-9a-f]{32}/$"), timeout=15000)
                 expect(page.locator("#forked")).to_contain_text("after 2 messages")
@@ -423,12 +425,15 @@ class ChatPageTest(LiveServerTestCase):
             expect(page.locator("#status")).to_have_text("online", timeout=15000)
             assert failed == [], failed
             bot = page.locator(".messages li.bot")
-            say(page, "Where can I park near the museum?")
+            # The question the README suggests.
+            question = re.search(r'answers itself \("([^"]+)"\)', README.read_text())
+            assert question is not None, "the README names a question to ask again"
+            say(page, question[1])
             expect(bot).to_have_count(1, timeout=15000)
             expect(page.locator(".messages li.streaming")).to_have_count(0, timeout=15000)
             page.click("#undo")  # the turn goes; the same question again is the same call
             expect(bot).to_have_count(0, timeout=15000)
-            say(page, "Where can I park near the museum?")
+            say(page, question[1])
             expect(bot).to_have_count(1, timeout=15000)
             expect(bot.last).to_have_class(re.compile(r"\bcached\b"), timeout=15000)
             say(page, "Where can I park near the station?")  # another question: the model

@@ -60,7 +60,7 @@ class HandoverPagesTest(LiveServerTestCase):
                 "Great, let's get you booked. What's your name?", timeout=15000
             )
             say(customer, "can I talk to a person?")
-            expect(messages.last).to_have_text(
+            expect(customer.locator(".messages li.bot").last).to_have_text(
                 "I'll get a colleague for you: someone will answer here shortly.", timeout=15000
             )
             expect(customer.locator(".messages li.notice")).to_have_text(
@@ -107,6 +107,54 @@ class HandoverPagesTest(LiveServerTestCase):
             browser.close()
         assert server_side(lambda: Session.objects.get(id=chat_id).handover) == ""
         print(f"screenshots in {shots}")
+
+    def test_a_person_is_asked_for_from_any_state_and_told_in_order(self) -> None:
+        """The README's "talk to a person", as a first message and in Portuguese after a
+        cancelled booking: the bot's sentence, then the notice, and the chat in the inbox."""
+        from playwright.sync_api import expect, sync_playwright
+
+        server_side(make_staff)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            chats = []
+            for before, ask, said, notice in [
+                (
+                    [],
+                    "talk to a person",
+                    "I'll get a colleague for you: someone will answer here shortly.",
+                    "A person will answer you here.",
+                ),
+                (
+                    [
+                        ("oi, quero marcar", "Ótimo, vamos agendar. Qual é o seu nome?"),
+                        (
+                            "cancelar",
+                            'Certo, cancelei esse agendamento. Diga "marcar" quando quiser.',
+                        ),
+                    ],
+                    "quero falar com atendente",
+                    "Vou chamar um colega: alguém vai responder aqui em breve.",
+                    "Uma pessoa vai responder aqui.",
+                ),
+            ]:
+                page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+                page.goto(self.live_server_url + "/")
+                expect(page.locator("#status")).to_have_text("online", timeout=15000)
+                bot = page.locator(".messages li.bot")
+                for text, answer in before:
+                    say(page, text)
+                    expect(bot.last).to_have_text(answer, timeout=15000)
+                say(page, ask)
+                expect(page.locator(".messages li.notice")).to_have_text([notice], timeout=15000)
+                shown = page.locator(".messages li").all_inner_texts()
+                assert shown[-2:] == [said, notice], shown
+                chats.append(page.evaluate("document.querySelector('.chat').dataset.chatId"))
+            staff = staff_page(
+                browser, self.live_server_url, "/admin/warlock_sessions/waitingsession/"
+            )
+            for chat_id in chats:
+                expect(staff.locator("#result_list")).to_contain_text(chat_id)
+            browser.close()
 
     def test_a_portuguese_chat_has_the_page_in_portuguese(self) -> None:
         from playwright.sync_api import expect, sync_playwright

@@ -83,5 +83,18 @@ class SdkHelperPageTest(LiveServerTestCase):
             expect(bot.last).to_have_text(MENU)
             expect(customer.locator("#typing")).to_be_hidden()
             customer.screenshot(path=str(shots / "helper-phone-back.png"))
+
+            # The customer asks for a person: the SDK agent's chat goes to the inbox too.
+            say(customer, "can I talk to a person?")
+            expect(customer.locator(".messages li.notice").last).to_have_text(
+                "A person will answer you here.", timeout=15000
+            )
+            assert customer.locator(".messages li").all_inner_texts()[-2:] == [
+                "I'll get a colleague for you: someone will answer here shortly.",
+                "A person will answer you here.",
+            ]
+            expect(bot).to_have_count(4)  # the SDK agent was not asked
+            staff.goto(f"{self.live_server_url}/admin/warlock_sessions/waitingsession/")
+            expect(staff.locator("#result_list")).to_contain_text(chat_id)
             browser.close()
         print(f"screenshots in {shots}")

@@ -265,3 +265,95 @@ def test_a_reply_given_while_people_had_it_answers_a_reply_wait_at_the_hand_back
     chat(handover={"action": "request", "key": "q1"})
     chat.say("I will")
     assert texts(chat(handover={"action": "release", "key": "h1"})) == ["Thanks for replying."]
+
+
+PERSON = {
+    "when": "talk to a person|falar com atendente",
+    "say": {"en": "Getting a colleague.", "pt": "Vou chamar um colega."},
+    "handover": "asked for a person",
+}
+
+
+def agent_asking_anywhere() -> Agent:
+    """A greeting, a booking and the agent's own "talk to a person", heard in any state."""
+    return Agent(
+        [
+            {"id": "hello", "on": [{"message": []}], "steps": [{"id": "hi", "say": "Hello!"}]},
+            {
+                "id": "booking",
+                "on": [{"message": ["book", "marcar"]}],
+                "interrupts": [{"when": "cancel|cancelar", "say": "Cancelled."}],
+                "steps": [
+                    {"id": "ask", "collect": ["name"]},
+                    {"id": "bye", "say": "Booked, {{data.name|friend}}."},
+                ],
+            },
+        ],
+        fields=FIELDS,
+        model=RuleModel(),
+        interrupts=[PERSON],
+    )
+
+
+@pytest.mark.parametrize(
+    "before",
+    [[], ["hi"], ["book", "Ana"], ["marcar", "cancelar"], ["book"]],
+    ids=["first message", "after hi", "after a booking", "after a cancel", "inside a booking"],
+)
+def test_asking_for_a_person_hands_over_from_any_state(before: list[str]) -> None:
+    chat = Chat(agent_asking_anywhere())
+    for text in before:
+        chat.say(text)
+    runs = [
+        (run["flowId"], run["stepId"], run["status"])
+        for run in (chat.session or {"runs": []})["runs"]
+    ]
+    portuguese = "marcar" in before
+    result = chat.say("falar com atendente" if portuguese else "I want to talk to a person")
+    said = "Vou chamar um colega." if portuguese else "Getting a colleague."
+    assert [message["text"] for message in result.messages] == [said]
+    assert chat.handover["status"] == "waiting"
+    assert chat.handover["reason"] == "asked for a person"
+    # Every run stays where it was: the booking asks again when the chat is handed back.
+    assert [(r["flowId"], r["stepId"], r["status"]) for r in result.session["runs"]] == runs
+    assert [line["code"] for line in result.outcomes if "code" in line] == [
+        "agent-interrupted",
+        "handed-over",
+    ]
+
+
+def test_a_flows_own_interrupt_is_heard_before_the_agents() -> None:
+    agent = agent_asking_anywhere()
+    agent.flows["booking"].raw["interrupts"].append(  # type: ignore[attr-defined]
+        {"when": "talk to a person", "say": "The booking's own.", "handover": True}
+    )
+    chat = Chat(agent)
+    chat.say("book")
+    result = chat.say("talk to a person")
+    assert [message["text"] for message in result.messages] == ["The booking's own."]
+
+
+def test_an_agent_interrupt_is_not_heard_while_silenced_nor_with_people() -> None:
+    chat = Chat(agent_asking_anywhere())
+    result = chat(message={"text": "talk to a person", "id": "quiet"}, silenced="staff typing")
+    assert chat.handover is None
+    assert not result.messages
+    assert chat.say("talk to a person").messages
+    result = chat.say("talk to a person")  # people have it: recorded, answered by nobody
+    assert not result.messages
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "path", "why"),
+    [
+        ({"when": "help", "say": "x", "then": "end"}, "interrupts[0].then", "moves no run"),
+        ({"when": "help"}, "interrupts[0]", "a say, a handover or both"),
+        ({"say": "x", "handover": True}, "interrupts[0].when", "what the user says"),
+        ({"when": "help", "hnadover": True}, "interrupts[0].hnadover", "did you mean 'handover'"),
+    ],
+)
+def test_a_bad_agent_interrupt_is_named(interrupt: dict[str, Any], path: str, why: str) -> None:
+    with pytest.raises(FlowConfigurationError) as raised:
+        Agent([], model=RuleModel(), interrupts=[interrupt])
+    assert raised.value.path == path
+    assert why in str(raised.value)

@@ -73,7 +73,14 @@ SPEC_CODES = [
 
 
 #: Codes of our own dialogue rules (docs/engine.md, "Dialogue rules"), beyond the spec's.
-DIALOGUE_CODES = ["amended", "interrupted", "no-match", "out-of-range", "unresolved-placeholder"]
+DIALOGUE_CODES = [
+    "agent-interrupted",
+    "amended",
+    "interrupted",
+    "no-match",
+    "out-of-range",
+    "unresolved-placeholder",
+]
 #: Codes of handing a session to people (docs/handover.md).
 HANDOVER_CODES = [
     "handed-over",

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FlowConfigurationError
-from .flows import Flow, check_fields, compile_flows
+from .flows import Flow, check_fields, compile_flows, compile_interrupts
 from .ports import Deferral, Model
 from .predicates import Condition
 
@@ -61,6 +61,9 @@ class Agent:
       answers a message no run holds (default: an empty prompt).
     * ``business_hours``: ``callable(datetime, context) -> datetime`` snapping wake times.
     * ``events``: ``{name: {"direction": "inbound"|"outbound"}}``.
+    * ``interrupts``: ``[{when, say?, handover?}]``, what the user may say in any state, a
+      run asking or none: "talk to a person" handing the session over, every run staying
+      where it was (a flow's own ``interrupts`` are heard first while it holds the floor).
     * ``should_retry``: ``callable(deferral) -> bool`` overriding a provider error's verdict.
     * ``public_events`` and ``public_starts``: the event names and the flow ids an end user (a
       session's owner, over HTTP or a websocket) may send and start; every other event and
@@ -78,6 +81,7 @@ class Agent:
         idle: str | Mapping[str, Any] | None = None,
         business_hours: BusinessHours | None = None,
         events: Mapping[str, Mapping[str, Any]] | None = None,
+        interrupts: Sequence[Mapping[str, Any]] = (),
         instructions: Sequence[Any] = (),
         tools: Sequence[Any] = (),
         should_retry: Callable[[Deferral], bool] | None = None,
@@ -107,6 +111,7 @@ class Agent:
         self.flows: dict[str, Flow] = compile_flows(
             flows, self.fields, self.actions, self.conditions
         )
+        self.interrupts = compile_interrupts(list(interrupts), self.fields, self.flows)
         self.public_events = frozenset(public_events)
         self.public_starts = frozenset(public_starts)
         unknown = sorted(self.public_starts - set(self.flows))

@@ -22,6 +22,8 @@ from .state import TurnState, next_label
 
 #: The step id in the key of an interrupt question ('#' is never in a step's id).
 INTERRUPTS = "#interrupts"
+#: The run id in the key of an agent's own interrupt ('*' is never in a run's id).
+AGENT = "*"
 ROUTE_MIN = 40
 ROUTE_STICKY = 15
 
@@ -74,7 +76,7 @@ def understand_request(state: TurnState) -> UnderstandRequest | None:
         for flow, trigger in mention_flows(state)
         if trigger.phrases and repeat_allows(state, flow, trigger, state.trigger_key)
     ]
-    branches = _branch_questions(floor, floor_flow)
+    branches = _agent_questions(state) + _branch_questions(floor, floor_flow)
     fields = _fields_to_extract(state, ([floor_flow] if floor_flow else []) + eligible)
     for name in _amendable(floor, floor_flow):
         if extract_mode(state.agent.fields[name]) == "anywhere":
@@ -98,10 +100,21 @@ def understand_request(state: TurnState) -> UnderstandRequest | None:
 
 
 def _model_reads(state: TurnState) -> bool:
-    """A message the model reads: not ignored, and not silenced unless silence allows it."""
-    if state.ignored or state.kind != "message":
+    """A message the model reads: not ignored, not held for people, and not silenced unless
+    silence allows it."""
+    if state.ignored or state.kind != "message" or state.with_people:
         return False
     return state.silenced is None or state.understand_allowed
+
+
+def _agent_questions(state: TurnState) -> list[BranchQuestion]:
+    """The agent's own interrupts ("talk to a person"), heard whatever runs or none."""
+    if state.silenced is not None:
+        return []
+    return [
+        BranchQuestion(AGENT, INTERRUPTS, index, interrupt["when"])
+        for index, interrupt in enumerate(state.agent.interrupts)
+    ]
 
 
 def _branch_questions(floor: Run | None, floor_flow: Flow | None) -> list[BranchQuestion]:
@@ -215,37 +228,57 @@ def _amended(data: dict[str, Any], before: dict[str, Any], step: Step | None) ->
 def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
     """The user asked to leave the flow that holds the floor ("cancel", "start over"): the
     first of its ``interrupts`` the model heard says its sentence and moves the run to its
-    ``then`` (by default, the run ends)."""
+    ``then`` (by default, the run ends). Else the first of the agent's own the model heard
+    ("talk to a person") says its sentence and hands over, every run staying where it was."""
+    if understanding is None or state.silenced is not None:
+        return False  # while silenced the host speaks for the bot: nothing moves on its own
     floor = state.floor_run()
     flow = state.flows.get(floor["flowId"]) if floor else None
-    if floor is None or flow is None or understanding is None or state.silenced is not None:
-        return False  # while silenced the host speaks for the bot: nothing moves on its own
-    for index, interrupt in enumerate(flow.raw.get("interrupts") or []):
-        if understanding.branches.get(f"{floor['id']}/{INTERRUPTS}/{index}") is not True:
-            continue
-        state.interrupted = True
-        handover = interrupt.get("handover")
-        # Handed to people, the run stays where it was unless the interrupt moves it.
-        target = interrupt.get("then", None if handover else "end")
-        key = f"{floor['id']}:{INTERRUPTS}:{index}:{state.trigger_key}"
-        state.outcome(
-            floor, "interrupt", "ok", key=key, code="interrupted", next=next_label(target)
-        )
-        step = flow.step(floor["stepId"])
-        if interrupt.get("say"):
-            said = state.render(interrupt["say"], floor, "interrupt")
-            state.emit(said, "verbatim", key, floor, step)
-            state.spoke_by.add(floor["id"])
-        if target == "end" or step is None:
-            end_run(state, floor, "interrupted")
-        elif target is not None:
-            floor["status"] = "running"
-            state.floor_run_id = floor["id"]
-            follow(state, floor, flow, step, target)
-        if handover:
-            hand_over(state, handover if isinstance(handover, str) else None, floor)
-        return True
+    if floor is not None and flow is not None:
+        for index, interrupt in enumerate(flow.raw.get("interrupts") or []):
+            if understanding.branches.get(f"{floor['id']}/{INTERRUPTS}/{index}") is True:
+                _leave_flow(state, floor, flow, index, interrupt)
+                return True
+    for index, interrupt in enumerate(state.agent.interrupts):
+        if understanding.branches.get(f"{AGENT}/{INTERRUPTS}/{index}") is True:
+            state.interrupted = True
+            key = f"{AGENT}:{INTERRUPTS}:{index}:{state.trigger_key}"
+            state.outcome(None, "interrupt", "ok", key=key, code="agent-interrupted")
+            if interrupt.get("say"):
+                state.emit(state.render(interrupt["say"], None, "interrupt"), "verbatim", key)
+            if interrupt.get("handover"):
+                hand_over(state, _reason(interrupt["handover"]))
+            return True
     return False
+
+
+def _reason(handover: Any) -> str | None:
+    """An interrupt's ``handover``: ``True``, or the reason the inbox shows."""
+    return handover if isinstance(handover, str) else None
+
+
+def _leave_flow(
+    state: TurnState, floor: Run, flow: Flow, index: int, interrupt: Mapping[str, Any]
+) -> None:
+    state.interrupted = True
+    handover = interrupt.get("handover")
+    # Handed to people, the run stays where it was unless the interrupt moves it.
+    target = interrupt.get("then", None if handover else "end")
+    key = f"{floor['id']}:{INTERRUPTS}:{index}:{state.trigger_key}"
+    state.outcome(floor, "interrupt", "ok", key=key, code="interrupted", next=next_label(target))
+    step = flow.step(floor["stepId"])
+    if interrupt.get("say"):
+        said = state.render(interrupt["say"], floor, "interrupt")
+        state.emit(said, "verbatim", key, floor, step)
+        state.spoke_by.add(floor["id"])
+    if target == "end" or step is None:
+        end_run(state, floor, "interrupted")
+    elif target is not None:
+        floor["status"] = "running"
+        state.floor_run_id = floor["id"]
+        follow(state, floor, flow, step, target)
+    if handover:
+        hand_over(state, _reason(handover), floor)
 
 
 def _ask_again_amended(state: TurnState, run: Run, flow: Flow, amended: list[str]) -> None:

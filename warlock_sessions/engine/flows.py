@@ -601,6 +601,27 @@ def compile_flows(
     return compiled
 
 
+def compile_interrupts(
+    interrupts: object,
+    fields: Mapping[str, Any],
+    flow_ids: Iterable[str],
+) -> list[Mapping[str, Any]]:
+    """An agent's own ``interrupts`` (``[{when, say?, handover?}]``): heard in any state, each
+    says its sentence and may hand the session over, moving no run (a flow's interrupts are
+    the ways out of that flow)."""
+    _Checker(fields, {}, {}, set(flow_ids)).interrupts(interrupts, "interrupts", set())
+    assert isinstance(interrupts, list | tuple)  # the checker refused anything else
+    for index, interrupt in enumerate(interrupts):
+        where = f"interrupts[{index}]"
+        if "then" in interrupt:
+            raise FlowConfigurationError(
+                f"{where}.then", "an agent's interrupt moves no run; a flow's interrupts can"
+            )
+        if not interrupt.get("say") and not interrupt.get("handover"):
+            raise FlowConfigurationError(where, "expected a say, a handover or both")
+    return [dict(interrupt) for interrupt in interrupts]
+
+
 def _known_on_arrival(flow: Flow) -> dict[str, set[str]]:
     """For each step, the fields known whichever way the run arrives: those every way in
     checked with an ``if``'s ``known`` (on its true side) and did not clear since."""

@@ -38,6 +38,7 @@ def mermaid(agent: Agent, current: Iterable[tuple[str, str | None]] = ()) -> str
     lines = ["flowchart TD"]
     for flow in flows:
         lines += _flow_lines(flow, ids)
+    lines += _agent_interrupt_lines(agent)
     lines.append("  classDef current fill:#ffe082,stroke:#e65100,stroke-width:3px")
     lines.append("  classDef ending fill:#eceff1,stroke:#90a4ae")
     for flow_id, step_id in current:
@@ -69,8 +70,30 @@ def _flow_lines(flow: Flow, ids: Mapping[str, str]) -> list[str]:
                 _edge(_step_node(ids, flow, step), _target(ids, flow, target), label, dotted)
             )
     for index, interrupt in interrupts:
+        if interrupt.get("handover") and "then" not in interrupt:
+            lines.append(f'  {me}_stop{index} -.-> {me}_stop{index}_people[/"{PEOPLE}"/]')
+            continue
         target = _target(ids, flow, interrupt.get("then", "end"))
         lines.append(_edge(f"{me}_stop{index}", target, "", True))
+    return lines
+
+
+#: Where a hand-over that moves no run leads.
+PEOPLE = "to people: the run stays where it was"
+
+
+def _agent_interrupt_lines(agent: Agent) -> list[str]:
+    """The agent's own interrupts, heard in any state: what the user says, and where it leads
+    (people, every run staying where it was, or only a sentence)."""
+    lines = []
+    for index, interrupt in enumerate(agent.interrupts):
+        said = "any state: " + interrupt["when"].replace("|", ", ")
+        lines.append(f'  agent_stop{index}[/"{_label(said)}"/]')
+        if interrupt.get("handover"):
+            where = "to people: every run stays where it was"
+        else:
+            where = "a sentence: every run stays where it was"
+        lines.append(f'  agent_stop{index} -.-> agent_stop{index}_to[/"{where}"/]')
     return lines
 
 

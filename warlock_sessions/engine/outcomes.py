@@ -32,6 +32,7 @@ OUTCOME_MESSAGES: dict[str, str] = {
     "branch": "a branch of this step fired",
     "max-asks": "the field was asked the most times allowed",
     "interrupted": "the user asked to leave the flow (one of its interrupts)",
+    "agent-interrupted": "the user said one of the agent's interrupts, heard in any state",
     "unresolved-placeholder": "a placeholder had no value and no fallback, so it was left out",
     # Waits
     "inline-delay": "a short wait rides on the next message",

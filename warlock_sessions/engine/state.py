@@ -182,10 +182,11 @@ class TurnState:
         )
         return evaluate(predicate, ctx, self.agent.conditions)
 
-    def scope(self, run: Run) -> dict[str, Any]:
-        return {"data": self.session["data"], "context": self.context, "input": run.get("input")}
+    def scope(self, run: Run | None) -> dict[str, Any]:
+        given = run.get("input") if run is not None else None
+        return {"data": self.session["data"], "context": self.context, "input": given}
 
-    def render(self, template: Text, run: Run, kind: str) -> str:
+    def render(self, template: Text, run: Run | None, kind: str) -> str:
         """``template`` (in the conversation's language, when it has several) as the user
         reads it; a placeholder left out is logged on the run."""
 

@@ -35,6 +35,7 @@ from ..conversations.db import DjangoConversationStore
 from ..conversations.stores import new_record
 from ..engine.ports import (
     Deferral,
+    Model,
     ProviderError,
     SpeakRequest,
     Spoken,
@@ -43,6 +44,7 @@ from ..engine.ports import (
 )
 from ..errors import OfAnotherTenantError, SessionConflictError, SessionExistsError
 from ..host.wire import session_id_input
+from ..providers import RuleModel
 from .owners import owner_of
 from .turns import holding
 
@@ -202,21 +204,30 @@ class AgentModel:
     its instructions, tools and handoffs, written by ``Runner.run`` on the chat's history.
     ``Agent([], idle={"prompt": ""}, model=AgentModel(sdk_agent), name="helper")`` is an agent
     of this app whose chats take the session socket, the admin's inbox and hand-over to a
-    person, the event log, wakes and every store. It understands nothing on its own (an agent
-    with flows asks its fields of another model); a run that fails is a failed reply, as a
-    provider's is: the SDK's errors are not retried, the OpenAI API's unreachable moments
-    are (``provider-unavailable``)."""
+    person, the event log, wakes and every store. What a message means to the app's agent
+    (its interrupts, "talk to a person", and the fields its flows collect) is read by
+    ``understanding``, the offline ``RuleModel`` unless another model is given; a run that
+    fails is a failed reply, as a provider's is: the SDK's errors are not retried, the OpenAI
+    API's unreachable moments are (``provider-unavailable``)."""
 
     #: A run waits on the SDK agent's model: turns run in a worker thread.
     blocking = True
 
-    def __init__(self, agent: Any, *, max_turns: int = 10, run_config: Any = None) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        max_turns: int = 10,
+        run_config: Any = None,
+        understanding: Model | None = None,
+    ) -> None:
         self.agent = agent
+        self.understanding = understanding or RuleModel()
         self.max_turns = max_turns
         self.run_config = run_config
 
     def understand(self, request: UnderstandRequest) -> Understanding:
-        return Understanding(llm_calls=0)
+        return self.understanding.understand(request)
 
     def speak(self, request: SpeakRequest) -> Spoken | Deferral:
         said: list[Any] = [

@@ -15,15 +15,20 @@ def turn_events(
 ) -> list[tuple[str, Any]]:
     """The events a chat UI sees for one committed turn, in order, ending with its summary. A
     message the user sent comes first (not a resend: that turn changed nothing), so every tab
-    and the admin show both sides of the conversation."""
+    and the admin show both sides of the conversation. A person taking the chat or handing
+    it back is told before what they or the bot then say; the bot handing over says "I'll get
+    a colleague" before the notice that people have the chat."""
     events: list[tuple[str, Any]] = []
     said = turn_input.get("message")
     if said is not None and result.code != "duplicate-input":
         events.append(("message", {"role": "user", "text": said["text"], "id": said.get("id")}))
     events += [("run_started", started) for started in result.started]
     events += [("outcome", line) for line in result.outcomes]
-    events += handover_events(result, turn_input)
+    handovers = handover_events(result, turn_input)
+    asked_for = all(event["status"] == "waiting" for _, event in handovers)
+    events += [] if asked_for else handovers
     events += [("message", message) for message in result.messages]
+    events += handovers if asked_for else []
     events += [
         ("run_ended", {"runId": run["id"], "flowId": run["flowId"], "reason": run["reason"]})
         for run in result.ended
