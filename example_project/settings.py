@@ -9,9 +9,10 @@ from example_project.databases import asgi_postgres_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-# A demo only: never reuse this key or DEBUG in production.
+# A demo only: never reuse this key or DEBUG in production. DEBUG=0 in the environment runs it
+# as docs/deployment.md deploys it (static files collected to STATIC_ROOT, served by WhiteNoise).
 SECRET_KEY = "warlock-sessions-example-project-not-secret"
-DEBUG = True
+DEBUG = os.environ.get("DEBUG", "1") != "0"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 
 INSTALLED_APPS = [
@@ -34,6 +35,9 @@ MIDDLEWARE = [
     # First: an outage anywhere in a request is a 503 with Retry-After, never a 500 page.
     "warlock_sessions.api.middleware.ServiceUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The admin's styles, flow graph and live hand-over script from the app server itself:
+    # with DEBUG off, nothing else in Django serves /static/ (check warlock_sessions.W010).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -147,4 +151,6 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
+# Where `manage.py collectstatic` puts every app's static files for WhiteNoise to serve.
+STATIC_ROOT = os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

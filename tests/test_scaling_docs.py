@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command, load_command_class
+from django.core.management import call_command, get_commands, load_command_class
 from django.test import override_settings
 
-from warlock_sessions.checks import check_settings, check_transaction_pooler
+from warlock_sessions.checks import (
+    check_settings,
+    check_static_files_served,
+    check_transaction_pooler,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: The checks read DATABASES as settings; no connection is made to these.
@@ -47,8 +51,7 @@ def test_the_pages_name_the_commands_an_operator_runs() -> None:
 @pytest.mark.parametrize(("page", "words"), command_lines(), ids=lambda value: str(value))
 def test_each_command_line_parses_with_its_command_options(page: str, words: list[str]) -> None:
     name, *args = words
-    app = "django.core" if name == "check" else "warlock_sessions"
-    command = load_command_class(app, name)
+    command = load_command_class(get_commands()[name], name)
     parser = command.create_parser("manage.py", name)
     parser.parse_args(args)  # an unknown option or a bad value exits
 
@@ -60,12 +63,26 @@ def test_the_sharded_workers_of_the_page_run() -> None:
             call_command(name, *args, "--once", verbosity=0)
 
 
+STARTPROJECT_MIDDLEWARE = (
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+)
+
+
 def page_settings(page: str, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The page's settings snippets run in order, as a settings module would."""
     namespace: dict[str, Any] = {
         # What the page adds to (scaling.md writes into a project's own default).
         "DATABASES": {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "app"}},
         "WARLOCK_SESSIONS": {},
+        # What `django-admin startproject` writes.
+        "BASE_DIR": Path("/srv/mysite"),
+        "MIDDLEWARE": list(STARTPROJECT_MIDDLEWARE),
         "urlpatterns": [],
         "path": lambda *args, **kwargs: None,
         "include": lambda *args, **kwargs: None,
@@ -88,6 +105,17 @@ def test_the_pgbouncer_recipe_quiets_the_deploy_check() -> None:
     before["default"]["PORT"] = "6432"
     with override_settings(DATABASES=before):
         assert [message.id for message in check_transaction_pooler()] == ["warlock_sessions.W006"]
+
+
+def test_the_static_files_recipe_quiets_the_deploy_check() -> None:
+    configured = page_settings("deployment.md")
+    assert configured["STATIC_ROOT"] == Path("/srv/mysite/staticfiles")
+    whitenoise = configured["MIDDLEWARE"].index("whitenoise.middleware.WhiteNoiseMiddleware")
+    assert configured["MIDDLEWARE"][whitenoise - 1].endswith("SecurityMiddleware")
+    with override_settings(DEBUG=False, MIDDLEWARE=list(STARTPROJECT_MIDDLEWARE)):
+        assert [message.id for message in check_static_files_served()] == ["warlock_sessions.W010"]
+    with override_settings(DEBUG=False, MIDDLEWARE=configured["MIDDLEWARE"]):
+        assert check_static_files_served() == []
 
 
 @pytest.mark.parametrize("page", PAGES)

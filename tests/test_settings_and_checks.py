@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
@@ -78,13 +80,41 @@ def test_realtime_without_a_channel_layer_is_reported() -> None:
     ):
         # Works, but what a worker process logs reaches sockets only through the log: said
         # by the deployment checks (check --deploy), not at every command of `make demo`.
-        assert warlock_check_ids(ignored=()) == ["warlock_sessions.W004"]
+        assert warlock_check_ids(ignored=("warlock_sessions.W010",)) == ["warlock_sessions.W004"]
         assert warlock_check_ids(ignored=(), deploy=False) == []
     shared = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"}}
     with override_settings(
         ASGI_APPLICATION="example_project.asgi.application", CHANNEL_LAYERS=shared
     ):
-        assert warlock_check_ids(ignored=()) == []
+        assert warlock_check_ids(ignored=("warlock_sessions.W010",)) == []
+
+
+WHITENOISE = "whitenoise.middleware.WhiteNoiseMiddleware"
+
+
+def test_a_deployment_that_serves_no_static_files_is_warned() -> None:
+    """DEBUG off and nothing serving /static/: the admin would have no styles, no flow graph
+    and no live hand-over (``check --deploy`` only; a web server or CDN silences it)."""
+    ids = partial(warlock_check_ids, ignored=("warlock_sessions.W004",))
+    assert "warlock_sessions.W010" in ids()
+    assert "warlock_sessions.W010" not in ids(deploy=False)
+    with override_settings(MIDDLEWARE=[*settings.MIDDLEWARE, WHITENOISE]):
+        assert "warlock_sessions.W010" not in ids()
+    with override_settings(STATIC_URL="https://cdn.example.com/static/"):
+        assert "warlock_sessions.W010" not in ids()
+    with override_settings(DEBUG=True):  # runserver serves them
+        assert "warlock_sessions.W010" not in ids()
+
+
+def test_the_api_served_without_drf_installed_is_an_error() -> None:
+    """Its browsable pages would be a 500 for want of DRF's templates."""
+    apps = [app for app in settings.INSTALLED_APPS if app != "rest_framework"]
+    assert "warlock_sessions.E034" not in warlock_check_ids()
+    with override_settings(INSTALLED_APPS=apps):
+        assert "warlock_sessions.E034" in warlock_check_ids()
+        # A project that serves no API of ours needs no DRF app.
+        with override_settings(ROOT_URLCONF="tests.urls_without_api"):
+            assert "warlock_sessions.E034" not in warlock_check_ids()
 
 
 class SessionsDatabaseRouter:

@@ -68,3 +68,12 @@ def test_every_block_of_the_tutorial_is_run_or_written(kind: str) -> None:
     assert blocks
     if kind != "bash":
         assert all(FILE.match(body.partition("\n")[0].strip()) for body in blocks)
+
+
+def test_the_api_page_mounts_the_sockets_with_the_tutorial_s_tested_asgi_py() -> None:
+    """docs/api.md's ``asgi.py`` is the tutorial's, which the test above runs (one written
+    with its imports at the top failed with AppRegistryNotReady and lacked the guard)."""
+    api = (TUTORIAL.parent / "api.md").read_text()
+    tutorial = dict((body.partition("\n")[0], body) for kind, body in steps() if kind == "python")
+    shown = [body for kind, body in BLOCK.findall(api) if body.startswith("# mysite/asgi.py")]
+    assert shown == [tutorial["# mysite/asgi.py"]]

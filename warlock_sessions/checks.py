@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import router
+from django.urls import URLResolver, get_resolver
 
 # The packages that say what their settings must name (conf.expect): imported here, so every
 # setting's whole rule is checked at start-up, whatever has been imported by then.
@@ -210,6 +211,64 @@ def _check_realtime() -> list[CheckMessage]:
             )
         ]
     return []
+
+
+@register(Tags.urls)
+def check_api_installed(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The API's URLs are served but DRF is not an installed app: its browsable pages (what a
+    browser gets) fail for want of DRF's templates, a 500 instead of the page."""
+    if "rest_framework" in settings.INSTALLED_APPS or not _serves(get_resolver(), API_URLS):
+        return []
+    return [
+        Error(
+            f"The URLconf includes {API_URLS}, but 'rest_framework' is not in "
+            "INSTALLED_APPS: the API's pages in a browser fail (DRF's templates are not found).",
+            hint="Add 'rest_framework' to INSTALLED_APPS.",
+            id="warlock_sessions.E034",
+        )
+    ]
+
+
+#: The module of the API's URLs.
+API_URLS = "warlock_sessions.api.urls"
+
+
+def _serves(resolver: URLResolver, module: str) -> bool:
+    """Whether ``module``'s URLs are included anywhere under ``resolver``."""
+    for pattern in resolver.url_patterns:
+        if not isinstance(pattern, URLResolver):
+            continue
+        name = pattern.urlconf_name
+        included = name if isinstance(name, str) else getattr(name, "__name__", "")
+        if included == module or _serves(pattern, module):
+            return True
+    return False
+
+
+#: The middleware that serves the collected static files from the app server itself.
+WHITENOISE = "whitenoise.middleware.WhiteNoiseMiddleware"
+
+
+@register(Tags.staticfiles, deploy=True)
+def check_static_files_served(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A deployment check: with ``DEBUG`` off Django serves no static files, so the admin's
+    styles, its flow graph and its live hand-over script are 404s unless WhiteNoise serves
+    them from the app server or ``STATIC_URL`` points at another server."""
+    if settings.DEBUG or "django.contrib.staticfiles" not in settings.INSTALLED_APPS:
+        return []
+    if WHITENOISE in settings.MIDDLEWARE or urlsplit(settings.STATIC_URL or "").netloc:
+        return []
+    return [
+        Warning(
+            "DEBUG is off and nothing in this project serves STATIC_URL: the admin's styles, "
+            "the flow graph and the live hand-over script of warlock_sessions answer 404 "
+            "unless a web server or a CDN serves the collected files.",
+            hint=f"Set STATIC_ROOT, run collectstatic and add '{WHITENOISE}' after "
+            "SecurityMiddleware (docs/deployment.md); if a web server serves STATIC_ROOT, "
+            "add this check to SILENCED_SYSTEM_CHECKS.",
+            id="warlock_sessions.W010",
+        )
+    ]
 
 
 @register(Tags.compatibility, deploy=True)

@@ -182,6 +182,7 @@ def test_an_unresolved_placeholder_is_logged_and_code_keeps_it() -> None:
 
     agent = Agent(
         [{"id": "f", "on": [{"message": []}], "steps": [{"id": "s", "say": "Oi {{data.x}}!"}]}],
+        fields={"x": {"type": "string"}},  # written by code, say, and never asked for
         name="f",
     )
     dialogue = Dialogue(agent)

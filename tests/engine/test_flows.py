@@ -293,3 +293,130 @@ def test_a_mistyped_kind_names_the_key_and_what_it_may_mean(
     with pytest.raises(FlowConfigurationError) as caught:
         build(flows)
     assert caught.value.path == path and f"did you mean {hint}?" in str(caught.value)
+
+
+PIZZA_FIELDS = {
+    "size": {"type": "string", "enum": ["small", "large"]},
+    "confirmed": {"type": "boolean"},
+}
+
+
+def pizza(**changes: Any) -> list[dict[str, Any]]:
+    """An order flow and a reminder, each part replaceable by a keyword."""
+    order: dict[str, Any] = {
+        "id": "order",
+        "on": [{"message": ["pizza"]}],
+        "steps": [
+            {"id": "choose", "collect": ["size"]},
+            {"id": "confirm", "collect": ["confirmed"]},
+            {"id": "check", "if": {"equals": {"confirmed": True}}, "then": "done"},
+            {"id": "done", "say": "One {{data.size|}} pizza, coming up!"},
+        ],
+    }
+    nudge = {
+        "id": "nudge",
+        "on": [{"silence": "2m", "if": {"running": ["order"]}}],
+        "steps": [{"id": "ask", "prompt": "Still hungry?"}],
+    }
+    for key, value in changes.items():
+        flow, _, part = key.partition("__")
+        target = order if flow == "order" else nudge
+        if part.startswith("step"):
+            index = int(part[4:])
+            target["steps"][index] = {"id": target["steps"][index]["id"], **value}
+        else:
+            target[part] = value
+    return [order, nudge]
+
+
+@pytest.mark.parametrize(
+    ("flows", "path", "why"),
+    [
+        (
+            pizza(order__step3={"say": "One {{data.sise|}} pizza!"}),
+            "flows[0].steps[3].say",
+            "reads {{data.sise}}, but no field 'sise' of the agent's; did you mean 'size'?",
+        ),
+        (
+            pizza(order__step2={"if": {"equals": {"confirmd": True}}}),
+            "flows[0].steps[2].if.equals.confirmd",
+            "tests no field 'confirmd' of the agent's; did you mean 'confirmed'?",
+        ),
+        (
+            pizza(nudge__on=[{"silence": "2m", "if": {"running": ["orders"]}}]),
+            "flows[1].on[0].if.running[0]",
+            "no flow 'orders' on this agent; did you mean 'order'?",
+        ),
+        (
+            pizza(order__step2={"if": {"known": ["szie"]}}),
+            "flows[0].steps[2].if.known[0]",
+            "did you mean 'size'?",
+        ),
+        (
+            pizza(order__clearOnStart=["confirmd"]),
+            "flows[0].clearOnStart[0]",
+            "clears no field 'confirmd'",
+        ),
+        (
+            pizza(
+                order__step2={
+                    "if": {"equals": {"confirmed": True}},
+                    "else": {"step": "choose", "clear": ["sizes"]},
+                }
+            ),
+            "flows[0].steps[2].else.clear[0]",
+            "did you mean 'size'?",
+        ),
+        (
+            pizza(order__while={"equals": {"confirmed": None, "paid": True}}),
+            "flows[0].while.equals.paid",
+            "data an action writes is declared as a field too",
+        ),
+        (
+            pizza(order__step3={"say": "Hi {{dat.size|there}}"}),
+            "flows[0].steps[3].say",
+            "reads 'dat', which no template has; did you mean 'data'?",
+        ),
+        (
+            pizza(order__step3={"do": "send", "with": {"to": "{{data.emial}}"}}),
+            "flows[0].steps[3].with.to",
+            "no field 'emial'",
+        ),
+    ],
+    ids=[
+        "template",
+        "equals",
+        "running",
+        "known",
+        "clearOnStart",
+        "a move's clear",
+        "undeclared action data",
+        "scope",
+        "action params",
+    ],
+)
+def test_a_misspelt_reference_is_refused_at_load_with_the_closest_name(
+    flows: list[dict[str, Any]], path: str, why: str
+) -> None:
+    with pytest.raises(FlowConfigurationError) as caught:
+        Agent(flows, fields=PIZZA_FIELDS, actions={"send": lambda params, ctx: None})
+    assert caught.value.path == path
+    assert why in str(caught.value)
+
+
+def test_references_in_fields_interrupts_and_the_idle_speaker_are_resolved() -> None:
+    fields = {**PIZZA_FIELDS, "flavour": {"type": "string", "ask": "Which, {{data.nmae|}}?"}}
+    with pytest.raises(FlowConfigurationError, match="did you mean 'size'") as caught:
+        Agent(pizza(), fields=PIZZA_FIELDS, interrupts=[{"when": "x", "say": "{{data.siz|}}"}])
+    assert caught.value.path == "interrupts[0].say"
+    with pytest.raises(FlowConfigurationError) as caught:
+        Agent(pizza(), fields=fields)
+    assert caught.value.path == "fields.flavour.ask"
+    with pytest.raises(FlowConfigurationError) as caught:
+        Agent(pizza(), fields=PIZZA_FIELDS, idle={"prompt": "Hi {{data.sizes|}}"})
+    assert caught.value.path == "idle.prompt"
+
+
+def test_the_references_the_issue_found_load_when_spelt_right() -> None:
+    agent = Agent(pizza(), fields=PIZZA_FIELDS)
+    assert list(agent.flows) == ["order", "nudge"]

@@ -737,6 +737,7 @@ def test_20_premise_changed() -> None:
     ran: list[str] = []
     guarded = Agent(
         [{"id": "g", "while": {"equals": {"ok": True}}, "steps": [{"id": "d", "do": "act"}]}],
+        fields={"ok": {"type": "boolean"}},
         actions={"act": lambda params, ctx: ran.append(ctx.key)},
     )
     result = Host(guarded).turn(start={"flow": "g", "key": "k"}, session=None)

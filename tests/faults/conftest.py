@@ -119,9 +119,10 @@ class Deployment:
         self.logs = logs
         self.processes: list[Process] = []
         self.redis_url: str | None = None
+        self.settings: dict[str, str] = {}  # more of the environment (DEBUG=0, STATIC_ROOT)
 
     def env(self) -> dict[str, str]:
-        return project_env(self.postgres.url("app"), self.redis_url)
+        return {**project_env(self.postgres.url("app"), self.redis_url), **self.settings}
 
     def server(self, command: list[str] | None = None) -> tuple[Process, str]:
         """A server of the example project on a free port: daphne, or ``command`` (a server's

@@ -40,7 +40,6 @@ def test_each_scenario_against_the_real_server_is_recorded(
     started = time.monotonic()
     outcome = scenario(model)
     elapsed = time.monotonic() - started
-    cassettes.save(name, recorder.exchanges, outcome)
     figures = {
         "scenario": name,
         "seconds": round(elapsed, 1),
@@ -51,6 +50,8 @@ def test_each_scenario_against_the_real_server_is_recorded(
     }
     print("\nLLM " + json.dumps(figures, ensure_ascii=False))
     _check(name, outcome)
+    # Kept only once it holds: a server that crashed must not overwrite a good recording.
+    cassettes.save(name, recorder.exchanges, outcome)
 
 
 def _check(name: str, outcome: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from ..errors import FlowConfigurationError
 from .flows import Flow, check_fields, compile_flows, compile_interrupts
 from .ports import Deferral, Model
 from .predicates import Condition
+from .references import check_references
 
 if TYPE_CHECKING:
     from .turn import TurnResult
@@ -112,6 +113,7 @@ class Agent:
             flows, self.fields, self.actions, self.conditions
         )
         self.interrupts = compile_interrupts(list(interrupts), self.fields, self.flows)
+        check_references(self.flows, self.fields, self.interrupts, self.idle)
         self.public_events = frozenset(public_events)
         self.public_starts = frozenset(public_starts)
         unknown = sorted(self.public_starts - set(self.flows))

@@ -108,6 +108,11 @@ def trusted_origin(origin: str, scheme: str, netloc: str) -> bool:
 
 
 class HandshakeOutageGuard:
+    """A handshake that meets an outage before the app answers it (the session cookie or the
+    user read from a database that is away) is accepted and closed with "try again later"
+    (1013, or the app's own code where the server cannot send it), which clients retry,
+    instead of an error the server logs and the client sees as a failed connection."""
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
