@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from warlock_sessions.testing import run_blob
-from warlock_sessions.testing.factories import SessionFactory
+from warlock_sessions.testing.factories import SessionFactory, SessionOwnerFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -49,6 +49,21 @@ def test_the_detail_page_shows_the_blob_read_only(staff_client: Client) -> None:
     assert b"&quot;flowId&quot;: &quot;triagem&quot;" in response.content
     assert b'name="_save"' not in response.content
     assert staff_client.get(f"{CHANGELIST}add/").status_code == 403
+
+
+def test_a_visitor_s_key_is_shown_on_their_session_and_finds_their_sessions(
+    staff_client: Client,
+) -> None:
+    """What ``warlock_erase --visitor`` takes, found from the admin."""
+    for session_id in ("s1", "s2", "other"):
+        SessionFactory(id=session_id)
+    for session_id in ("s1", "s2"):
+        SessionOwnerFactory(session_id=session_id, user=None, anonymous_key="visitor-key-1")
+    SessionOwnerFactory(session_id="other", user=None, anonymous_key="visitor-key-2")
+    page = staff_client.get(f"{CHANGELIST}s1/change/").content.decode()
+    assert "anonymous visitor visitor-key-1" in page
+    found = staff_client.get(f"{CHANGELIST}?q=visitor-key-1").content.decode()
+    assert ">s1</a>" in found and ">s2</a>" in found and ">other</a>" not in found
 
 
 def test_an_unreadable_row_is_shown_with_its_error(staff_client: Client) -> None:

@@ -278,6 +278,27 @@ def test_a_plain_database_is_sealed_by_rotation_then_plaintext_is_refused() -> N
 
 
 @pytest.mark.django_db(transaction=True)
+def test_turning_encryption_on_over_plain_rows_logs_what_to_do(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The client is told 409 and nothing more; the operator's log line names the setting
+    and the command that fix it."""
+    with override_settings(
+        WARLOCK_SESSIONS={"AGENTS": {"booking": "example_project.demo.agents.booking_agent"}}
+    ):
+        chat_and_keep("default")
+    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    client = Client()
+    client.login(username="ops", password="pw")
+    with keys(("k1", K1)):
+        answer = client.get("/api/sessions/chat/")
+    assert (answer.status_code, answer.json()["code"]) == (409, "encryption-error")
+    assert "ENCRYPTION_ACCEPT_PLAINTEXT" not in answer.json()["detail"]
+    logged = " ".join(record.getMessage() for record in caplog.records)
+    assert "ENCRYPTION_ACCEPT_PLAINTEXT" in logged and "warlock_rotate_keys" in logged
+
+
+@pytest.mark.django_db(transaction=True)
 def test_rotation_leaves_a_row_a_turn_saved_meanwhile(sealed: None) -> None:
     host = Host(booking_agent(), DjangoStore())
     host.handle("chat", {"message": {"id": "m1", "text": "book"}})

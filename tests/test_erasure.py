@@ -232,6 +232,10 @@ def test_the_command_refuses_an_unknown_user_and_nobody() -> None:
         call_command("warlock_erase", "--owner", "nobody")
     with pytest.raises(CommandError, match="exactly one"):
         call_command("warlock_erase", "--visitor", "")
+    # A key that owns nothing is refused like an unknown user, dry run or not.
+    for dry in ((), ("--dry-run",)):
+        with pytest.raises(CommandError, match="no visitor has the key 'unknown'"):
+            call_command("warlock_erase", "--visitor", "unknown", *dry)
     with pytest.raises(CommandError):
         call_command("warlock_erase")  # whom to erase is required
     # As code may pass them (a shell cannot): refused in a sentence, never a database error.

@@ -30,14 +30,18 @@ def test_each_flow_is_a_subgraph_with_its_moves_and_the_current_step_highlighted
         'subgraph f1_box["booking"]',
         'subgraph f2_box["rebook"]',
         'subgraph f3_box["unbook"]',
-        'subgraph f4_box["offer"]',
-        'subgraph f5_box["reminder"]',
+        'subgraph f4_box["nothing_to_cancel"]',
+        'subgraph f5_box["thanks"]',
+        'subgraph f6_box["offer"]',
+        'subgraph f7_box["reminder"]',
     ]
     assert '    f1_s4["confirm: ask confirmed"]' in lines
     assert '  f1_s5 -->|"no"| f1_s2' in lines  # the {step, clear} move back to the date
     assert '  f1_s4 -.->|"gives up"| f1_end' in lines
     assert "  f1_stop1 -.-> f1_s0" in lines  # "start over" goes back to the name
-    assert lines[-2:] == ["  class f1_s4 current", "  class f5_on current"]
+    assert lines[-2:] == ["  class f1_s4 current", "  class f7_on current"]
+    # "Talk to a person" is the agent's, heard in any state: drawn apart, the runs staying.
+    assert '  agent_stop0 -.-> agent_stop0_to[/"to people: every run stays where it was"/]' in lines
 
 
 def test_labels_cannot_break_out_of_their_quotes() -> None:
@@ -95,7 +99,7 @@ def test_check_reports_each_agent_and_fails_on_a_broken_one() -> None:
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="1 of 2 agents are broken"):
         call_command("warlock_flows", "check", stdout=out, stderr=err)
-    assert out.getvalue() == "booking: ok (6 flows)\n"
+    assert out.getvalue() == "booking: ok (8 flows)\n"
     assert err.getvalue() == (
         "broken: flows[0].steps[0].say: expected the text to send, or one per language like "
         "{'en': ..., 'pt': ...}\n"

@@ -468,4 +468,9 @@ class PlaintextRefusedError(EncryptionError):
     run ``manage.py warlock_rotate_keys``, which seals every row."""
 
     def __init__(self, where: tuple[str, ...]) -> None:
-        super().__init__(where, "is not sealed, and ENCRYPTION_KEYS requires it to be")
+        super().__init__(
+            where,
+            "is not sealed, and ENCRYPTION_KEYS requires it to be: a row kept before encryption "
+            "was turned on? Set ENCRYPTION_ACCEPT_PLAINTEXT = True on every server, run "
+            "manage.py warlock_rotate_keys (it seals every row), then remove the setting",
+        )

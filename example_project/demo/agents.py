@@ -340,6 +340,75 @@ FLOWS = [
         ],
     },
     {
+        # "Cancel" with nothing booked says so, rather than greet or offer a booking blindly.
+        "id": "nothing_to_cancel",
+        "on": [
+            {
+                "message": ["cancel", "cancel my booking", "cancelar", "desmarcar"],
+                # Nothing booked and nothing being booked (a booking's own "cancel" is its).
+                "if": {"equals": {"confirmed": None}, "running": False},
+                "repeat": "always",
+            }
+        ],
+        "steps": [
+            {
+                "id": "none",
+                "say": {
+                    "en": 'There\'s nothing booked to cancel. Say "book" whenever you want an '
+                    "appointment.",
+                    "pt": 'Não há nada agendado para cancelar. Diga "marcar" quando quiser '
+                    "agendar.",
+                },
+            }
+        ],
+    },
+    {
+        # Thanks are answered as thanks (after a booking, with the day it is for), not with
+        # the offer to book.
+        "id": "thanks",
+        "on": [
+            {
+                "message": [
+                    "thanks",
+                    "thank you",
+                    "cheers",
+                    "thx",
+                    "obrigado",
+                    "obrigada",
+                    "valeu",
+                ],
+                # Not while a booking asks: "thanks, it's ana@example.com" answers it.
+                "if": {"running": False},
+                "repeat": "always",
+            }
+        ],
+        "steps": [
+            {
+                "id": "booked",
+                "if": {"equals": {"confirmed": True}},
+                "then": "see_you",
+                "else": "welcome",
+            },
+            {
+                "id": "see_you",
+                "say": {
+                    "en": "You're welcome! See you on {{data.date|the day you chose}} at "
+                    "{{data.time|the time you chose}}.",
+                    "pt": "De nada! Até {{data.date|o dia escolhido}} às "
+                    "{{data.time|o horário escolhido}}.",
+                },
+                "then": "end",
+            },
+            {
+                "id": "welcome",
+                "say": {
+                    "en": 'You\'re welcome! Say "book" whenever you want an appointment.',
+                    "pt": 'De nada! Diga "marcar" quando quiser agendar.',
+                },
+            },
+        ],
+    },
+    {
         # Fired from outside: POST /api/sessions/<id>/turn/ {"event": {"name": "discount"...}}
         "id": "offer",
         "on": [{"event": "discount"}],

@@ -365,6 +365,10 @@ def test_a_turn_answers_in_the_api_s_one_spelling_and_event_shape() -> None:
     body = say(ana, "chat-1", "I'd like to book", "m1").json()
     [message] = body["messages"]
     assert message["after_ms"] == message["afterMs"] == 0  # afterMs until 0.4
+    # What a chat shows, not which run and step of the engine said it.
+    assert set(message) == {"text", "kind", "key", "after_ms", "afterMs"}
+    [said] = [event for event in body["events"] if event["type"] == "message" and "key" in event]
+    assert "runId" not in said["payload"] and "stepId" not in said["payload"]
     logged = ana.get("/api/sessions/chat-1/events/").json()["events"]
     assert [
         {k: v for k, v in event.items() if k != "payload"} for event in body["events"]

@@ -5,6 +5,7 @@ the bot asks again where it was. Screenshots of both pages go to a temporary fol
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,18 @@ class HandoverPagesTest(LiveServerTestCase):
             )
             expect(page.locator("h1")).to_have_text("Assistente de agendamento")
             assert page.evaluate("document.documentElement.lang") == "pt"
+            # The title, the footer and the dates too, whatever the browser's own language.
+            assert page.title() == "Assistente de agendamento — demonstração do warlock_sessions"
+            expect(page.locator("footer")).to_contain_text("Conversa")
+            for said in ("Ana", "ana@example.com", "amanhã às 15h"):
+                say(page, said)
+                expect(page.locator(".messages li.me").last).to_have_text(said, timeout=15000)
+            asked = page.locator(".messages li.bot").last
+            expect(asked).to_contain_text("Posso confirmar?", timeout=15000)
+            day = asked.locator("time")
+            expect(day).to_have_text(
+                re.compile(r"^([a-zç]+-feira|sábado|domingo), \d+ de [a-zç]+ de \d{4}$")
+            )
             page.reload()  # the page remembers the conversation's language
             expect(page.locator("#composer button")).to_have_text("Enviar", timeout=15000)
             browser.close()

@@ -79,6 +79,7 @@ DIALOGUE_CODES = [
     "interrupted",
     "no-match",
     "out-of-range",
+    "required-missing",
     "unresolved-placeholder",
 ]
 #: Codes of handing a session to people (docs/handover.md).

@@ -402,3 +402,30 @@ def test_a_yes_that_mentions_a_way_out_leaves_the_booking_whole(
         CONFIRM
     ), reply
     assert dialogue.data["name"] == "Ana" and dialogue.data["time"] == "15:00"
+
+
+def test_a_day_no_calendar_has_at_the_confirmation_is_said_to_be_no_date(
+    booked_up_to_the_confirmation: Dialogue,
+) -> None:
+    dialogue = booked_up_to_the_confirmation
+    assert dialogue.say("31st of february") == ["I couldn't read a date in that. " + CONFIRM]
+    assert dialogue.data["date"] == "2026-09-21"  # the booking as it was
+    assert dialogue.say("on the 28th of february") == [
+        "So that's 2027-02-28 at 15:00 for Ana (ana@example.com). Shall I book it?"
+    ]
+
+
+def test_cancel_with_nothing_booked_and_thanks_are_answered_as_such() -> None:
+    dialogue = Dialogue(booking_agent(), clock=FakeClock("2026-09-20T10:00:00.000Z"))
+    assert dialogue.say("cancel") == [
+        'There\'s nothing booked to cancel. Say "book" whenever you want an appointment.'
+    ]
+    assert dialogue.say("thanks!") == [
+        'You\'re welcome! Say "book" whenever you want an appointment.'
+    ]
+    for said in ("book", "Ana", "thanks, it's ana@example.com", "tomorrow at 3"):
+        dialogue.say(said)  # thanks inside a booking answer it
+    assert dialogue.data["email"] == "ana@example.com"
+    dialogue.say("yes")
+    assert dialogue.say("thank you!") == ["You're welcome! See you on 2026-09-21 at 15:00."]
+    assert dialogue.say("obrigada") == ["De nada! Até 2026-09-21 às 15:00."]

@@ -182,7 +182,7 @@ def test_the_demo_booking_conversation_runs_end_to_end_on_the_rule_model() -> No
         "time": "09:30",
         "confirmed": True,
     }
-    assert chat.say("thanks!") == ['I can book an appointment for you: just say "book".']
+    assert chat.say("thanks!") == ["You're welcome! See you on 2026-09-22 at 09:30."]
 
 
 def test_a_field_given_early_is_not_asked_again_and_portuguese_works() -> None:

@@ -108,17 +108,34 @@ class SessionAdmin(ReadOnlyAdmin):
     @property
     def search_help_text(self) -> str:  # type: ignore[override]
         if sealing():  # a sealed session's data and log are not in the clear to search
-            return str(_("An id or its start (sealed sessions are not searched by content)."))
+            return str(
+                _(
+                    "An id or its start, or an anonymous visitor's key (sealed sessions are not "
+                    "searched by content)."
+                )
+            )
         return str(
             _(
-                "An id or its start, any text in the session's data (a name, an e-mail; "
-                "accents ignored), or words said in it."
+                "An id or its start, an anonymous visitor's key, any text in the session's data "
+                "(a name, an e-mail; accents ignored), or words said in it."
             )
         )
 
-    fields = ("id", "agent", "version", "created_at", "updated_at")
+    fields = ("id", "agent", "owner", "version", "created_at", "updated_at")
     readonly_fields = fields
     actions = ["fire_due_wakes", "export_json", "erase_people"]
+
+    @admin.display(description=_("owner"))
+    def owner(self, obj: Session) -> str:
+        """Who the session belongs to: a user, or an anonymous visitor by the key
+        ``manage.py warlock_erase --visitor`` takes (and the search box finds)."""
+        found = SessionOwner.objects.using(obj._state.db).filter(session_id=obj.id).first()
+        if found is None:
+            return str(_("nobody (made by server code or staff)"))
+        if found.user_id is not None:
+            return str(_("user %(user)s") % {"user": found.user})
+        return str(_("anonymous visitor %(key)s") % {"key": found.anonymous_key})
+
     change_form_template = "admin/warlock_sessions/session/change_form.html"
 
     @admin.action(
@@ -263,7 +280,12 @@ class SessionAdmin(ReadOnlyAdmin):
             .order_by("-seq")
             .values_list("session_id", flat=True)[:TRANSCRIPT_SEARCH]
         )
-        found = queryset.filter(id__startswith=term) | sessions.saying(term)
+        owned = SessionOwner.objects.using(queryset.db).filter(user=None, anonymous_key=term)
+        found = (
+            queryset.filter(id__startswith=term)
+            | sessions.saying(term)
+            | queryset.filter(id__in=owned.values("session_id"))
+        )
         if sealing():  # a sealed log is not searched: what it says is not in the clear
             return found, False
         return found | queryset.filter(id__in=list(said)), False

@@ -126,7 +126,7 @@ def api_error(exc: Exception) -> ApiError | None:
     if isinstance(exc, InvalidSessionError):
         return ApiError(400, "invalid-session", str(exc))
     if isinstance(exc, EncryptionError):
-        logger.error("a sealed value could not be read: %s", exc)
+        logger.error("a stored value could not be read: %s", exc)
         return ApiError(409, "encryption-error", EncryptionError.public_detail)
     if isinstance(exc, SessionLockTimeout):
         return ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")

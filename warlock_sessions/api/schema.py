@@ -98,7 +98,8 @@ class TurnResultSerializer(Shape):
     changed = serializers.BooleanField()
     messages = serializers.ListField(
         child=serializers.JSONField(),
-        help_text="each with after_ms (afterMs, the engine's spelling, until 0.4)",
+        help_text="each {text, kind, key, after_ms, media?, by?} (afterMs, the engine's "
+        "spelling, until 0.4)",
     )
     events = serializers.ListField(
         child=serializers.JSONField(),

@@ -25,6 +25,7 @@ from ..host.events import (
     end_user_run,
     end_user_session,
     event_frame,
+    wire_message,
 )
 from ..host.notify import forget_session
 from ..host.wire import (
@@ -340,10 +341,14 @@ def session_of_body(data: Any, session_id: str) -> dict[str, Any]:
 def turn_body(result: HostedTurn, *, staff: bool) -> dict[str, Any]:
     """The turn's answer in the API's own spelling: each message with ``after_ms`` and the
     logged events as the events endpoint and the socket send them. ``afterMs`` and each event's
-    raw ``payload`` stay beside them until 0.4, for clients written against 0.2. An end user's
-    (not ``staff``) has none of what staff write for staff."""
+    raw ``payload`` stay beside them until 0.4, for clients written against 0.2. A message
+    says what a chat shows (``text``, ``kind``, ``key``, ``after_ms``, ``media``, ``by``), not
+    which run and step of the engine said it (the outcomes say that). An end user's (not
+    ``staff``) has none of what staff write for staff."""
     body = result.as_dict()
-    body["messages"] = [{**message, "after_ms": message["afterMs"]} for message in body["messages"]]
+    body["messages"] = [
+        {**wire_message(message), "after_ms": message["afterMs"]} for message in body["messages"]
+    ]
     body["events"] = [
         {
             **event_frame(event),

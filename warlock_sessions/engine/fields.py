@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -58,26 +58,41 @@ def pending_fields(
     data: Mapping[str, Any],
     asked: Mapping[str, int],
     answering: bool = False,
+    required: Collection[str] = (),
 ) -> list[str]:
     """The step's fields still unknown and not yet asked ``max_asks`` times, in order. When
     the message ``answering`` the step is read, a field asked exactly ``max_asks`` times is
-    pending too: the answer to its last ask is read before the limit applies."""
+    pending too: the answer to its last ask is read before the limit applies. A ``required``
+    field is pending until it is known: it is never given up."""
     limit = max_asks + 1 if answering else max_asks
     return [
-        field for field in collect if not is_known(data.get(field)) and asked.get(field, 0) < limit
+        field
+        for field in collect
+        if not is_known(data.get(field)) and (field in required or asked.get(field, 0) < limit)
     ]
 
 
 def given_up(
-    collect: Sequence[str], max_asks: int, data: Mapping[str, Any], asked: Mapping[str, int]
+    collect: Sequence[str],
+    max_asks: int,
+    data: Mapping[str, Any],
+    asked: Mapping[str, int],
+    required: Collection[str] = (),
 ) -> list[str]:
     """The step's fields still unknown after ``max_asks`` asks, whose give-up is not yet
-    told (a told give-up counts one ask past the limit)."""
+    told (a told give-up counts one ask past the limit); never a ``required`` one."""
     return [
         field
         for field in collect
-        if not is_known(data.get(field)) and asked.get(field, 0) == max_asks
+        if not is_known(data.get(field))
+        and asked.get(field, 0) == max_asks
+        and field not in required
     ]
+
+
+def required_of(fields: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> set[str]:
+    """Which of ``names`` are ``required`` (never given up)."""
+    return {name for name in names if fields[name].get("required")}
 
 
 def extract_mode(field: Mapping[str, Any]) -> str:

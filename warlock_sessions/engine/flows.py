@@ -81,6 +81,8 @@ FIELD_KEYS = frozenset(
         "giveUp",
         "askAgain",
         "description",
+        "required",
+        "stuck",
     }
 )
 TRIGGER_OPTIONS = frozenset({"if", "repeat", "after", "businessHours", "extract"})
@@ -536,6 +538,11 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
             raise FlowConfigurationError(
                 f"{path}.format", f"expected one of {', '.join(sorted(FIELD_FORMATS))}"
             )
+        required = definition.get("required", False)
+        if not (isinstance(required, bool) or required == "handover"):
+            raise FlowConfigurationError(
+                f"{path}.required", "expected true, false or 'handover' (to people when stuck)"
+            )
         if "format" in definition and definition["type"] != "string":
             raise FlowConfigurationError(
                 f"{path}.format", "only text fields take a format: give it type 'string'"
@@ -574,7 +581,7 @@ def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
             raise FlowConfigurationError(
                 f"{path}.pattern", f"not a regular expression: {error}"
             ) from None
-    for key in ("ask", "askAgain", "label", "invalid", "giveUp"):
+    for key in ("ask", "askAgain", "label", "invalid", "giveUp", "stuck"):
         if key in definition:
             check_text(definition[key], f"{path}.{key}")
 
@@ -661,7 +668,7 @@ def _arrive(ways_in: dict[str, list[set[str]]], target: Any, known: set[str]) ->
 
 #: The texts a person reads: a step's, an interrupt's and a field's.
 READ_STEP_TEXTS = ("say", "question", "ask", "prompt", "giveUp")
-READ_FIELD_TEXTS = ("ask", "askAgain", "giveUp", "invalid")
+READ_FIELD_TEXTS = ("ask", "askAgain", "giveUp", "invalid", "stuck")
 
 
 def check_templates(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
@@ -697,7 +704,11 @@ def check_labels(flows: Mapping[str, Flow], fields: Mapping[str, Any]) -> None:
             for name in step.collect:
                 definition = fields[name]
                 asked = "ask" in step.raw or "ask" in definition
-                told = "giveUp" in step.raw or "giveUp" in definition
+                told = (
+                    "stuck" in definition
+                    if definition.get("required")
+                    else "giveUp" in step.raw or "giveUp" in definition
+                )
                 label = definition.get("label")
                 lacking = [
                     language

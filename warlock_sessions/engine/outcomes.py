@@ -31,6 +31,7 @@ OUTCOME_MESSAGES: dict[str, str] = {
     "already-sent": "this message was already sent once",
     "branch": "a branch of this step fired",
     "max-asks": "the field was asked the most times allowed",
+    "required-missing": "a required field is still missing after its asks (asked again)",
     "interrupted": "the user asked to leave the flow (one of its interrupts)",
     "agent-interrupted": "the user said one of the agent's interrupts, heard in any state",
     "unresolved-placeholder": "a placeholder had no value and no fallback, so it was left out",

@@ -115,13 +115,16 @@ class SpeakRequest:
 
 @dataclass
 class Spoken:
-    """The reply: its text, raw values for the pending fields, and data patches from tools."""
+    """The reply: its text, raw values for the pending fields, and data patches from tools.
+    ``asked``: the pending fields the reply asks for, when the model knows (a reply that asks
+    for the size alone leaves the flavour's asks untouched); ``None``: every pending field."""
 
     message: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     llm_calls: int = 1
+    asked: list[str] | None = None
 
 
 @dataclass

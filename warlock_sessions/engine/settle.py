@@ -9,7 +9,7 @@ from typing import Any
 
 from .agent import tool_id
 from .decide import write_field
-from .fields import pending_fields
+from .fields import pending_fields, required_of
 from .handover import handover_of
 from .isotime import iso_from_ms, ms_from_iso
 from .lifecycle import draft_run, end_run, follow, park, repeat_allows, resume_suspended, stay_at
@@ -21,7 +21,7 @@ from .ports import (
     TalkRequest,
 )
 from .state import TurnState
-from .steps import drain, give_up
+from .steps import drain, give_up, stuck, tell_stuck
 
 # When the model cannot speak (rate limit, outage), the talk step retries at growing
 # intervals: most outages last minutes, so the first retries come soon, and the later ones
@@ -103,10 +103,14 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     for name, raw in spoken.fields.items():
         write_field(state, name, raw)
     state.session["data"].update(spoken.data)
-    retrying = pending_fields(step.collect, step.max_asks, state.session["data"], run["asked"])
+    required = required_of(state.agent.fields, step.collect)
+    data = state.session["data"]
+    retrying = pending_fields(step.collect, step.max_asks, data, run["asked"], False, required)
     gave_up = give_up(state, run, step) if step.collect else []
     target = step.raw.get("onGiveUp", step.then) if gave_up else step.then
-    if spoken.message:
+    missing = stuck(state, run, step) if talk.answering else []
+    handing = any(state.agent.fields[name]["required"] == "handover" for name in missing)
+    if spoken.message and not handing:  # going to people, the question is not asked again
         state.emit(spoken.message, "ai", message_key, run, step)
     state.outcome(
         run,
@@ -120,10 +124,16 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
         return
     # A field given up with an onGiveUp goes there, whatever else the step still asks.
     if retrying and not (gave_up and "onGiveUp" in step.raw):
-        if not state.handed_back:  # asking again after people had the chat uses up no ask
-            for name in retrying:
+        # Only a question the user was shown counts (the size asked alone leaves the
+        # flavour's asks for when it is asked); asking again after people had the chat
+        # uses up no ask.
+        shown = retrying if spoken.asked is None else set(spoken.asked)
+        for name in retrying if not state.handed_back else []:
+            if name in shown:
                 run["asked"][name] = run["asked"].get(name, 0) + 1
         run["status"] = "asking"
+        if missing:
+            tell_stuck(state, run, step, missing)
         return
     if run.get("staying"):
         stay_at(run, step)

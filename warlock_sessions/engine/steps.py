@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from .agent import ActionContext
 from .durations import parse_duration
-from .fields import given_up, pending_fields
+from .fields import given_up, is_known, pending_fields, required_of
 from .flows import Flow, Step
 from .handover import hand_over
 from .isotime import iso_from_ms
@@ -26,6 +26,23 @@ from .templates import label_language, localized, render_deep
 DEFAULT_GIVE_UP = {
     "en": "Sorry, I couldn't get your {label}, so let's go on without it.",
     "pt": "Desculpe, não consegui entender: {label}. Vamos seguir sem isso.",
+}
+#: What follows the question again once a ``required`` field's asks are used up, unless the
+#: field's ``stuck`` says: with a way to a person (the agent's handover interrupt), or none.
+DEFAULT_STUCK = {
+    "en": "I need your {label} to go on: could you say it another way?",
+    "pt": "Preciso disto para continuar: {label}. Pode dizer de outro jeito?",
+}
+DEFAULT_STUCK_PERSON = {
+    "en": "I need your {label} to go on: could you say it another way? Or ask to talk to "
+    "a person, and a colleague will help.",
+    "pt": "Preciso disto para continuar: {label}. Pode dizer de outro jeito? Ou peça para "
+    "falar com uma pessoa, e um colega ajuda.",
+}
+#: Said in place of the question when a field ``required: "handover"`` goes to people.
+DEFAULT_STUCK_HANDOVER = {
+    "en": "I'll get a colleague to help with your {label}: someone will answer here shortly.",
+    "pt": "Vou chamar um colega para ajudar com isto: {label}. Alguém vai responder em breve.",
 }
 
 # A wait this short before a say or talk step is a pause in the conversation, not a timer: it
@@ -139,9 +156,10 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
     model speaks in Settle. Only one run asks at a time, so another asker is suspended."""
     pending: list[str] = []
     answering = resuming and state.kind == "message"
+    required = required_of(state.agent.fields, step.collect)
     if step.collect:
         pending = pending_fields(
-            step.collect, step.max_asks, state.session["data"], run["asked"], answering
+            step.collect, step.max_asks, state.session["data"], run["asked"], answering, required
         )
         if not pending and not run.get("staying"):
             _pass_known(state, run, flow, step, resuming)
@@ -167,7 +185,11 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
     if _asks_first_time(run, step, pending):
         _ask_fixed_question(state, run, step, pending)
     else:
-        final = [name for name in pending if run["asked"].get(name, 0) >= step.max_asks]
+        final = [
+            name
+            for name in pending
+            if run["asked"].get(name, 0) >= step.max_asks and name not in required
+        ]
         refused = {
             name: why for name, why in state.refused.items() if name not in pending and answering
         }
@@ -400,7 +422,9 @@ def give_up(state: TurnState, run: Run, step: Step) -> list[str]:
     """Give up the step's fields asked ``max_asks`` times and still unknown: a max-asks line
     each, and the user is told (the step's or the field's ``giveUp`` sentence, or the default)
     unless silenced. Returns the fields given up (the run then goes to ``onGiveUp``)."""
-    names = given_up(step.collect, step.max_asks, state.session["data"], run["asked"])
+    required = required_of(state.agent.fields, step.collect)
+    data = state.session["data"]
+    names = given_up(step.collect, step.max_asks, data, run["asked"], required)
     if not names:
         return names
     key = state.step_key(run, step)
@@ -431,6 +455,46 @@ def give_up_sentence(state: TurnState, run: Run, step: Step, names: list[str]) -
             label = localized(definition.get("label") or name, language)
             sentences.append(localized(DEFAULT_GIVE_UP, language).format(label=label))
     return " ".join(dict.fromkeys(sentences))
+
+
+def stuck(state: TurnState, run: Run, step: Step) -> list[str]:
+    """The step's ``required`` fields still unknown although asked ``max_asks`` times: not
+    given up, asked again with a way out (``tell_stuck``)."""
+    data = state.session["data"]
+    return [
+        name
+        for name in sorted(required_of(state.agent.fields, step.collect), key=step.collect.index)
+        if not is_known(data.get(name)) and run["asked"].get(name, 0) >= step.max_asks
+    ]
+
+
+def tell_stuck(state: TurnState, run: Run, step: Step, names: list[str]) -> None:
+    """A required field is still missing after its asks: a field ``required: "handover"`` goes
+    to people (the run waits at the step and asks again when handed back); any other is
+    asked again (the model's reply) with the offer of another way, or of a person when the
+    agent can hand over. The field's ``stuck`` sentence says it in its own words."""
+    definitions = [state.agent.fields[name] for name in names]
+    handing = any(definition["required"] == "handover" for definition in definitions)
+    if handing:
+        sentences = DEFAULT_STUCK_HANDOVER
+    elif any(interrupt.get("handover") for interrupt in state.agent.interrupts):
+        sentences = DEFAULT_STUCK_PERSON
+    else:
+        sentences = DEFAULT_STUCK
+    definition = definitions[0]
+    if "stuck" in definition:
+        said = state.render(definition["stuck"], run, "collect")
+    else:
+        language = label_language([definition.get("label")], state.language)
+        label = localized(definition.get("label") or names[0], language)
+        said = localized(sentences, language).format(label=label)
+    asks = run["asked"].get(names[0], 0)
+    key = f"{state.step_key(run, step)}:stuck:{'+'.join(names)}:{asks}"
+    state.outcome(run, "collect", "ok", key=key, code="required-missing", detail=names[0])
+    if state.silenced is None:
+        state.emit(said, "verbatim", key, run, step)
+    if handing:
+        hand_over(state, f"could not get {names[0]}", run)
 
 
 EXECUTORS = {

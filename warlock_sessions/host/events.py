@@ -114,10 +114,22 @@ def end_user_outcome(line: Any) -> Any:
     return line
 
 
+#: What of a turn's message belongs to the engine, not to the chat: the run and step that said it.
+ENGINE_MESSAGE_KEYS = ("runId", "stepId")
+
+
+def wire_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A bot's message as clients read it: what the chat shows, without the engine's run and
+    step (the outcome lines name those)."""
+    return {name: value for name, value in message.items() if name not in ENGINE_MESSAGE_KEYS}
+
+
 def end_user_payload(kind: str, payload: Any) -> Any:
     """A logged event's payload as an end user may read it."""
     if kind == "outcome" and isinstance(payload, Mapping):
         return end_user_outcome(payload)
+    if kind == "message" and isinstance(payload, Mapping):
+        return wire_message(payload)
     if kind == "handover" and isinstance(payload, Mapping):
         return {name: value for name, value in payload.items() if name not in ("reason", "user")}
     return payload

@@ -219,7 +219,8 @@ class RuleModel:
             message = render(
                 localized(talk.step.raw.get("prompt") or words["thanks"], language), scope
             )
-        return Spoken(message=message, fields=found, llm_calls=0)
+        asked = _asked(talk.step, asking, request.fields)
+        return Spoken(message=message, fields=found, llm_calls=0, asked=asked)
 
     def _heard_fields(
         self,
@@ -237,6 +238,8 @@ class RuleModel:
             return found, problem
         text = heard(request.text)
         for name in talk.pending:
+            if not talk.run["asked"].get(name):
+                continue  # never asked: the answer is to another question, never shifted here
             ok, value = self._read_field(request, name, text, reading)
             if ok:
                 found[name] = value
@@ -310,17 +313,11 @@ class RuleModel:
             return render(localized(step.raw["ask"], language), scope)
         # A field that says how to ask for it is asked for alone, as written, one at a time;
         # once asked, as its askAgain says (the first ask's "Thanks, Ana!" is not said twice).
-        own = next(
-            (
-                (fields[name].get("askAgain") if (asked or {}).get(name) else None)
-                or fields[name]["ask"]
-                for name in missing
-                if (fields.get(name) or {}).get("ask")
-            ),
-            None,
-        )
-        if own is not None:
-            return render(localized(own, language), scope)
+        alone = _asked(step, missing, fields)
+        if len(alone) == 1 and (fields.get(alone[0]) or {}).get("ask"):
+            definition = fields[alone[0]]
+            again = definition.get("askAgain") if (asked or {}).get(alone[0]) else None
+            return render(localized(again or definition["ask"], language), scope)
         # Named by labels in one language: a label the conversation's language lacks makes
         # the whole question English, never "Quais são os seus size e flavour?".
         labels_of = [(fields.get(name) or {}).get("label") for name in missing]
@@ -427,3 +424,12 @@ def _resolve(flow: Flow, step: Step, target: Any, data: dict[str, Any]) -> Step 
             data.pop(name, None)
         return flow.step(target["step"])
     return None
+
+
+def _asked(step: Step, missing: list[str], fields: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The fields a question for ``missing`` asks: all of them in the step's own ``ask`` or
+    by their labels, the first that has its own ``ask`` alone."""
+    if step.raw.get("ask"):
+        return list(missing)
+    own = [name for name in missing if (fields.get(name) or {}).get("ask")]
+    return own[:1] or list(missing)

@@ -359,7 +359,7 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         if isinstance(error, EncryptionError):
-            logger.error("a sealed value could not be read: %s", error)
+            logger.error("a stored value could not be read: %s", error)
             await self.error("encryption-error", EncryptionError.public_detail)
             return
         if isinstance(error, NoModelError):

@@ -12,7 +12,7 @@ from ...backends.outages import unavailable
 from ...erasure import OTHERS_FORKS, Person, erase, traces_of
 from ...errors import InvalidInputError
 from ...host.wire import clean_text_param, session_id_input
-from ...models import Conversation, Session, SessionOwner
+from ...models import Conversation, GraphThread, MemoryItem, Session, SessionOwner
 from ...tenancy import EVERY_TENANT, checked_tenant, tenant_scope
 
 
@@ -67,6 +67,13 @@ class Command(BaseCommand):
             tenant = None if options["tenant"] is None else checked_tenant(options["tenant"])
         except (ValueError, InvalidInputError) as error:
             raise CommandError(str(error)) from None
+        if person.visitor and not _visitor_known(person.visitor):
+            # As for --owner: a key that owns nothing anywhere is a mistyped key, not a person
+            # erased already (a person erased before has no key left to name, either).
+            raise CommandError(
+                f"no visitor has the key {person.visitor!r:.80}: nothing of theirs is kept "
+                "(the admin's session page shows a visitor's key under Owner)"
+            )
         # Asked before the erase: once a small tenant's last person is gone, it has no rows.
         unknown = tenant is not None and not any(
             model._base_manager.filter(tenant=tenant).exists()
@@ -112,3 +119,12 @@ class Command(BaseCommand):
         if found is None:
             raise CommandError(f"no user {given!r} (by username or primary key)")
         return found.pk
+
+
+def _visitor_known(key: str) -> bool:
+    """Whether anything of any tenant's is owned by the visitor with ``key``."""
+    with tenant_scope(EVERY_TENANT):
+        return any(
+            model._base_manager.filter(user=None, anonymous_key=key).exists()
+            for model in (SessionOwner, Conversation, GraphThread, MemoryItem)
+        )

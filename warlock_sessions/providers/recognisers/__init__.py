@@ -13,7 +13,7 @@ from typing import Any
 
 from .answers import boolean
 from .contacts import email, phone
-from .dates import when
+from .dates import impossible, when
 from .language import language_of
 from .names import introduced_name, name
 from .numbers import number
@@ -59,7 +59,8 @@ def value_for(
     if form == "phone":
         return phone(text)
     if form == "date":
-        return when(text, now, language)
+        # A day no calendar has is given as said, and refused as no date (not read as none).
+        return when(text, now, language) or impossible(text)
     if form == "time":
         return clock_time(
             text, asked=asked, language=language, low=field.get("min"), high=field.get("max")

@@ -259,3 +259,24 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
         return date(year, month, day)
     except ValueError:
         return None
+
+
+def impossible(text: str) -> str | None:
+    """A day no calendar has, named with its month ("the 31st of February", "30 de
+    fevereiro"): the words that name it, so that it is refused out loud rather than read as
+    no date at all (and, at a confirmation, as no answer)."""
+    folded = expanded(squeezed(fold(text))).replace("\u2019", "'")
+    words = _WORDS.findall(folded)
+    for index, word in enumerate(words):
+        month = MONTHS.get(word)
+        if month is None or word in COMMON_WORDS:
+            continue
+        for near in (_at(words, index + 1), *(_at(words, i) for i in range(index - 3, index))):
+            day = _day(near)
+            if day is not None and day > _LONGEST[month]:
+                return f"{near} {word}"
+    return None
+
+
+#: The most days each month ever has.
+_LONGEST = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}

@@ -38,6 +38,8 @@
       waiting: () => "A person will answer you here.",
       taken: (by) => `${by} joined the chat.`,
       released: (by) => `${by} handed you back to the assistant.`,
+      conversation: "Conversation", assistant: "free-form assistant",
+      helper: "OpenAI Agents SDK helper", demo: "warlock_sessions demo",
     },
     pt: {
       title: "Assistente de agendamento", online: "online", reconnecting: "reconectando…",
@@ -46,6 +48,8 @@
       waiting: () => "Uma pessoa vai responder aqui.",
       taken: (by) => `${by} entrou na conversa.`,
       released: (by) => `${by} devolveu você ao assistente.`,
+      conversation: "Conversa", assistant: "assistente livre",
+      helper: "assistente do OpenAI Agents SDK", demo: "demonstração do warlock_sessions",
     },
   };
   // A page of another agent names its socket route, title and prompt (the helper's page).
@@ -63,6 +67,14 @@
     sessionStorage.setItem(languageKey, language);
     document.documentElement.lang = language;
     document.querySelector(".chat h1").textContent = words.title;
+    document.title = `${words.title} — ${words.demo}`;
+    document.getElementById("conversation-word").textContent = words.conversation;
+    document.getElementById("assistant-link").textContent = words.assistant;
+    document.getElementById("helper-link").textContent = words.helper;
+    readable = dateFormat(language);
+    for (const time of list.querySelectorAll("time")) {  // the dates already shown, too
+      time.textContent = readable.format(new Date(`${time.dateTime}T00:00:00Z`));
+    }
     typing.textContent = words.typing;
     input.placeholder = words.placeholder;
     input.setAttribute("aria-label", words.message);
@@ -76,12 +88,14 @@
   };
   const mine = new Set(JSON.parse(sessionStorage.getItem(`warlock-mine:${chatId}`) || "[]"));
 
-  // Dates the bot writes as 2026-09-21 are shown as people read them, in the browser's
-  // language ("Monday, 21 September 2026", "segunda-feira, 21 de setembro de 2026").
+  // Dates the bot writes as 2026-09-21 are shown as people read them, in the conversation's
+  // language ("Monday, September 21, 2026", "segunda-feira, 21 de setembro de 2026"): a
+  // Portuguese sentence never carries an English date, whatever the browser's locale.
   const isoDate = /\b(\d{4})-(\d{2})-(\d{2})\b/g;
-  const readable = new Intl.DateTimeFormat(navigator.languages, {
+  const dateFormat = (language) => new Intl.DateTimeFormat(language, {
     weekday: "long", day: "numeric", month: "long", year: "numeric", timeZone: "UTC",
   });
+  let readable = dateFormat("en");
 
   function fill(item, text) {
     let from = 0;
