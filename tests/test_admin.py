@@ -272,3 +272,34 @@ def test_search_ignores_accents_matches_id_starts_and_finds_what_was_said(
     ):
         page = staff_client.get(CHANGELIST, {"q": query}).content.decode()
         assert f"{found}</a>" in page and "other</a>" not in page, query
+
+
+@pytest.mark.parametrize(
+    ("language", "shown"),
+    [
+        ("en", "See you on Tuesday, December 8, 2026 at 15:00."),
+        ("pt", "See you on terça-feira, 8 de dezembro de 2026 at 15:00."),
+        (None, "See you on Tuesday, December 8, 2026 at 15:00."),
+    ],
+)
+def test_the_transcript_shows_dates_as_the_customer_read_them(
+    staff_client: Client, language: str | None, shown: str
+) -> None:
+    """The chat page writes 2026-12-08 in the conversation's language; so does the admin."""
+    from warlock_sessions.testing import session_blob
+    from warlock_sessions.testing.factories import SessionEventFactory
+
+    metadata = {"language": language} if language else {}
+    SessionFactory(id="dated", session=session_blob("dated", metadata=metadata))
+    said = {"key": "k", "kind": "verbatim", "afterMs": 0}
+    SessionEventFactory(
+        session_id="dated", seq=1, type="message",
+        payload={**said, "text": "See you on 2026-12-08 at 15:00."},
+    )  # fmt: skip
+    SessionEventFactory(
+        session_id="dated", seq=2, type="message",
+        payload={"role": "user", "text": "on 2026-12-08?", "id": "m1"},
+    )  # fmt: skip
+    page = staff_client.get(f"{CHANGELIST}dated/change/").content.decode()
+    assert shown in page
+    assert "on 2026-12-08?" in page  # what the customer wrote stays as written

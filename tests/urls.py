@@ -1,10 +1,14 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from example_project.demo.views import assistant, chat, helper
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask every page's site for it, the admin's included.
+    path("favicon.ico", RedirectView.as_view(url=static("demo/favicon.svg"), permanent=True)),
     path("api/", include("warlock_sessions.api.urls")),
     path("", include("warlock_sessions.api.health")),
     path("assistant/", assistant, name="assistant-home"),

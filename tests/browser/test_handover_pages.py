@@ -30,9 +30,9 @@ def make_staff() -> None:
     User.objects.create_superuser("rita", "rita@example.com", "pw", first_name="Rita")
 
 
-def staff_page(browser: Any, base_url: str, path: str) -> Any:
-    """A page of Rita (``make_staff``) at laptop size, logged in to the admin, at ``path``."""
-    staff = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+def staff_page(browser: Any, base_url: str, path: str, width: int = 1280, height: int = 900) -> Any:
+    """A page of Rita (``make_staff``) logged in to the admin, at ``path`` (laptop size)."""
+    staff = browser.new_context(viewport={"width": width, "height": height}).new_page()
     staff.goto(f"{base_url}/admin/login/?next={path}")
     staff.fill("#id_username", "rita")
     staff.fill("#id_password", "pw")

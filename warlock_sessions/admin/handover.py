@@ -118,6 +118,10 @@ class WaitingSessionAdmin(ReadOnlyAdmin):
     """The inbox: each chat people have, the one waiting longest first."""
 
     list_display = ["chat", "who_answers", "handover_since", "last_said", "agent"]
+
+    class Media:
+        css = {"all": ("warlock_sessions/admin-lists.css",)}
+
     list_filter = ["handover"]
     search_fields = ["id"]
     show_full_result_count = False

@@ -24,6 +24,7 @@ from ..encryption import sealing
 from ..engine.session import RUN_STATUSES, text_problem
 from ..erasure import Person, erase, traces_of
 from ..errors import EncryptionError, InvalidSessionError
+from ..host.wire import staff_account
 from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
 from ..permissions import HANDOVER_ACTION, SessionAccess
 from .base import ReadOnlyAdmin, opened_or_why
@@ -89,17 +90,22 @@ class SessionAdmin(ReadOnlyAdmin):
         # Deleting the row forgets the session whole (log, outbox, wakes, owner).
         return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
+    # Short headers, and the version on the session's page only: the columns beside the sidebar
+    # and the filters fit a laptop's width.
     list_display = [
         "id",
         "agent",
-        "version",
         "handover",
-        "run_statuses",
-        "run_flows",
+        "statuses",
+        "flows",
         "blob_size",
         "updated_at",
     ]
     list_filter = (AgentFilter, RunStatusFilter, RunFlowFilter, "handover", "updated_at")
+
+    class Media:
+        css = {"all": ("warlock_sessions/admin-lists.css",)}
+
     # At a million sessions a full count, a date hierarchy or a distinct scan of the agent
     # column would each read the whole table on every page: none is shown.
     show_full_result_count = False
@@ -221,7 +227,8 @@ class SessionAdmin(ReadOnlyAdmin):
                 :TIMELINE_LENGTH
             ]
         ]
-        context["transcript"] = session_transcript(row.id)
+        language = (blob or {}).get("metadata", {}).get("language")
+        context["transcript"] = session_transcript(row.id, language)
         context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
         outbox = list(
             OutboundMessage.objects.filter(session_id=row.id).order_by("-created_at", "-id")[
@@ -233,7 +240,7 @@ class SessionAdmin(ReadOnlyAdmin):
         context["outbox"] = outbox
         context["raw_blob"] = self.pretty_blob(row)
         context["agent_graph"], context["agent_problem"] = agent_graph(row.agent, blob)
-        context["handover"] = handover_panel(row)
+        context["handover"] = {**handover_panel(row), "language": language or ""}
         return context
 
     def change_view(
@@ -245,8 +252,11 @@ class SessionAdmin(ReadOnlyAdmin):
     ) -> HttpResponse:
         policy = warlock_settings.PERMISSION()
         access = SessionAccess(unquote(object_id), None)
+        account = staff_account(request.user)
         context = {
             "may_answer": policy.can_act(request, HANDOVER_ACTION, access),
+            # As a handover record names them: the page offers no take of one's own chat.
+            "staff_name": account[1] if account else "",
             **(extra_context or {}),
         }
         return super().change_view(request, object_id, form_url, extra_context=context)
@@ -290,7 +300,17 @@ class SessionAdmin(ReadOnlyAdmin):
             return found, False
         return found | queryset.filter(id__in=list(said)), False
 
-    @admin.display(description=_("blob size"), ordering="stored_size")
+    @admin.display(description=_("runs"), ordering="run_statuses")
+    def statuses(self, obj: Session) -> str:
+        """The statuses of the session's live runs."""
+        return obj.run_statuses or "—"
+
+    @admin.display(description=_("flows"), ordering="run_flows")
+    def flows(self, obj: Session) -> str:
+        """The flows of the session's live runs."""
+        return obj.run_flows or "—"
+
+    @admin.display(description=_("size"), ordering="stored_size")
     def blob_size(self, obj: Any) -> str:
         return filesizeformat(obj.stored_size)
 

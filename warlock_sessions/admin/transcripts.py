@@ -4,6 +4,8 @@ Mermaid flowchart, and a conversation's messages as transcript lines."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import date
 from typing import Any
 
 from django.utils.translation import gettext_lazy as _
@@ -30,9 +32,10 @@ def agent_graph(agent_name: str, blob: Any) -> tuple[str, str]:
     return mermaid(agent, current), ""
 
 
-def session_transcript(session_id: str) -> list[dict[str, Any]]:
+def session_transcript(session_id: str, language: str | None = None) -> list[dict[str, Any]]:
     """Both sides of a session's conversation from its log, oldest first (the latest
-    ``TIMELINE_LENGTH`` messages)."""
+    ``TIMELINE_LENGTH`` messages); the dates the bot and staff wrote as the customer read
+    them, in the conversation's ``language``."""
     said = SessionEvent.objects.filter(session_id=session_id, type="message").order_by("-seq")
     lines = []
     for event in reversed(said[:TIMELINE_LENGTH]):
@@ -40,15 +43,57 @@ def session_transcript(session_id: str) -> list[dict[str, Any]]:
             payload = event.opened_payload
         except EncryptionError as error:  # shown as what it is, the rest still readable
             payload = {"text": str(error)}
+        who = _speaker(payload)
+        text = str(payload.get("text", ""))
         lines.append(
             {
-                "who": _speaker(payload),
+                "who": who,
                 "by": payload.get("by") or "",
-                "text": payload.get("text", ""),
+                "text": text if who == "user" else dates_as_read(text, language),
                 "at": event.created_at,
             }
         )
     return lines
+
+
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+#: Day and month names as the chat page's browser writes them (``Intl.DateTimeFormat``).
+_DAY_NAMES = {
+    "en": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
+    "pt": (
+        "segunda-feira", "terça-feira", "quarta-feira", "quinta-feira", "sexta-feira",
+        "sábado", "domingo",
+    ),
+}  # fmt: skip
+_MONTH_NAMES = {
+    "en": (
+        "January", "February", "March", "April", "May", "June", "July", "August",
+        "September", "October", "November", "December",
+    ),
+    "pt": (
+        "janeiro", "fevereiro", "março", "abril", "maio", "junho", "julho", "agosto",
+        "setembro", "outubro", "novembro", "dezembro",
+    ),
+}  # fmt: skip
+
+
+def dates_as_read(text: str, language: str | None) -> str:
+    """``text`` with each ISO date (``2026-12-08``) as the customer's chat showed it, in the
+    conversation's language: "Tuesday, December 8, 2026", "terça-feira, 8 de dezembro de
+    2026" (English for a language the page does not speak)."""
+    words = "pt" if language == "pt" else "en"
+
+    def readable(match: re.Match[str]) -> str:
+        try:
+            day = date(int(match[1]), int(match[2]), int(match[3]))
+        except ValueError:
+            return match[0]
+        weekday, month = _DAY_NAMES[words][day.weekday()], _MONTH_NAMES[words][day.month - 1]
+        if words == "pt":
+            return f"{weekday}, {day.day} de {month} de {day.year}"
+        return f"{weekday}, {month} {day.day}, {day.year}"
+
+    return _ISO_DATE.sub(readable, text)
 
 
 def last_user_text(session_id: str) -> str:
