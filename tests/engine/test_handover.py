@@ -276,6 +276,7 @@ PERSON = {
 
 def agent_asking_anywhere() -> Agent:
     """A greeting, a booking and the agent's own "talk to a person", heard in any state."""
+    named = {"name": {**FIELDS["name"], "label": {"en": "name", "pt": "nome"}}}
     return Agent(
         [
             {"id": "hello", "on": [{"message": []}], "steps": [{"id": "hi", "say": "Hello!"}]},
@@ -289,7 +290,7 @@ def agent_asking_anywhere() -> Agent:
                 ],
             },
         ],
-        fields=FIELDS,
+        fields=named,
         model=RuleModel(),
         interrupts=[PERSON],
     )
@@ -357,3 +358,16 @@ def test_a_bad_agent_interrupt_is_named(interrupt: dict[str, Any], path: str, wh
         Agent([], model=RuleModel(), interrupts=[interrupt])
     assert raised.value.path == path
     assert why in str(raised.value)
+
+
+def test_an_agent_interrupt_s_sentence_reading_a_field_needs_a_fallback() -> None:
+    """Heard in any state, the field may never have been asked."""
+    said = {"when": "talk to a person", "say": "OK {{data.name}}.", "handover": True}
+    flows = [
+        {"id": "f", "on": [{"message": ["book"]}], "steps": [{"id": "s", "collect": ["name"]}]}
+    ]
+    with pytest.raises(FlowConfigurationError) as caught:
+        Agent(flows, fields=FIELDS, model=RuleModel(), interrupts=[said])
+    assert caught.value.path == "interrupts[0].say"
+    fallback = {**said, "say": "OK {{data.name|}}."}
+    Agent(flows, fields=FIELDS, model=RuleModel(), interrupts=[fallback])

@@ -12,6 +12,7 @@ from .flows import Flow, check_fields, compile_flows, compile_interrupts
 from .ports import Deferral, Model
 from .predicates import Condition
 from .references import check_references
+from .sentences import check_labels, check_templates
 
 if TYPE_CHECKING:
     from .turn import TurnResult
@@ -114,6 +115,8 @@ class Agent:
         )
         self.interrupts = compile_interrupts(list(interrupts), self.fields, self.flows)
         check_references(self.flows, self.fields, self.interrupts, self.idle)
+        check_templates(self.flows, self.fields, self.interrupts)
+        check_labels(self.flows, self.fields, self.interrupts)
         self.public_events = frozenset(public_events)
         self.public_starts = frozenset(public_starts)
         unknown = sorted(self.public_starts - set(self.flows))
