@@ -98,8 +98,7 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     this was and that is still unknown is given up, told before the model's reply (which,
     told the field was ``final``, goes on to what comes next)."""
     run, flow, step = talk.run, talk.flow, talk.step
-    key = state.step_key(run, step)
-    message_key = state.message_key(run, step)
+    message_key = state.message_key(run, step)  # as asked, before a give-up counts past it
     for name, raw in spoken.fields.items():
         write_field(state, name, raw)
     state.session["data"].update(spoken.data)
@@ -109,31 +108,12 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     gave_up = give_up(state, run, step) if step.collect else []
     target = step.raw.get("onGiveUp", step.then) if gave_up else step.then
     missing = stuck(state, run, step) if talk.answering else []
-    handing = any(state.agent.fields[name]["required"] == "handover" for name in missing)
-    if spoken.message and not handing:  # going to people, the question is not asked again
-        state.emit(spoken.message, "ai", message_key, run, step)
-    state.outcome(
-        run,
-        step.outcome_kind,
-        "ok",
-        step_id=step.id,
-        key=key,
-        llmCalls=spoken.llm_calls,
-    )
+    _reply(state, talk, spoken, message_key, missing)
     if not state.live(run):
         return
     # A field given up with an onGiveUp goes there, whatever else the step still asks.
     if retrying and not (gave_up and "onGiveUp" in step.raw):
-        # Only a question the user was shown counts (the size asked alone leaves the
-        # flavour's asks for when it is asked); asking again after people had the chat
-        # uses up no ask.
-        shown = retrying if spoken.asked is None else set(spoken.asked)
-        for name in retrying if not state.handed_back else []:
-            if name in shown:
-                run["asked"][name] = run["asked"].get(name, 0) + 1
-        run["status"] = "asking"
-        if missing:
-            tell_stuck(state, run, step, missing)
+        _ask_again(state, talk, spoken, retrying, missing)
         return
     if run.get("staying"):
         stay_at(run, step)
@@ -142,6 +122,41 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     follow(state, run, flow, step, target)
     if state.live(run) and run["status"] == "running":
         state.queue.append(run)
+
+
+def _reply(
+    state: TurnState, talk: TalkRequest, spoken: Spoken, key: str, missing: list[str]
+) -> None:
+    """The model's reply and its line; not the question again when a required field goes
+    to people."""
+    run, step = talk.run, talk.step
+    handing = any(state.agent.fields[name]["required"] == "handover" for name in missing)
+    if spoken.message and not handing:
+        state.emit(spoken.message, "ai", key, run, step)
+    state.outcome(
+        run,
+        step.outcome_kind,
+        "ok",
+        step_id=step.id,
+        key=state.step_key(run, step),
+        llmCalls=spoken.llm_calls,
+    )
+
+
+def _ask_again(
+    state: TurnState, talk: TalkRequest, spoken: Spoken, retrying: list[str], missing: list[str]
+) -> None:
+    """The step asks on. Only a question the user was shown counts (the size asked alone
+    leaves the flavour's asks for when it is asked); asking again after people had the chat
+    uses up no ask. A required field whose asks are used up is told how to go on."""
+    run = talk.run
+    shown = set(retrying if spoken.asked is None else spoken.asked)
+    for name in [] if state.handed_back else retrying:
+        if name in shown:
+            run["asked"][name] = run["asked"].get(name, 0) + 1
+    run["status"] = "asking"
+    if missing:
+        tell_stuck(state, run, talk.step, missing)
 
 
 def defer_talk(state: TurnState, talk: TalkRequest, deferred: Deferral) -> None:

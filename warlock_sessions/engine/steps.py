@@ -156,8 +156,8 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
     model speaks in Settle. Only one run asks at a time, so another asker is suspended."""
     pending: list[str] = []
     answering = resuming and state.kind == "message"
-    required = required_of(state.agent.fields, step.collect)
     if step.collect:
+        required = required_of(state.agent.fields, step.collect)
         pending = pending_fields(
             step.collect, step.max_asks, state.session["data"], run["asked"], answering, required
         )
@@ -185,23 +185,32 @@ def _execute_talk(state: TurnState, run: Run, flow: Flow, step: Step, resuming: 
     if _asks_first_time(run, step, pending):
         _ask_fixed_question(state, run, step, pending)
     else:
-        final = [
-            name
-            for name in pending
-            if run["asked"].get(name, 0) >= step.max_asks and name not in required
-        ]
-        refused = {
-            name: why for name, why in state.refused.items() if name not in pending and answering
-        }
-        state.talk = TalkRequest(
-            run=run,
-            flow=flow,
-            step=step,
-            pending=pending,
-            answering=answering,
-            final=final,
-            refused=refused,
-        )
+        state.talk = _talk_request(state, run, flow, step, pending, answering)
+
+
+def _talk_request(
+    state: TurnState, run: Run, flow: Flow, step: Step, pending: list[str], answering: bool
+) -> TalkRequest:
+    """What the model is asked to say for the step: the fields on their last ask (never a
+    required one), and what else the message gave that its constraints refused."""
+    required = required_of(state.agent.fields, step.collect)
+    final = [
+        name
+        for name in pending
+        if run["asked"].get(name, 0) >= step.max_asks and name not in required
+    ]
+    refused = {
+        name: why for name, why in state.refused.items() if name not in pending and answering
+    }
+    return TalkRequest(
+        run=run,
+        flow=flow,
+        step=step,
+        pending=pending,
+        answering=answering,
+        final=final,
+        refused=refused,
+    )
 
 
 def _take_the_question(state: TurnState, run: Run) -> None:

@@ -56,24 +56,11 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="count, delete nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        person = self._person(options)
         try:
-            person = Person(
-                user=self._user(options["owner"]) if options["owner"] else None,
-                visitor=options["visitor"] and clean_text_param("visitor", options["visitor"]),
-                session=options["session"] and session_id_input(options["session"], "session"),
-                conversation=options["conversation"]
-                and session_id_input(options["conversation"], "conversation"),
-            )
             tenant = None if options["tenant"] is None else checked_tenant(options["tenant"])
-        except (ValueError, InvalidInputError) as error:
+        except ValueError as error:
             raise CommandError(str(error)) from None
-        if person.visitor and not _visitor_known(person.visitor):
-            # As for --owner: a key that owns nothing anywhere is a mistyped key, not a person
-            # erased already (a person erased before has no key left to name, either).
-            raise CommandError(
-                f"no visitor has the key {person.visitor!r:.80}: nothing of theirs is kept "
-                "(the admin's session page shows a visitor's key under Owner)"
-            )
         # Asked before the erase: once a small tenant's last person is gone, it has no rows.
         unknown = tenant is not None and not any(
             model._base_manager.filter(tenant=tenant).exists()
@@ -109,6 +96,27 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"forks others made of the person's conversations ({fate}): " + ", ".join(forks)
             )
+
+    def _person(self, options: dict[str, Any]) -> Person:
+        """Whom to erase, each option checked; a visitor's key that owns nothing anywhere is
+        refused as an unknown user is (a mistyped key, not a person erased already: one
+        erased before has no key left to name either)."""
+        try:
+            person = Person(
+                user=self._user(options["owner"]) if options["owner"] else None,
+                visitor=options["visitor"] and clean_text_param("visitor", options["visitor"]),
+                session=options["session"] and session_id_input(options["session"], "session"),
+                conversation=options["conversation"]
+                and session_id_input(options["conversation"], "conversation"),
+            )
+        except (ValueError, InvalidInputError) as error:
+            raise CommandError(str(error)) from None
+        if person.visitor and not _visitor_known(person.visitor):
+            raise CommandError(
+                f"no visitor has the key {person.visitor!r:.80}: nothing of theirs is kept "
+                "(the admin's session page shows a visitor's key under Owner)"
+            )
+        return person
 
     @staticmethod
     def _user(given: str) -> Any:
