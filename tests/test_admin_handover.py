@@ -114,3 +114,13 @@ def test_an_id_the_admin_quotes_in_urls_is_answered_and_a_nul_is_404(staff_clien
     assert Session.objects.get(id="chat_1/x").handover == "taken"
     nul = staff_client.post("/admin/warlock_sessions/session/a%00b/handover/", {"action": "take"})
     assert nul.status_code == 404
+
+
+def test_the_inbox_links_each_chat_once(staff_client: Client) -> None:
+    """One link to the session's page, not a link inside the list's own."""
+    asks_for_a_person("chat-once")
+    page = staff_client.get(INBOX).content.decode()
+    body = page[page.index("<tbody>", page.index('id="result_list"')) :]
+    row = body[: body.index("</tr>")]
+    assert row.count("<a ") == 1
+    assert 'href="/admin/warlock_sessions/session/chat-once/change/"' in row

@@ -9,6 +9,7 @@ import copy
 import logging.config
 import re
 import shlex
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def command_lines() -> list[tuple[str, list[str]]]:
 
 
 def python_blocks(page: str) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(), re.DOTALL)
+    """The page's Python blocks, those inside a list item too (indented with it)."""
+    found = re.findall(r"```python\n(.*?)```", (DOCS / page).read_text(), re.DOTALL)
+    return [textwrap.dedent(block) for block in found]
 
 
 def test_the_pages_name_the_commands_an_operator_runs() -> None:

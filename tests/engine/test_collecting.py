@@ -124,3 +124,20 @@ def test_required_takes_true_false_or_handover(value: Any) -> None:
     with pytest.raises(FlowConfigurationError) as caught:
         pizza({**SIZE, "required": value})
     assert caught.value.path == "fields.size.required"
+
+
+def test_a_sentence_may_read_a_required_field_without_a_fallback() -> None:
+    """It is never given up: after its step it is known."""
+    chat = pizza({**SIZE, "required": True})
+    flow = chat.agent.flows["order"].raw
+    Agent(
+        [{**flow, "steps": [*flow["steps"][:1], {"id": "done", "say": "A {{data.size}} one."}]}],
+        fields={"size": {**SIZE, "required": True}, "flavour": FLAVOUR, "address": ADDRESS},
+        model=RuleModel(),
+    )
+    with pytest.raises(FlowConfigurationError, match="give it a fallback"):
+        Agent(
+            [{**flow, "steps": [*flow["steps"][:1], {"id": "done", "say": "A {{data.size}}."}]}],
+            fields={"size": SIZE, "flavour": FLAVOUR, "address": ADDRESS},
+            model=RuleModel(),
+        )

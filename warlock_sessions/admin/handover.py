@@ -118,6 +118,8 @@ class WaitingSessionAdmin(ReadOnlyAdmin):
     """The inbox: each chat people have, the one waiting longest first."""
 
     list_display = ["chat", "who_answers", "handover_since", "last_said", "agent"]
+    # The chat column is its own link to the session's page: the list's would nest a second.
+    list_display_links = None
 
     class Media:
         css = {"all": ("warlock_sessions/admin-lists.css",)}
@@ -153,6 +155,7 @@ class WaitingSessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("chat"), ordering="id")
     def chat(self, obj: WaitingSession) -> str:
+        """The session's id, linked to its page, where staff answer it."""
         return format_html('<a href="{}">{}</a>', session_page(obj.pk), obj.pk)
 
     @admin.display(description=_("who answers"), ordering="handover")

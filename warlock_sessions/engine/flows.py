@@ -551,26 +551,10 @@ def check_fields(fields: object) -> dict[str, Mapping[str, Any]]:
 
 
 def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
-    """``min``/``max`` fit the field (numbers, ISO dates and "today" for a date, "HH:MM"
-    for a time),
-    ``pattern`` compiles, and the sentences are text."""
-    form = definition.get("format")
+    """``min``/``max`` fit the field, ``pattern`` compiles, and the sentences are text."""
     for key in ("min", "max"):
-        if key not in definition:
-            continue
-        bound = definition[key]
-        if form == "date":
-            if bound != "today" and not (isinstance(bound, str) and _ISO_DATE.fullmatch(bound)):
-                raise FlowConfigurationError(f"{path}.{key}", "expected an ISO date or 'today'")
-        elif form == "time":
-            if real_time(bound) != bound:
-                raise FlowConfigurationError(f"{path}.{key}", "expected a time like '09:00'")
-        elif definition["type"] not in ("number", "integer"):
-            raise FlowConfigurationError(
-                f"{path}.{key}", "only number, date and time fields take min and max"
-            )
-        elif isinstance(bound, bool) or not isinstance(bound, int | float):
-            raise FlowConfigurationError(f"{path}.{key}", "expected a number")
+        if key in definition:
+            _check_bound(definition, definition[key], f"{path}.{key}")
     if "pattern" in definition:
         if definition["type"] != "string":
             raise FlowConfigurationError(f"{path}.pattern", "only text fields take a pattern")
@@ -583,6 +567,21 @@ def _check_constraints(definition: Mapping[str, Any], path: str) -> None:
     for key in ("ask", "askAgain", "label", "invalid", "giveUp", "stuck"):
         if key in definition:
             check_text(definition[key], f"{path}.{key}")
+
+
+def _check_bound(definition: Mapping[str, Any], bound: Any, path: str) -> None:
+    """A ``min`` or ``max``: a number, an ISO date or "today" for a date, "HH:MM" for a time."""
+    form = definition.get("format")
+    if form == "date":
+        if bound != "today" and not (isinstance(bound, str) and _ISO_DATE.fullmatch(bound)):
+            raise FlowConfigurationError(path, "expected an ISO date or 'today'")
+    elif form == "time":
+        if real_time(bound) != bound:
+            raise FlowConfigurationError(path, "expected a time like '09:00'")
+    elif definition["type"] not in ("number", "integer"):
+        raise FlowConfigurationError(path, "only number, date and time fields take min and max")
+    elif isinstance(bound, bool) or not isinstance(bound, int | float):
+        raise FlowConfigurationError(path, "expected a number")
 
 
 def compile_flows(

@@ -7,6 +7,7 @@ input waits for them instead (``handover.holds``).
 
 from __future__ import annotations
 
+from .flows import Flow, Step
 from .handover import apply_handover, holds
 from .isotime import ms_from_iso
 from .lifecycle import follow, start_run, take_floor, unpark
@@ -131,21 +132,10 @@ def resolve_reply_waits(state: TurnState, only_written_since: bool = False) -> N
     """The lead wrote: every run parked on a timer wait with ``else`` takes it (with
     ``only_written_since``: only those the lead wrote to since they began to wait)."""
     for run in list(state.runs):
-        waiting = run.get("waiting")
-        if run["status"] != "waiting" or not waiting or waiting.get("kind") != "timer":
+        found = _reply_wait(state, run, only_written_since)
+        if found is None:
             continue
-        flow_of = state.flows.get(run["flowId"])
-        if only_written_since and (
-            flow_of is None
-            or not state.lead_wrote_since(waiting.get("setAt", run["startedAt"]), flow_of)
-        ):
-            continue
-        if run["stepId"] is None:
-            continue
-        flow = state.flows.get(run["flowId"])
-        step = flow.step(run["stepId"]) if flow else None
-        if flow is None or step is None or step.kind != "wait" or "else" not in step.raw:
-            continue
+        flow, step = found
         run["status"] = "running"
         unpark(state, run)
         branch = next(
@@ -155,6 +145,25 @@ def resolve_reply_waits(state: TurnState, only_written_since: bool = False) -> N
         state.outcome(run, "wait", "ok", code="replied", next=next_label(target))
         follow(state, run, flow, step, target)
         take_floor(state, run)
+
+
+def _reply_wait(state: TurnState, run: Run, only_written_since: bool) -> tuple[Flow, Step] | None:
+    """The flow and the timer wait with ``else`` that ``run`` is parked on, if it is (and,
+    with ``only_written_since``, the lead wrote to it since it began to wait)."""
+    waiting = run.get("waiting")
+    if run["status"] != "waiting" or not waiting or waiting.get("kind") != "timer":
+        return None
+    flow = state.flows.get(run["flowId"])
+    if flow is None or run["stepId"] is None:
+        return None
+    if only_written_since and not state.lead_wrote_since(
+        waiting.get("setAt", run["startedAt"]), flow
+    ):
+        return None
+    step = flow.step(run["stepId"])
+    if step is None or step.kind != "wait" or "else" not in step.raw:
+        return None
+    return flow, step
 
 
 def run_wake(state: TurnState, key: str) -> None:

@@ -61,9 +61,16 @@ def check_templates(
     interrupts: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """A text a person reads must not depend on a field that may be given up (any collected
-    field, after its ``maxAsks``) without a fallback (``{{data.name|there}}``), unless every
-    way to its step passes an ``if`` that holds only when the field is known."""
-    collected = {name for flow in flows.values() for step in flow.steps for name in step.collect}
+    field not ``required``, after its ``maxAsks``) without a fallback
+    (``{{data.name|there}}``), unless every way to its step passes an ``if`` that holds only
+    when the field is known."""
+    collected = {
+        name
+        for flow in flows.values()
+        for step in flow.steps
+        for name in step.collect
+        if not fields[name].get("required")  # never given up: known once its step is passed
+    }
     for path, text, known in _read_texts(flows, fields, interrupts):
         for placeholder, fallback in placeholders(text):
             scope, _, name = placeholder.partition(".")
