@@ -109,6 +109,26 @@ class Traces:
 OTHERS_FORKS = ("erase", "keep")
 
 
+def _delete(tables: list[tuple[str, list[QuerySet[Any]]]]) -> None:
+    """Delete the person's rows, in one transaction per database they are in."""
+    for using in sorted({rows.db for _, batches in tables for rows in batches}):
+        with transaction.atomic(using=using):
+            for _, batches in tables:
+                for rows in batches:
+                    if rows.db == using:
+                        rows.delete()
+
+
+def _tell(traces: Traces) -> None:
+    """What this process and the open sockets hold of what was deleted is forgotten."""
+    chats = _rows(Conversation).db
+    for conversation in traces.conversations:
+        seen_histories.forget((chats, conversation))  # this process's copy of the messages
+    tell_followers(traces.sessions)
+    for conversation in traces.conversations:
+        conversation_changed(conversation)
+
+
 @dataclass(frozen=True)
 class Outside:
     """What a store outside the database holds of the person, and how to delete each."""
@@ -146,18 +166,8 @@ def erase(
         for key in store.found:
             store.delete(key)
     counts["cached answers"] += _forget_cached(traces)
-    for using in sorted({rows.db for _, batches in tables for rows in batches}):
-        with transaction.atomic(using=using):
-            for _, batches in tables:
-                for rows in batches:
-                    if rows.db == using:
-                        rows.delete()
-    chats = _rows(Conversation).db
-    for conversation in traces.conversations:
-        seen_histories.forget((chats, conversation))  # this process's copy of the messages
-    tell_followers(traces.sessions)
-    for conversation in traces.conversations:
-        conversation_changed(conversation)
+    _delete(tables)
+    _tell(traces)
     logger.info(
         "erased %s by %s: %s",
         person,

@@ -180,14 +180,7 @@ def _cards_among(text: str, groups: list[tuple[int, int]]) -> list[tuple[int, in
         starts.append(count)
         count += end - start
         ends.append(count)
-    # as_is[k] / doubled[k]: the Luhn sum of the first k digits, were the digit at an even
-    # index taken as it is (and at an odd one doubled), or the other way round.
-    as_is, doubled = [0], [0]
-    for index, digit in enumerate(digits):
-        twice = digit * 2 - 9 if digit > 4 else digit * 2
-        even = index % 2 == 0
-        as_is.append(as_is[-1] + (digit if even else twice))
-        doubled.append(doubled[-1] + (twice if even else digit))
+    sums = _luhn_sums(digits)
     chains = _chains(text, groups)
     found, first = [], 0
     while first < len(groups):
@@ -195,19 +188,30 @@ def _cards_among(text: str, groups: list[tuple[int, int]]) -> list[tuple[int, in
         lowest = bisect.bisect_left(ends, begin + 13, first)
         highest = bisect.bisect_right(ends, begin + 19, first)
         for last in range(highest - 1, lowest - 1, -1):
-            if last > first and chains[last] > first:
-                continue  # not one card's groups
-            if last == first and _url_path(text, groups[first][0]):
-                continue
+            one_card = last == first or chains[last] <= first
+            if not one_card or (last == first and _url_path(text, groups[first][0])):
+                continue  # not one card's groups, or a URL's path
             stop = ends[last]
             # The last digit is never doubled: the window's parity is that of stop - 1.
-            sums = as_is if (stop - 1) % 2 == 0 else doubled
-            if (sums[stop] - sums[begin]) % 10 == 0:
+            running = sums[(stop - 1) % 2]
+            if (running[stop] - running[begin]) % 10 == 0:
                 found.append((groups[first][0], groups[last][1]))
                 first = last
                 break
         first += 1
     return found
+
+
+def _luhn_sums(digits: list[int]) -> tuple[list[int], list[int]]:
+    """The Luhn sums of the first k digits, were the digit at an even index taken as it is
+    (and at an odd one doubled), or the other way round."""
+    as_is, doubled = [0], [0]
+    for index, digit in enumerate(digits):
+        twice = digit * 2 - 9 if digit > 4 else digit * 2
+        even = index % 2 == 0
+        as_is.append(as_is[-1] + (digit if even else twice))
+        doubled.append(doubled[-1] + (twice if even else digit))
+    return as_is, doubled
 
 
 def _date_like(text: str, before: tuple[int, int], after: tuple[int, int]) -> bool:

@@ -118,41 +118,59 @@ TEXT_PARTS = frozenset({"input_text", "output_text"})
 
 
 def as_message(item: dict[str, Any]) -> dict[str, Any]:
-    """An item of the Responses API (what the OpenAI Agents SDK keeps in a session) in the
-    shape of this app's messages, for the transcript; this app's messages as they are."""
+    """An item of another framework's history (the Responses API's, which the OpenAI Agents
+    SDK keeps; pydantic-ai's messages; ADK's events) in the shape of this app's messages, for
+    the transcript; this app's messages as they are."""
     if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
         return _pydantic_ai_message(item)
     if "invocationId" in item and "author" in item:
         return _adk_event(item)
     kind = item.get("type")
-    if kind == "function_call":
-        arguments = item.get("arguments")
-        try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError:
-            parsed = arguments
-        call = {"id": item.get("call_id"), "name": item.get("name"), "input": parsed}
-        return {"role": "assistant", "toolCalls": [call]}
-    if kind == "function_call_output":
-        return {"role": "tool", "toolCallId": item.get("call_id"), "content": item.get("output")}
-    if kind == "reasoning":
-        summary = item.get("summary") or []
-        said = [part.get("text", "") for part in summary if isinstance(part, dict)]
-        return {"role": "reasoning", "content": " ".join(said)}
+    if kind in RESPONSES_ITEMS:
+        return RESPONSES_ITEMS[kind](item)
     content = item.get("content")
     if not isinstance(content, list):
         return item
-    parts = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in TEXT_PARTS:
-            parts.append({"type": "text", "text": part.get("text", "")})
-        elif kind in ("input_image", "input_file"):
-            name = part.get("image_url") or part.get("file_url") or part.get("file_id") or ""
-            parts.append({"type": "image" if kind == "input_image" else "file", "name": name})
-        else:
-            parts.append(part)
-    return {**item, "content": parts}
+    return {**item, "content": [_responses_part(part) for part in content]}
+
+
+def _function_call(item: dict[str, Any]) -> dict[str, Any]:
+    arguments = item.get("arguments")
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        parsed = arguments
+    call = {"id": item.get("call_id"), "name": item.get("name"), "input": parsed}
+    return {"role": "assistant", "toolCalls": [call]}
+
+
+def _reasoning(item: dict[str, Any]) -> dict[str, Any]:
+    summary = item.get("summary") or []
+    said = [part.get("text", "") for part in summary if isinstance(part, dict)]
+    return {"role": "reasoning", "content": " ".join(said)}
+
+
+#: The Responses API's items that are not a message, each as this app's message.
+RESPONSES_ITEMS = {
+    "function_call": _function_call,
+    "function_call_output": lambda item: {
+        "role": "tool",
+        "toolCallId": item.get("call_id"),
+        "content": item.get("output"),
+    },
+    "reasoning": _reasoning,
+}
+
+
+def _responses_part(part: Any) -> Any:
+    """A part of a Responses API message as a part of this app's: text, or a file named."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in TEXT_PARTS:
+        return {"type": "text", "text": part.get("text", "")}
+    if kind in ("input_image", "input_file"):
+        name = part.get("image_url") or part.get("file_url") or part.get("file_id") or ""
+        return {"type": "image" if kind == "input_image" else "file", "name": name}
+    return part
 
 
 def _pydantic_ai_message(message: dict[str, Any]) -> dict[str, Any]:

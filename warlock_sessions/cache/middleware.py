@@ -108,6 +108,33 @@ class CacheStats:
             self.refusals[reason] += 1
 
 
+def _configured_store(store: CacheStore | None) -> CacheStore:
+    """``store``, or the one ``CACHE_STORE`` configures."""
+    if store is None:
+        from . import default_cache_store
+
+        store = default_cache_store()
+    if store is None:
+        raise CacheNotConfiguredError(
+            'a semantic cache needs a store: pass store= or set WARLOCK_SESSIONS["CACHE_STORE"]'
+        )
+    return store
+
+
+def _check_similarity(store: CacheStore, embedder: Embedder | None, threshold: Any) -> None:
+    """A similarity threshold is a number in (0, 1], with an embedder and a store that
+    searches by similarity."""
+    if not _number(threshold) or not 0 < threshold <= 1:
+        raise ValueError(f"threshold is a similarity above 0 and at most 1, not {threshold!r}")
+    if embedder is None:
+        raise ValueError("a similarity threshold needs an embedder")
+    if not store.similarity:
+        raise CacheUnsupportedError(
+            f"{type(store).__name__} has no similarity search: drop threshold= for "
+            "exact repeats only, or use a store that has one"
+        )
+
+
 class SemanticCache:
     def __init__(
         self,
@@ -122,26 +149,9 @@ class SemanticCache:
         guard: Callable[[ChatReply], bool] | None = None,
         paraphrases: bool = False,
     ) -> None:
-        if store is None:
-            from . import default_cache_store
-
-            store = default_cache_store()
-        if store is None:
-            raise CacheNotConfiguredError(
-                'a semantic cache needs a store: pass store= or set WARLOCK_SESSIONS["CACHE_STORE"]'
-            )
+        store = _configured_store(store)
         if threshold is not None:
-            if not _number(threshold) or not 0 < threshold <= 1:
-                raise ValueError(
-                    f"threshold is a similarity above 0 and at most 1, not {threshold!r}"
-                )
-            if embedder is None:
-                raise ValueError("a similarity threshold needs an embedder")
-            if not store.similarity:
-                raise CacheUnsupportedError(
-                    f"{type(store).__name__} has no similarity search: drop threshold= for "
-                    "exact repeats only, or use a store that has one"
-                )
+            _check_similarity(store, embedder, threshold)
         if ttl is not None and (not _number(ttl) or not 0 < ttl < MAX_TTL):
             raise ValueError(
                 f"ttl is a number of seconds above 0 (under ten years), or None, not {ttl!r}"

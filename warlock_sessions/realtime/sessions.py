@@ -71,6 +71,24 @@ FRAME_TYPES = ("message", "event", "start", "handover")
 REPLAY_BATCH = 500
 
 
+#: A client's frame refused for what it asked, each error frame's code: the message says why.
+TURN_ERROR_CODES: tuple[tuple[type[Exception] | tuple[type[Exception], ...], str], ...] = (
+    ((InvalidInputError, AgentNotConfiguredError), "invalid-input"),
+    (InputNotAllowedError, "input-not-allowed"),
+    (QuotaExceededError, "quota-exceeded"),
+)
+#: Every error a frame's turn ends in that its client is told of in an error frame.
+TURN_REFUSALS = (
+    InvalidInputError,
+    AgentNotConfiguredError,
+    InputNotAllowedError,
+    QuotaExceededError,
+    NewVisitorsThrottledError,
+    SessionConflictError,
+    ProviderError,
+)
+
+
 class SessionConsumer(WarlockConsumer):
     #: The agent a route's turns run with (``None``: the default agent; a trusted frame may
     #: still name its own): ``SessionConsumer.as_asgi(agent="helper")`` gives an agent a
@@ -450,25 +468,10 @@ class SessionConsumer(WarlockConsumer):
         body = {frame_type: fields, **{k: content[k] for k in ("context", "agent") if k in content}}
         try:
             hosted = await self.apply(body)
-        except (InvalidInputError, AgentNotConfiguredError) as error:
-            await self.error("invalid-input", str(error))
-            return
-        except InputNotAllowedError as error:
-            await self.error("input-not-allowed", str(error))
-            return
-        except QuotaExceededError as error:
-            await self.error("quota-exceeded", str(error))
-            return
-        except NewVisitorsThrottledError as error:
-            await self.throttled(error.wait or 0.0, "Too many new visitors from this address")
-            return
-        except SessionConflictError as error:
-            await self.error("session-conflict", f"{error} Send it again.")
-            return
         except SessionOfAnotherTenantError:
             hosted = None  # as for any id it may not use
-        except ProviderError as error:
-            await self.error(error.code, provider_failure(error))
+        except TURN_REFUSALS as error:
+            await self.refuse_turn(error)
             return
         if hosted is None:
             await self.close(code=UNAUTHORISED)
@@ -485,6 +488,18 @@ class SessionConsumer(WarlockConsumer):
         channel = getattr(self, "channel_name", None)
         if not await self.company.alone(self.channel_layer, self.group, channel):
             await apush(self.session_id, hosted.events)
+
+    async def refuse_turn(self, error: Exception) -> None:
+        """The error frame for a turn the frame asked for and did not get: nothing changed."""
+        if isinstance(error, NewVisitorsThrottledError):
+            await self.throttled(error.wait or 0.0, "Too many new visitors from this address")
+        elif isinstance(error, SessionConflictError):
+            await self.error("session-conflict", f"{error} Send it again.")
+        elif isinstance(error, ProviderError):
+            await self.error(error.code, provider_failure(error))
+        else:
+            code = next(code for kinds, code in TURN_ERROR_CODES if isinstance(error, kinds))
+            await self.error(code, str(error))
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
         """Check a frame's turn, claim the session on the first one, and run it; ``None`` when

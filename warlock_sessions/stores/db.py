@@ -110,15 +110,41 @@ class DjangoStore(Store):
         placeholders = ", ".join(["%s"] * len(created))
         of_tenant = f" AND {column['tenant']} = %s" if tenant else ""
         by_id = f"WHERE {column['id']} = %s"
-        owner, event = SessionOwner._meta, SessionEvent._meta
-        owner_column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
-        claimed = [*OWNER_COLUMNS, *(["tenant"] if tenant else [])]
+        event = SessionEvent._meta
         event_seq = quote(event.get_field("seq").column or "")
         last_seq = (
             f"SELECT {event_seq} FROM {quote(event.db_table)} WHERE "
             f"{quote(event.get_field('session_id').column or '')} = %s "
             f"ORDER BY {event_seq} DESC LIMIT 1"
         )
+        return {
+            **self._owner_statements(table, by_id, tenant=tenant),
+            "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}{of_tenant}",
+            # The session and the last seq of its log, in one round trip (a session not
+            # stored yet reads its log's last seq alone).
+            "load_numbered": (
+                f"SELECT {column['blob']}, {column['version']}, ({last_seq}) FROM {table} "
+                f"{by_id}{of_tenant}"
+            ),
+            "last_seq": last_seq,
+            "version": f"SELECT {column['version']} FROM {table} {by_id}{of_tenant}",
+            "hold": f"SELECT 1 FROM {table} {by_id}{of_tenant} {connection.ops.for_update_sql()}",
+            "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
+            "update": (
+                f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s{of_tenant}"
+            ),
+            "delete": f"DELETE FROM {table} {by_id}{of_tenant}",
+            "version_column": column["version"],
+            "tenant_column": column["tenant"],
+        }
+
+    def _owner_statements(self, table: str, by_id: str, *, tenant: bool) -> dict[str, str]:
+        """The statements of a session's owner row: the claim of a new id (with a quota) and
+        a socket's admission."""
+        quote = connections[self.using].ops.quote_name
+        owner, event = SessionOwner._meta, SessionEvent._meta
+        owner_column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
+        claimed = [*OWNER_COLUMNS, *(["tenant"] if tenant else [])]
         owner_table = quote(owner.db_table)
         unused = (
             f"INSERT INTO {owner_table} ("
@@ -162,23 +188,6 @@ class DjangoStore(Store):
                 + f" FROM (SELECT 1) AS one LEFT JOIN {owner_table} AS owner "
                 f"ON owner.{owner_column['session_id']} = %s"
             ),
-            "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}{of_tenant}",
-            # The session and the last seq of its log, in one round trip (a session not
-            # stored yet reads its log's last seq alone).
-            "load_numbered": (
-                f"SELECT {column['blob']}, {column['version']}, ({last_seq}) FROM {table} "
-                f"{by_id}{of_tenant}"
-            ),
-            "last_seq": last_seq,
-            "version": f"SELECT {column['version']} FROM {table} {by_id}{of_tenant}",
-            "hold": f"SELECT 1 FROM {table} {by_id}{of_tenant} {connection.ops.for_update_sql()}",
-            "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
-            "update": (
-                f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s{of_tenant}"
-            ),
-            "delete": f"DELETE FROM {table} {by_id}{of_tenant}",
-            "version_column": column["version"],
-            "tenant_column": column["tenant"],
         }
 
     def _cursor(self) -> CursorWrapper:

@@ -37,6 +37,16 @@ DEFAULT_MAX_ITERATIONS = 10
 TAGS = ("orchestratorName", "sessionId", "turnIndex")
 
 
+def _check_options(name: Any, version: Any, max_iterations: Any) -> None:
+    """A supervisor's name and version are non-empty text, its limit a whole number >= 1."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a supervisor's name is non-empty text, not {name!r}")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise ValueError(f"a supervisor's version is non-empty text, not {version!r}")
+    if max_iterations is not None and (type(max_iterations) is not int or max_iterations < 1):
+        raise ValueError(f"max_iterations is a whole number >= 1, not {max_iterations!r}")
+
+
 @dataclass
 class SupervisorContext:
     """What the router and each intent see; ``state`` is the run's, the intent's own copy."""
@@ -125,13 +135,8 @@ class Supervisor:
         registered: bool = True,
         version: str | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a supervisor's name is non-empty text, not {name!r}")
-        if version is not None and (not isinstance(version, str) or not version):
-            raise ValueError(f"a supervisor's version is non-empty text, not {version!r}")
+        _check_options(name, version, max_iterations)
         self.version = version
-        if max_iterations is not None and (type(max_iterations) is not int or max_iterations < 1):
-            raise ValueError(f"max_iterations is a whole number >= 1, not {max_iterations!r}")
         self.intents = {
             key: intent if isinstance(intent, Intent) else Intent(intent)
             for key, intent in intents.items()
