@@ -1,38 +1,38 @@
-"""The stored session row: the v4 blob, its version, and columns the admin and API filter on."""
+"""The app's tables. Here: the stored session row (the v4 blob, its version, and the columns the
+admin and API filter on), its log, outbox, wakes, applied inputs and owner, snapshots,
+checkpoints, locks, and the tenant and owner columns every table shares. Conversations and
+the semantic cache's entries are in ``models.conversations``, other frameworks' state in
+``models.frameworks``; every model is importable from here."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connections, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .encryption import (
+from ..encryption import (
     event_place,
-    graph_place,
-    message_place,
     open_json,
     open_text,
     outbox_place,
-    pending_place,
     sealing,
     session_place,
 )
-from .engine.handover import handover_of
-from .engine.isotime import datetime_from_iso
-from .engine.session import MAX_SESSION_ID_LENGTH, decode_session
-from .engine.session import Session as SessionBlob
-from .engine.text import fold
-from .errors import TenantUnresolvedError
-from .tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_new_row, tenant_scope
-from .tenancy import current as current_tenant
-from .tenancy import enabled as tenants_enabled
+from ..engine.handover import handover_of
+from ..engine.isotime import datetime_from_iso
+from ..engine.session import MAX_SESSION_ID_LENGTH, decode_session
+from ..engine.session import Session as SessionBlob
+from ..engine.text import fold
+from ..errors import TenantUnresolvedError
+from ..tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_new_row, tenant_scope
+from ..tenancy import current as current_tenant
+from ..tenancy import enabled as tenants_enabled
 
 
 def token_list(values: Iterable[str]) -> str:
@@ -583,153 +583,6 @@ class SessionLockRow(models.Model):
         return self.key
 
 
-class Conversation(Owned):
-    """The header of a conversation of ``conversations.DjangoConversationStore``: its version
-    (grows with every write), turns, pending mark, where it was forked from and who owns it
-    (a user, or an anonymous visitor's key, as ``SessionOwner``). Its messages are
-    ``ConversationMessage`` rows."""
-
-    id = models.CharField(_("id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
-    version = models.PositiveIntegerField(_("version"), default=1)
-    turns = models.PositiveIntegerField(_("turns"), default=0)
-    pending = models.JSONField(_("pending turn"), null=True, blank=True)
-    forked_from = models.JSONField(_("forked from"), null=True, blank=True)
-    created_at = models.DateTimeField(_("created"))
-    updated_at = models.DateTimeField(_("updated"))
-
-    class Meta:
-        db_table = "warlock_conversations"
-        verbose_name = _("conversation")
-        verbose_name_plural = _("conversations")
-        indexes = [
-            visitor_index("warlock_conversation_visitor"),
-            models.Index(
-                fields=["tenant", "-updated_at"],
-                name="warlock_conversation_tenant",
-                condition=~models.Q(tenant=""),
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.id
-
-    @property
-    def opened_pending(self) -> Any:
-        """The pending turn, opened if it was sealed; ``None`` when there is none."""
-        return None if self.pending is None else open_json(self.pending, *pending_place(self.id))
-
-
-class JSONTextField(models.TextField):  # type: ignore[type-arg]
-    """A JSON value kept as its text: read back exactly as written, on every database.
-    PostgreSQL's ``jsonb`` would not: it turns ``1e100`` and ``1e16`` into integers and
-    ``-0.0`` into ``0.0``. Nothing queries into a message, so nothing needs ``jsonb``."""
-
-    if TYPE_CHECKING:  # any JSON value in and out, not text (what django-stubs reads)
-        _pyi_private_set_type: Any
-        _pyi_private_get_type: Any
-
-    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
-        return None if value is None else json.loads(value)
-
-    def to_python(self, value: Any) -> Any:
-        return value  # already the JSON value (TextField's would make it text)
-
-    def get_prep_value(self, value: Any) -> Any:
-        if value is None:
-            return None
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-    def value_to_string(self, obj: Any) -> str:
-        return str(self.get_prep_value(self.value_from_object(obj)))
-
-
-class ConversationMessage(Tenanted):
-    """One message of a conversation, at its position: written once, never edited (a
-    truncate deletes the tail; signed provider blocks stay exactly as stored)."""
-
-    conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages", db_constraint=True
-    )
-    position = models.PositiveIntegerField(_("position"))
-    message = JSONTextField(_("message"))
-
-    class Meta:
-        db_table = "warlock_conversation_messages"
-        verbose_name = _("conversation message")
-        verbose_name_plural = _("conversation messages")
-        ordering = ["conversation", "position"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["conversation", "position"], name="warlock_message_position_unique"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.conversation_id}#{self.position}"
-
-    @property
-    def opened_message(self) -> Any:
-        """The message as kept, opened if it was sealed (``ENCRYPTION_KEYS``)."""
-        return open_json(self.message, *message_place(self.conversation_id, self.position))
-
-
-#: The longest scope and namespace a cache entry may have.
-MAX_CACHE_SCOPE_LENGTH = 300
-MAX_CACHE_NAMESPACE_LENGTH = 200
-
-
-class CacheEntry(Tenanted):
-    """One cached answer of the semantic cache (``cache.DjangoCacheStore``): read only in its
-    namespace and scope, never after ``expires_at``. ``vector`` is the question's embedding
-    as little-endian float32 (no database extension needed)."""
-
-    namespace = models.CharField(_("namespace"), max_length=MAX_CACHE_NAMESPACE_LENGTH)
-    scope = models.CharField(_("scope"), max_length=MAX_CACHE_SCOPE_LENGTH)
-    key = models.CharField(_("key"), max_length=64)
-    question = models.TextField(_("question"))
-    reply = JSONTextField(_("reply"))
-    vector = models.BinaryField(_("vector"), null=True, blank=True)
-    stored_at = models.DateTimeField(_("stored"))
-    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, db_index=True)
-
-    class Meta:
-        db_table = "warlock_cache_entries"
-        verbose_name = _("cached answer")
-        verbose_name_plural = _("cached answers")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["namespace", "scope", "key"], name="warlock_cache_entry_unique"
-            )
-        ]
-        indexes = [models.Index(fields=["scope", "namespace", "id"], name="warlock_cache_scope")]
-
-    def __str__(self) -> str:
-        return f"{self.scope} {self.key[:12]}"
-
-
-class CacheScope(models.Model):
-    """How often answers were removed from one namespace and scope (``DjangoCacheStore``): a
-    process that keeps the scope's vectors reads this and the newest row id to know whether
-    rows were only added since (read those alone) or some removed (read all again)."""
-
-    namespace = models.CharField(_("namespace"), max_length=MAX_CACHE_NAMESPACE_LENGTH)
-    scope = models.CharField(_("scope"), max_length=MAX_CACHE_SCOPE_LENGTH)
-    removals = models.PositiveBigIntegerField(_("removals"), default=0)
-
-    class Meta:
-        db_table = "warlock_cache_scopes"
-        verbose_name = _("cache scope")
-        verbose_name_plural = _("cache scopes")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["namespace", "scope"], name="warlock_cache_scope_unique"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.namespace} {self.scope}"
-
-
 def tenant_kept_for(session_id: str, using: str | None = None) -> str:
     """The tenant of whatever ``session_id`` names (a conversation, a session, an
     orchestrator's session), for what an operator adds about it outside every scope (a run's
@@ -754,199 +607,39 @@ def in_the_tenant_of(session_id: Any, using: str | None = None) -> Iterator[None
         yield
 
 
-#: The longest namespace, channel, task id and key LangGraph may give the graph tables.
-MAX_GRAPH_NAME_LENGTH = 255
+# Defined on the bases above: imported last, so that every model is one of this module's.
+from .conversations import (  # noqa: E402
+    MAX_CACHE_NAMESPACE_LENGTH,
+    MAX_CACHE_SCOPE_LENGTH,
+    CacheEntry,
+    CacheScope,
+    Conversation,
+    ConversationMessage,
+    JSONTextField,
+)
+from .frameworks import (  # noqa: E402
+    MAX_GRAPH_NAME_LENGTH,
+    AgentState,
+    GraphBlob,
+    GraphCheckpoint,
+    GraphThread,
+    GraphWrite,
+    MemoryItem,
+)
 
-
-class GraphThread(Owned):
-    """The header of a LangGraph thread (``frameworks.langgraph.WarlockSaver``): who owns it
-    (as ``Conversation``), its tenant, and a version that grows with every checkpoint. Its
-    checkpoints, channel values and pending writes are rows of their own."""
-
-    id = models.CharField(_("thread id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
-    version = models.PositiveIntegerField(_("version"), default=1)
-    created_at = models.DateTimeField(_("created"))
-    # Not indexed: every checkpoint moves it, and an update that touches no index is the
-    # cheapest PostgreSQL has (HOT); only warlock_prune reads it, a scan a night.
-    updated_at = models.DateTimeField(_("updated"))
-
-    class Meta:
-        db_table = "warlock_graph_threads"
-        verbose_name = _("graph thread")
-        verbose_name_plural = _("graph threads")
-        indexes = [visitor_index("warlock_graph_visitor")]
-
-    def __str__(self) -> str:
-        return self.id
-
-
-class GraphCheckpoint(Tenanted):
-    """One checkpoint of a thread in one namespace: the checkpoint without its channel values
-    (``GraphBlob`` keeps each value once per version), serialised by the saver's serde."""
-
-    # Its key leads with the thread: no index of its own.
-    pk = models.CompositePrimaryKey("thread", "namespace", "checkpoint_id")
-    thread = models.ForeignKey(
-        GraphThread, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
-    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
-    checkpoint_id = models.CharField(_("checkpoint id"), max_length=MAX_GRAPH_NAME_LENGTH)
-    parent_id = models.CharField(_("parent"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
-    run_id = models.CharField(_("run id"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
-    kind = models.CharField(_("serialised as"), max_length=64)
-    checkpoint = models.BinaryField(_("checkpoint"))
-    #: Its channels' versions, in clear as the checkpoint holds them: which ``GraphBlob``
-    #: rows it reads (a prune keeps those, deletes the others).
-    channel_versions = models.JSONField(_("channel versions"), default=dict)
-    metadata = models.JSONField(_("metadata"), default=dict)
-
-    class Meta:
-        db_table = "warlock_graph_checkpoints"
-        verbose_name = _("graph checkpoint")
-        verbose_name_plural = _("graph checkpoints")
-        indexes = [
-            models.Index(
-                fields=["run_id"], name="warlock_graph_run", condition=~models.Q(run_id="")
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.namespace}#{self.checkpoint_id}"
-
-    @property
-    def value_place(self) -> tuple[str, ...]:
-        """Where its sealed checkpoint is bound to."""
-        return graph_place("checkpoint", self.thread_id, self.namespace, self.checkpoint_id)
-
-
-class GraphBlob(Tenanted):
-    """A channel's value at one version, in one thread's namespace: written once, read by
-    every checkpoint that holds that version."""
-
-    pk = models.CompositePrimaryKey("thread", "namespace", "channel", "version")
-    thread = models.ForeignKey(
-        GraphThread, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
-    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
-    channel = models.CharField(_("channel"), max_length=MAX_GRAPH_NAME_LENGTH)
-    version = models.CharField(_("version"), max_length=MAX_GRAPH_NAME_LENGTH)
-    kind = models.CharField(_("serialised as"), max_length=64)
-    value = models.BinaryField(_("value"))
-
-    class Meta:
-        db_table = "warlock_graph_blobs"
-        verbose_name = _("graph channel value")
-        verbose_name_plural = _("graph channel values")
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.namespace} {self.channel}@{self.version}"
-
-    @property
-    def value_place(self) -> tuple[str, ...]:
-        """Where its sealed value is bound to."""
-        return graph_place("blob", self.thread_id, self.namespace, self.channel, self.version)
-
-
-class GraphWrite(Tenanted):
-    """A pending write of a task on a checkpoint: what a node wrote before the next
-    checkpoint (kept so a crash between steps resumes without running the node again)."""
-
-    pk = models.CompositePrimaryKey("thread", "namespace", "checkpoint_id", "task_id", "idx")
-    # Without a constraint: a task's writes may come before its thread's first checkpoint.
-    thread = models.ForeignKey(
-        GraphThread, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
-    )
-    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
-    checkpoint_id = models.CharField(_("checkpoint id"), max_length=MAX_GRAPH_NAME_LENGTH)
-    task_id = models.CharField(_("task id"), max_length=MAX_GRAPH_NAME_LENGTH)
-    task_path = models.TextField(_("task path"), blank=True)
-    idx = models.IntegerField(_("index"))
-    channel = models.CharField(_("channel"), max_length=MAX_GRAPH_NAME_LENGTH)
-    kind = models.CharField(_("serialised as"), max_length=64)
-    value = models.BinaryField(_("value"))
-
-    class Meta:
-        db_table = "warlock_graph_writes"
-        verbose_name = _("graph pending write")
-        verbose_name_plural = _("graph pending writes")
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.namespace}#{self.checkpoint_id} {self.channel}"
-
-    @property
-    def value_place(self) -> tuple[str, ...]:
-        """Where its sealed value is bound to."""
-        return graph_place(
-            "write",
-            self.thread_id,
-            self.namespace,
-            self.checkpoint_id,
-            self.task_id,
-            str(self.idx),
-        )
-
-
-class MemoryItem(Owned):
-    """One item of LangGraph's long-term memory (``frameworks.langgraph.WarlockStore``): a
-    JSON value under a namespace (its labels joined by dots, which labels cannot hold) and a
-    key; ``vectors``: its indexed fields' embeddings (``IndexConfig``), unit length, as one
-    float32 matrix; ``expires_at`` from its ``ttl`` (minutes), pushed on by reads when the
-    store refreshes on read."""
-
-    namespace = models.CharField(_("namespace"), max_length=MAX_GRAPH_NAME_LENGTH * 4)
-    key = models.CharField(_("key"), max_length=MAX_GRAPH_NAME_LENGTH)
-    value = JSONTextField(_("value"))
-    vectors = models.BinaryField(_("vectors"), null=True, blank=True)
-    embedder = models.CharField(_("embedder"), max_length=200, blank=True)
-    created_at = models.DateTimeField(_("created"))
-    updated_at = models.DateTimeField(_("updated"))
-    ttl_minutes = models.FloatField(_("time to live (minutes)"), null=True, blank=True)
-    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, db_index=True)
-
-    class Meta:
-        db_table = "warlock_memory_items"
-        verbose_name = _("memory item")
-        verbose_name_plural = _("memory items")
-        constraints = [
-            # Per tenant: one tenant's keys neither block nor reveal another's.
-            models.UniqueConstraint(
-                fields=["tenant", "namespace", "key"], name="warlock_memory_item"
-            )
-        ]
-        indexes = [visitor_index("warlock_memory_visitor")]
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.key}"
-
-
-class AgentState(Tenanted):
-    """Google ADK's state kept beside a session's events (``frameworks.adk``): an app's
-    (``app:`` keys), a user's in an app (``user:`` keys), or a session's own, whose
-    conversation (``Conversation``, the same id) holds its events. ``updated_at``: a
-    session's last event."""
-
-    class Scope(models.TextChoices):
-        APP = "app", _("app")
-        USER = "user", _("user")
-        SESSION = "session", _("session")
-
-    scope = models.CharField(_("scope"), max_length=8, choices=Scope.choices)
-    app_name = models.CharField(_("app"), max_length=MAX_GRAPH_NAME_LENGTH)
-    user_id = models.CharField(_("user id"), max_length=MAX_GRAPH_NAME_LENGTH, blank=True)
-    session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH, blank=True)
-    state = models.JSONField(_("state"), default=dict)
-    updated_at = models.DateTimeField(_("updated"))
-
-    class Meta:
-        db_table = "warlock_agent_state"
-        verbose_name = _("agent state")
-        verbose_name_plural = _("agent states")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "scope", "app_name", "user_id", "session_id"],
-                name="warlock_agent_state_unique",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return "/".join(part for part in (self.app_name, self.user_id, self.session_id) if part)
+__all__ = [
+    "MAX_CACHE_NAMESPACE_LENGTH",
+    "MAX_CACHE_SCOPE_LENGTH",
+    "MAX_GRAPH_NAME_LENGTH",
+    "AgentState",
+    "CacheEntry",
+    "CacheScope",
+    "Conversation",
+    "ConversationMessage",
+    "GraphBlob",
+    "GraphCheckpoint",
+    "GraphThread",
+    "GraphWrite",
+    "JSONTextField",
+    "MemoryItem",
+]
