@@ -894,7 +894,7 @@ def test_an_operators_conversation_turn_keeps_its_snapshot_and_cache_in_the_tena
     from django.utils import timezone
 
     from warlock_sessions.cache import DjangoCacheStore
-    from warlock_sessions.cache.middleware import CacheCall
+    from warlock_sessions.cache.semantic import CacheCall
 
     with tenant_scope("acme"):
         Conversation.objects.create(id="c1", created_at=timezone.now(), updated_at=timezone.now())

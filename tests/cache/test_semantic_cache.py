@@ -336,7 +336,7 @@ def test_a_new_conversation_under_a_deleted_one_s_id_gets_none_of_its_answers() 
 
 
 def test_two_servers_or_two_temperatures_are_two_keys() -> None:
-    from warlock_sessions.cache.middleware import exact_key
+    from warlock_sessions.cache.semantic import exact_key
     from warlock_sessions.providers import OpenAICompatibleModel
 
     def key(**options: Any) -> str:

@@ -10,7 +10,7 @@ from ..conf import warlock_settings
 from .base import CacheStore
 from .file import FileCacheStore
 from .memory import MemoryCacheStore
-from .middleware import CacheCall, CacheStats, SemanticCache, semantic_cache
+from .semantic import CacheCall, CacheStats, SemanticCache, semantic_cache
 
 if TYPE_CHECKING:
     from .db import DjangoCacheStore

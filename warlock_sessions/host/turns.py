@@ -409,7 +409,7 @@ class Host:
         signals.turn_computed.send(
             sender=type(self), session_id=session_id, input=turn_input, result=result
         )
-        return kept(HostedTurn(**vars(result)), self.agent, loaded)
+        return redacted_for_storage(HostedTurn(**vars(result)), self.agent, loaded)
 
     def _conflicted(self, session_id: str, error: SessionConflictError, attempt: int) -> None:
         signals.session_conflict.send(
@@ -494,7 +494,7 @@ def _save_span(changes: TurnRecords) -> AbstractContextManager[Recorder]:
 REDACTED_WITH = "redactedWith"
 
 
-def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn:
+def redacted_for_storage(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn:
     """``hosted`` with its session as it is stored: with ``REDACT`` set, the session's free
     text (history, runs' inputs and triggers' payloads, outcomes) redacted. The data a flow
     asked for stays as collected (a run live before or after the turn, or one it ended,
@@ -512,7 +512,7 @@ def kept(hosted: HostedTurn, agent: Agent, loaded: Session | None) -> HostedTurn
     redacted = loaded is not None and loaded["metadata"].get(REDACTED_WITH) == fingerprint
     stored = loaded if redacted else None
     stored_runs = {run["id"]: run for run in stored["runs"]} if stored is not None else {}
-    runs = [_kept_run(run, stored_runs.get(run["id"])) for run in hosted.session["runs"]]
+    runs = [_redacted_run(run, stored_runs.get(run["id"])) for run in hosted.session["runs"]]
     session: Session = {
         **hosted.session,
         "runs": runs,
@@ -570,7 +570,7 @@ def _stored_run_length(entries: list[Any], stored: list[Any]) -> int:
     return 0
 
 
-def _kept_run(run: Run, stored: Run | None) -> Run:
+def _redacted_run(run: Run, stored: Run | None) -> Run:
     outcomes = _new_ones_redacted(run["outcomes"], stored["outcomes"] if stored else [])
     kept_run: dict[str, Any] = {**run, "outcomes": outcomes}
     if "input" in run:

@@ -2,11 +2,12 @@
 open in this process, frames checked before they are parsed, errors as ``error`` events, no
 hop through Channels' one database thread, and faults ridden through.
 
-Faults (CONTRACT §5, docs/deployment.md): a frame whose handling meets an outage (the
-database, Redis) is answered with an ``error`` frame ``unavailable`` and the socket stays open;
-any other failure of a frame is logged and answered ``server-error``, never a 1011. A channel
-layer that cannot be reached at the handshake does not refuse the socket: it follows its
-session through the log alone. However a consumer ends, its client's socket slot is freed."""
+Faults (what a user sees during each: docs/deployment.md): a frame whose handling meets an
+outage (the database, Redis) is answered with an ``error`` frame ``unavailable`` and the
+socket stays open; any other failure of a frame is logged and answered ``server-error``,
+never a 1011. A channel layer that cannot be reached at the handshake does not refuse the
+socket: it follows its session through the log alone. However a consumer ends, its client's
+socket slot is freed."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def close_codes(code: int) -> tuple[int, ...]:
 
 class WarlockConsumer(AsyncJsonWebsocketConsumer):
     client = ""
-    #: The client's tenant, as ``identity`` resolved it; until then none entered (which,
+    #: The client's tenant, as ``client_in_its_tenant`` resolved it; until then none entered (which,
     #: while tenants are on, reads and writes nothing).
     tenant: tenancy.Scope | tenancy.NoScope = tenancy.NO_SCOPE
     #: The handling of the frame in hand, shielded from a stopping server's cancellation.
@@ -176,7 +177,7 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
         except Exception as error:
             layer_outage.failed(error)
 
-    def identity(self) -> str | None:
+    def client_in_its_tenant(self) -> str | None:
         """The client: a user, or an anonymous visitor's Django session; ``None``: nobody, or
         no tenant (``TENANT_RESOLVER``). Reads the session (call it in a worker thread, or on
         the event loop once the auth middleware has read it, as the sessions' socket does): a

@@ -62,7 +62,7 @@ class ConversationConsumer(WarlockConsumer):
     def admitted(self) -> tuple[str | None, bool]:
         """On connect, in one worker-thread call (in the client's tenant): who the client is
         (``None``: nobody, refused), and whether it may see the conversation already."""
-        client = self.identity()
+        client = self.client_in_its_tenant()
         return client, client is not None and self.may_see()
 
     def may_see(self) -> bool:

@@ -163,7 +163,7 @@ class SessionConsumer(WarlockConsumer):
         """On connect, in one worker-thread call: who the client is (``None``: nobody, refused);
         when it may see the session already, the logged events to replay (else ``None``); and
         whether it may send what server code sends (the trust model)."""
-        client = self.identity()
+        client = self.client_in_its_tenant()
         if client is None:
             return None, None, False
         trusted = self.trusted()
@@ -193,7 +193,7 @@ class SessionConsumer(WarlockConsumer):
         ):
             return None
         try:
-            client = self.identity()
+            client = self.client_in_its_tenant()
             if client is None:
                 return None, None, False
             trusted = self.trusted()

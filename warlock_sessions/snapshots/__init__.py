@@ -43,8 +43,8 @@ _BACKENDS = {
     "RedisSnapshotStore": ".redis",
     "FileSnapshotStore": ".file",
     "SqliteSnapshotStore": ".sqlite",
-    # The contract's path for the checkpoint stores (CONTRACT §2), which build on this package:
-    # a layer above it, so reached only when asked for.
+    # The checkpoint stores are importable from here too (the public path the app's users
+    # were given); they build on this package, a layer above it, so reached only when asked.
     **dict.fromkeys(
         [
             "CheckpointStore",
