@@ -110,6 +110,9 @@ def test_the_api_served_without_drf_installed_is_an_error() -> None:
     """Its browsable pages would be a 500 for want of DRF's templates."""
     apps = [app for app in settings.INSTALLED_APPS if app != "rest_framework"]
     assert "warlock_sessions.E034" not in warlock_check_ids()
+    named_by_its_config = [*apps, "rest_framework.apps.RestFrameworkConfig"]
+    with override_settings(INSTALLED_APPS=named_by_its_config):
+        assert "warlock_sessions.E034" not in warlock_check_ids()
     with override_settings(INSTALLED_APPS=apps):
         assert "warlock_sessions.E034" in warlock_check_ids()
         # A project that serves no API of ours needs no DRF app.

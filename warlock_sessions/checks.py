@@ -12,6 +12,7 @@ import inspect
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import router
@@ -217,7 +218,7 @@ def _check_realtime() -> list[CheckMessage]:
 def check_api_installed(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """The API's URLs are served but DRF is not an installed app: its browsable pages (what a
     browser gets) fail for want of DRF's templates, a 500 instead of the page."""
-    if "rest_framework" in settings.INSTALLED_APPS or not _serves(get_resolver(), API_URLS):
+    if apps.is_installed("rest_framework") or not _serves(get_resolver(), API_URLS):
         return []
     return [
         Error(

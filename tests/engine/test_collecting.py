@@ -141,3 +141,52 @@ def test_a_sentence_may_read_a_required_field_without_a_fallback() -> None:
             fields={"size": SIZE, "flavour": FLAVOUR, "address": ADDRESS},
             model=RuleModel(),
         )
+
+
+def test_a_required_field_keeps_its_step_asking_though_another_goes_to_on_give_up() -> None:
+    """The flavour given up with an onGiveUp does not leave the size unknown behind it: the
+    step asks on for the size, then goes where the give-up said."""
+    fields = {"size": {**SIZE, "required": True}, "flavour": FLAVOUR, "address": ADDRESS}
+    flows = [
+        {
+            "id": "order",
+            "on": [{"message": ["pizza"]}],
+            "steps": [
+                {"id": "choose", "collect": ["flavour", "size"], "onGiveUp": "sorry"},
+                {"id": "done", "say": "A {{data.size}} pizza.", "then": "end"},
+                {"id": "sorry", "say": "A {{data.size}} pizza, flavour of the day."},
+            ],
+        }
+    ]
+    chat = Dialogue(Agent(flows, fields=fields, model=RuleModel(), interrupts=[PERSON]))
+    chat.say("pizza")
+    for wrong in ("hawaiian", "tuna", "kebab"):
+        chat.say(wrong)
+    assert chat.step_of("order") == "choose"  # the flavour given up, the size still asked
+    assert chat.say("large") == ["A large pizza, flavour of the day."]
+
+
+def test_a_sentence_before_a_required_field_is_asked_still_needs_a_fallback() -> None:
+    flows = [
+        {
+            "id": "order",
+            "on": [{"message": ["pizza"]}],
+            "steps": [
+                {"id": "hello", "say": "A {{data.size}} one?"},
+                {"id": "choose", "collect": ["size"]},
+            ],
+        }
+    ]
+    with pytest.raises(FlowConfigurationError, match="give it a fallback"):
+        Agent(flows, fields={"size": {**SIZE, "required": True}}, model=RuleModel())
+
+
+def test_an_agent_interrupt_that_only_says_is_the_turn_s_one_reply() -> None:
+    """No idle reply beside it."""
+    agent = Agent(
+        [],
+        model=RuleModel(),
+        idle={"prompt": "I can book."},
+        interrupts=[{"when": "help me", "say": "You can book or cancel."}],
+    )
+    assert Dialogue(agent).say("help me") == ["You can book or cancel."]

@@ -420,3 +420,9 @@ def test_references_in_fields_interrupts_and_the_idle_speaker_are_resolved() -> 
 def test_the_references_the_issue_found_load_when_spelt_right() -> None:
     agent = Agent(pizza(), fields=PIZZA_FIELDS)
     assert list(agent.flows) == ["order", "nudge"]
+
+
+def test_the_whole_data_may_be_given_to_an_action() -> None:
+    """``{{data}}`` names no field: it is all of them."""
+    flows = pizza(order__step3={"do": "send", "with": {"all": "{{data}}"}})
+    Agent(flows, fields=PIZZA_FIELDS, actions={"send": lambda params, ctx: None})

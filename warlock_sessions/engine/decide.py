@@ -246,6 +246,7 @@ def _interrupt(state: TurnState, understanding: Understanding | None) -> bool:
             state.outcome(None, "interrupt", "ok", key=key, code="agent-interrupted")
             if interrupt.get("say"):
                 state.emit(state.render(interrupt["say"], None, "interrupt"), "verbatim", key)
+                state.spoke_by.add(AGENT)  # the turn's reply: no idle speaker beside it
             if interrupt.get("handover"):
                 hand_over(state, _reason(interrupt["handover"]))
             return True

@@ -58,7 +58,7 @@ def _check_template(text: str, path: str, fields: Mapping[str, Any]) -> None:
                 f"{{{{{placeholder}}}}} reads {scope!r}, which no template has; "
                 f"{closest_hint(scope, SCOPES, 'a template reads')}",
             )
-        if scope == "data":
+        if scope == "data" and rest:  # ``{{data}}`` alone is the whole data (an action's)
             _field(rest.split(".")[0], path, fields, f"reads {{{{{placeholder}}}}}, but")
 
 

@@ -13,9 +13,27 @@ from .flows import Flow, Step
 from .templates import placeholders, texts_of
 
 
-def _known_on_arrival(flow: Flow) -> dict[str, set[str]]:
-    """For each step, the fields known whichever way the run arrives: those every way in
-    checked with an ``if``'s ``known`` (on its true side) and did not clear since."""
+def _known_on_arrival(flow: Flow, fields: Mapping[str, Any]) -> dict[str, set[str]]:
+    """For each step, the fields known whichever way the run arrives: checked with an
+    ``if``'s ``known`` on its true side, or collected by a step as ``required`` (which is
+    never passed with it unknown), on every way in, and not cleared since. A way in from an
+    interrupt knows nothing; the analysis runs until nothing changes (loops included)."""
+    known_at: dict[str, set[str]] = {step.id: set(fields) for step in flow.steps}
+    for _ in range(len(flow.steps) + 2):
+        found = {
+            step_id: set.intersection(*arrivals) if arrivals else set()
+            for step_id, arrivals in _ways_in(flow, fields, known_at).items()
+        }
+        if found == known_at:
+            break
+        known_at = found
+    return known_at
+
+
+def _ways_in(
+    flow: Flow, fields: Mapping[str, Any], known_at: Mapping[str, set[str]]
+) -> dict[str, list[set[str]]]:
+    """For each step, what each way into it knows, given what is known at each step."""
     ways_in: dict[str, list[set[str]]] = {step.id: [] for step in flow.steps}
     if flow.steps:
         ways_in[flow.steps[0].id].append(set())
@@ -23,20 +41,23 @@ def _known_on_arrival(flow: Flow) -> dict[str, set[str]]:
         _arrive(ways_in, interrupt.get("then"), set())
     for index, step in enumerate(flow.steps):
         following = flow.steps[index + 1].id if index + 1 < len(flow.steps) else None
-        checked = _checked_known(step)
-        _arrive(ways_in, step.then if "then" in step.raw else following, checked)
-        for key in ("else", "onFail", "onGiveUp"):
-            _arrive(ways_in, step.raw.get(key), set())
+        # A step that asks for a field may leave it unknown (given up), unless required.
+        held = known_at[step.id] - set(step.collect)
+        passed = held | _checked_known(step, fields)
+        _arrive(ways_in, step.then if "then" in step.raw else following, passed)
+        _arrive(ways_in, step.raw.get("onGiveUp"), passed)  # only once required are in
+        for key in ("else", "onFail"):
+            _arrive(ways_in, step.raw.get(key), held)
         for branch in step.raw.get("branches") or []:
-            _arrive(ways_in, branch.get("then"), set())
-    return {
-        step_id: set.intersection(*arrivals) if arrivals else set()
-        for step_id, arrivals in ways_in.items()
-    }
+            _arrive(ways_in, branch.get("then"), held)
+    return ways_in
 
 
-def _checked_known(step: Step) -> set[str]:
-    """The fields an ``if`` step's true side is known to have."""
+def _checked_known(step: Step, fields: Mapping[str, Any]) -> set[str]:
+    """The fields a step leaves known on its way on: an ``if``'s ``known`` (its true side),
+    a talk step's ``required`` fields."""
+    if step.kind == "talk":
+        return {name for name in step.collect if fields[name].get("required")}
     predicate = step.raw.get("if") if step.kind == "if" else None
     if isinstance(predicate, Mapping) and isinstance(predicate.get("known"), list | tuple):
         return set(predicate["known"])
@@ -60,17 +81,11 @@ def check_templates(
     fields: Mapping[str, Any],
     interrupts: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    """A text a person reads must not depend on a field that may be given up (any collected
-    field not ``required``, after its ``maxAsks``) without a fallback
+    """A text a person reads must not depend on a field that may be unknown there (any
+    collected field: given up after its ``maxAsks``, or not asked yet) without a fallback
     (``{{data.name|there}}``), unless every way to its step passes an ``if`` that holds only
-    when the field is known."""
-    collected = {
-        name
-        for flow in flows.values()
-        for step in flow.steps
-        for name in step.collect
-        if not fields[name].get("required")  # never given up: known once its step is passed
-    }
+    when the field is known, or the step that collects it as ``required``."""
+    collected = {name for flow in flows.values() for step in flow.steps for name in step.collect}
     for path, text, known in _read_texts(flows, fields, interrupts):
         for placeholder, fallback in placeholders(text):
             scope, _, name = placeholder.partition(".")
@@ -152,7 +167,7 @@ def _read_texts(
     whenever it is said)."""
     texts: list[tuple[str, str, set[str]]] = []
     for f, flow in enumerate(flows.values()):
-        known_at = _known_on_arrival(flow)
+        known_at = _known_on_arrival(flow, fields)
         for s, step in enumerate(flow.steps):
             for key in READ_STEP_TEXTS:
                 for text in texts_of(step.raw.get(key, "")):

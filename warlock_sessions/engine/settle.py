@@ -21,7 +21,7 @@ from .ports import (
     TalkRequest,
 )
 from .state import TurnState
-from .steps import drain, give_up, stuck, tell_stuck
+from .steps import drain, give_up, given_up_before, stuck, tell_stuck
 
 # When the model cannot speak (rate limit, outage), the talk step retries at growing
 # intervals: most outages last minutes, so the first retries come soon, and the later ones
@@ -106,13 +106,16 @@ def apply_spoken(state: TurnState, talk: TalkRequest, spoken: Spoken) -> None:
     data = state.session["data"]
     retrying = pending_fields(step.collect, step.max_asks, data, run["asked"], False, required)
     gave_up = give_up(state, run, step) if step.collect else []
-    target = step.raw.get("onGiveUp", step.then) if gave_up else step.then
+    before = given_up_before(state, run, step) if step.collect else []
+    target = step.raw.get("onGiveUp", step.then) if gave_up or before else step.then
     missing = stuck(state, run, step) if talk.answering else []
     _reply(state, talk, spoken, message_key, missing)
     if not state.live(run):
         return
-    # A field given up with an onGiveUp goes there, whatever else the step still asks.
-    if retrying and not (gave_up and "onGiveUp" in step.raw):
+    # A field given up with an onGiveUp goes there, whatever else the step still asks, but
+    # for a required field: that is never left unknown, and the step asks on for it.
+    leaves = gave_up and "onGiveUp" in step.raw and not set(retrying) & required
+    if retrying and not leaves:
         _ask_again(state, talk, spoken, retrying, missing)
         return
     if run.get("staying"):

@@ -232,7 +232,8 @@ def _count_asked_ahead(run: Run, pending: list[str]) -> None:
 def _pass_known(state: TurnState, run: Run, flow: Flow, step: Step, resuming: bool) -> None:
     """Every field is known (or given up): the step passes without asking."""
     key = state.step_key(run, step)
-    target = step.raw.get("onGiveUp", step.then) if give_up(state, run, step) else step.then
+    gave_up = give_up(state, run, step) or given_up_before(state, run, step)
+    target = step.raw.get("onGiveUp", step.then) if gave_up else step.then
     if resuming:
         state.outcome(run, step.outcome_kind, "ok", key=key, next=next_label(target))
     else:
@@ -464,6 +465,17 @@ def give_up_sentence(state: TurnState, run: Run, step: Step, names: list[str]) -
             label = localized(definition.get("label") or name, language)
             sentences.append(localized(DEFAULT_GIVE_UP, language).format(label=label))
     return " ".join(dict.fromkeys(sentences))
+
+
+def given_up_before(state: TurnState, run: Run, step: Step) -> list[str]:
+    """The step's fields given up on an earlier turn (their give-up told): the step goes to
+    its ``onGiveUp`` when it is done, though a required field kept it asking meanwhile."""
+    data = state.session["data"]
+    return [
+        name
+        for name in step.collect
+        if not is_known(data.get(name)) and run["asked"].get(name, 0) > step.max_asks
+    ]
 
 
 def stuck(state: TurnState, run: Run, step: Step) -> list[str]:

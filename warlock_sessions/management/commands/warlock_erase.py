@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import router
 
 from ...backends.outages import unavailable
 from ...erasure import OTHERS_FORKS, Person, erase, traces_of
@@ -131,8 +132,10 @@ class Command(BaseCommand):
 
 def _visitor_known(key: str) -> bool:
     """Whether anything of any tenant's is owned by the visitor with ``key``."""
-    with tenant_scope(EVERY_TENANT):
+    with tenant_scope(EVERY_TENANT):  # where the erase reads: the primary, not a replica
         return any(
-            model._base_manager.filter(user=None, anonymous_key=key).exists()
+            model._base_manager.using(router.db_for_write(model))
+            .filter(user=None, anonymous_key=key)
+            .exists()
             for model in (SessionOwner, Conversation, GraphThread, MemoryItem)
         )
