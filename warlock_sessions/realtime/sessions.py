@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
 from django.core.exceptions import SynchronousOnlyOperation
@@ -69,6 +69,20 @@ OWN_FRAMES_REMEMBERED = 64
 #: What a client may send; a ``handover`` only staff (the trust model, ``host.wire``).
 FRAME_TYPES = ("message", "event", "start", "handover")
 REPLAY_BATCH = 500
+
+
+class Admission(NamedTuple):
+    """What a socket's connect decided: who the client is (``None``: nobody, refused); the
+    logged events to replay when it may see the session already (else ``None``: it follows
+    the session once its owner starts it); whether it sends what server code sends."""
+
+    client: str | None
+    logged: list[dict[str, Any]] | None
+    trusted: bool
+
+
+#: Nobody: the socket is refused.
+REFUSED = Admission(None, None, False)
 
 
 #: A client's frame refused for what it asked, each error frame's code: the message says why.
@@ -140,16 +154,14 @@ class SessionConsumer(WarlockConsumer):
         after = (query.get("after_seq") or ["0"])[0]
         self.last_seq = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         self.group = group_name(self.session_id)
-        admission: tuple[str | None, list[dict[str, Any]] | None, bool] | None
         admission = await self.admitted_on_loop()
         if admission is None:
             admission = await in_worker_thread(self.admitted)()
-        client, logged, trusted = admission
-        self.is_trusted: bool = trusted
-        if not await self.admit(client):
+        self.is_trusted: bool = admission.trusted
+        if not await self.admit(admission.client):
             return
-        if logged is not None:
-            await self.follow(logged)
+        if admission.logged is not None:
+            await self.follow(admission.logged)
         else:
             log_follower().follow(self)  # it may see the session once its owner starts it
 
@@ -159,13 +171,13 @@ class SessionConsumer(WarlockConsumer):
 
     # -- access ---------------------------------------------------------------------------------
 
-    def admitted(self) -> tuple[str | None, list[dict[str, Any]] | None, bool]:
+    def admitted(self) -> Admission:
         """On connect, in one worker-thread call: who the client is (``None``: nobody, refused);
         when it may see the session already, the logged events to replay (else ``None``); and
         whether it may send what server code sends (the trust model)."""
         client = self.client_in_its_tenant()
         if client is None:
-            return None, None, False
+            return REFUSED
         trusted = self.trusted()
         owner = self.current_owner()
         store = default_store()
@@ -173,11 +185,11 @@ class SessionConsumer(WarlockConsumer):
             # Nobody uses the id: the first frame claims it. Who would own it is settled now,
             # in this thread, so the claim itself can wait for the event loop.
             self.claimant = self.first_claimant = self.prepared_claimant()
-            return client, None, trusted
+            return Admission(client, None, trusted)
         logged = self.logged_after(self.last_seq) if self.permitted(owner) else None
-        return client, logged, trusted
+        return Admission(client, logged, trusted)
 
-    async def admitted_on_loop(self) -> tuple[str | None, list[dict[str, Any]] | None, bool] | None:
+    async def admitted_on_loop(self) -> Admission | None:
         """:meth:`admitted` without a worker thread, for an anonymous visitor whose Django
         session the auth middleware has read already, while tenants are off, the policy
         decides from the owner alone, and the store is read on the event loop's connection
@@ -195,24 +207,25 @@ class SessionConsumer(WarlockConsumer):
         try:
             client = self.client_in_its_tenant()
             if client is None:
-                return None, None, False
+                return REFUSED
             trusted = self.trusted()
             async with loop_connection(committer.using) as connection:
                 stored, owner_row = await committer.aadmission(connection, self.session_id)
             if owner_row is None and not stored:
                 self.claimant = self.first_claimant = self.loop_claimant()
-                return client, None, trusted
+                return Admission(client, None, trusted)
             owner = (
                 None if owner_row is None else SessionOwner(session_id=self.session_id, **owner_row)
             )
             if not self.permitted(owner):
-                return client, None, trusted
+                return Admission(client, None, trusted)
         except SynchronousOnlyOperation:  # the policy or an auth backend asked the database
             return None
         except DatabaseError:  # the loop's connections (a pool full, a cut): as in a thread
             logger.warning("could not admit a socket on the event loop", exc_info=True)
             return None
-        return client, await in_worker_thread(self.logged_after)(self.last_seq), trusted
+        logged = await in_worker_thread(self.logged_after)(self.last_seq)
+        return Admission(client, logged, trusted)
 
     def trusted(self) -> bool:
         """Whether the client sends what server code sends (asked once, at connect), and
