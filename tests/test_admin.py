@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -51,17 +52,19 @@ def test_the_detail_page_shows_the_blob_read_only(staff_client: Client) -> None:
     assert staff_client.get(f"{CHANGELIST}add/").status_code == 403
 
 
-def test_a_visitor_s_key_is_shown_on_their_session_and_finds_their_sessions(
+def test_a_visitor_s_fingerprint_is_shown_on_their_session_and_their_key_finds_them(
     staff_client: Client,
 ) -> None:
-    """What ``warlock_erase --visitor`` takes, found from the admin."""
+    """What ``warlock_erase --visitor`` takes finds their sessions in the admin."""
     for session_id in ("s1", "s2", "other"):
         SessionFactory(id=session_id)
     for session_id in ("s1", "s2"):
         SessionOwnerFactory(session_id=session_id, user=None, anonymous_key="visitor-key-1")
     SessionOwnerFactory(session_id="other", user=None, anonymous_key="visitor-key-2")
     page = staff_client.get(f"{CHANGELIST}s1/change/").content.decode()
-    assert "anonymous visitor visitor-key-1" in page
+    # A fingerprint, never the key: it is the visitor's Django session key, a credential.
+    fingerprint = hashlib.sha256(b"visitor-key-1").hexdigest()[:12]
+    assert f"visitor #{fingerprint}" in page and "visitor-key-1" not in page
     found = staff_client.get(f"{CHANGELIST}?q=visitor-key-1").content.decode()
     assert ">s1</a>" in found and ">s2</a>" in found and ">other</a>" not in found
 

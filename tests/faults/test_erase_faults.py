@@ -49,3 +49,18 @@ def test_an_erase_during_an_outage_says_so_and_the_next_one_finishes(
     assert deployment.sql(
         "SELECT count(*) FROM warlock_sessions_sessionevent WHERE session_id = 'erase-me'"
     ) == [(0,)]
+
+
+def test_a_visitor_looked_up_during_an_outage_is_a_sentence_not_a_traceback(
+    deployment: Deployment,
+) -> None:
+    """``--visitor`` asks whether the key owns anything before it erases: that question
+    meets the outage first."""
+    deployment.postgres.stop()
+    try:
+        refused = erase(deployment, "--visitor", "some-visitor-key", "--dry-run")
+    finally:
+        deployment.postgres.start()
+    assert refused.returncode == 1, refused.stderr
+    assert "the database is unavailable" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -133,14 +133,16 @@ class SessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("owner"))
     def owner(self, obj: Session) -> str:
-        """Who the session belongs to: a user, or an anonymous visitor by the key
-        ``manage.py warlock_erase --visitor`` takes (and the search box finds)."""
+        """Who the session belongs to: a user, or an anonymous visitor by a fingerprint of
+        their key. Never the key: it is their Django session's key, which would let whoever
+        reads it act as them; the search box finds a visitor's sessions by the key, and the
+        erase action erases a session's visitor without it."""
         found = SessionOwner.objects.using(obj._state.db).filter(session_id=obj.id).first()
         if found is None:
             return str(_("nobody (made by server code or staff)"))
         if found.user_id is not None:
             return str(_("user %(user)s") % {"user": found.user})
-        return str(_("anonymous visitor %(key)s") % {"key": found.anonymous_key})
+        return str(Person(visitor=found.anonymous_key))  # as the erase logs name them
 
     change_form_template = "admin/warlock_sessions/session/change_form.html"
 

@@ -93,10 +93,10 @@ def check_templates(
             if scope == "data" and field_name in collected - known and fallback is None:
                 raise FlowConfigurationError(
                     path,
-                    f"{{{{{placeholder}}}}} reads a field that is given up when it is not "
-                    f"answered after maxAsks; give it a fallback, like "
+                    f"{{{{{placeholder}}}}} reads a field that may be unknown here (given up "
+                    f"after maxAsks, or not asked yet); give it a fallback, like "
                     f"{{{{{placeholder}|...}}}}, or reach the step only through an if that "
-                    f"checks it is known",
+                    f"checks it is known, or past the step that collects it as required",
                 )
 
 
@@ -137,7 +137,7 @@ def check_labels(
                     f"the agent is written in {' and '.join(languages)}, and a sentence the "
                     f"engine writes names this field, which has no label in "
                     f"{' and '.join(lacking)}; give it one per language, like "
-                    f"{{{example}}}, or its own ask and giveUp",
+                    f"{{{example}}}, or its own ask and giveUp (stuck, when it is required)",
                 )
 
 

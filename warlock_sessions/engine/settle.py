@@ -153,10 +153,9 @@ def _ask_again(
     leaves the flavour's asks for when it is asked); asking again after people had the chat
     uses up no ask. A required field whose asks are used up is told how to go on."""
     run = talk.run
-    shown = set(retrying if spoken.asked is None else spoken.asked)
-    for name in [] if state.handed_back else retrying:
-        if name in shown:
-            run["asked"][name] = run["asked"].get(name, 0) + 1
+    shown = set(retrying if spoken.asked is None else spoken.asked) & set(retrying)
+    for name in set() if state.handed_back else shown:
+        run["asked"][name] = run["asked"].get(name, 0) + 1
     run["status"] = "asking"
     if missing:
         tell_stuck(state, run, talk.step, missing)

@@ -481,11 +481,13 @@ def given_up_before(state: TurnState, run: Run, step: Step) -> list[str]:
 def stuck(state: TurnState, run: Run, step: Step) -> list[str]:
     """The step's ``required`` fields still unknown although asked ``max_asks`` times: not
     given up, asked again with a way out (``tell_stuck``)."""
-    data = state.session["data"]
+    data, required = state.session["data"], required_of(state.agent.fields, step.collect)
     return [
         name
-        for name in sorted(required_of(state.agent.fields, step.collect), key=step.collect.index)
-        if not is_known(data.get(name)) and run["asked"].get(name, 0) >= step.max_asks
+        for name in step.collect
+        if name in required
+        and not is_known(data.get(name))
+        and run["asked"].get(name, 0) >= step.max_asks
     ]
 
 

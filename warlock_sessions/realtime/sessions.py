@@ -91,12 +91,14 @@ TURN_ERROR_CODES: tuple[tuple[type[Exception] | tuple[type[Exception], ...], str
     (InputNotAllowedError, "input-not-allowed"),
     (QuotaExceededError, "quota-exceeded"),
 )
-#: Every error a frame's turn ends in that its client is told of in an error frame.
-TURN_REFUSALS = (
-    InvalidInputError,
-    AgentNotConfiguredError,
-    InputNotAllowedError,
-    QuotaExceededError,
+#: Every error a frame's turn ends in that its client is told of in an error frame: those of
+#: the table, and three told in their own words (``refuse_turn``).
+TURN_REFUSALS: tuple[type[Exception], ...] = (
+    *(
+        kind
+        for kinds, _ in TURN_ERROR_CODES
+        for kind in (kinds if isinstance(kinds, tuple) else (kinds,))
+    ),
     NewVisitorsThrottledError,
     SessionConflictError,
     ProviderError,

@@ -7,13 +7,12 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import router
 
 from ...backends.outages import unavailable
 from ...erasure import OTHERS_FORKS, Person, erase, traces_of
 from ...errors import InvalidInputError
 from ...host.wire import clean_text_param, session_id_input
-from ...models import Conversation, GraphThread, MemoryItem, Session, SessionOwner
+from ...models import Conversation, Session, SessionOwner
 from ...tenancy import EVERY_TENANT, checked_tenant, tenant_scope
 
 
@@ -77,10 +76,7 @@ class Command(BaseCommand):
                     others_forks=options["others_forks"],
                 )
         except Exception as error:
-            if unavailable(error):  # nothing of the database's was deleted: it found no one
-                raise CommandError(
-                    f"the database is unavailable ({error}); run it again once it is back"
-                ) from None
+            _raise_if_unavailable(error)  # nothing of the database's was deleted
             raise
         if unknown:
             self.stderr.write(f"no session or conversation belongs to the tenant {tenant!r}")
@@ -115,7 +111,8 @@ class Command(BaseCommand):
         if person.visitor and not _visitor_known(person.visitor):
             raise CommandError(
                 f"no visitor has the key {person.visitor!r:.80}: nothing of theirs is kept "
-                "(the admin's session page shows a visitor's key under Owner)"
+                "(the admin's action 'Erase the people of the selected sessions' erases a "
+                "session's visitor without their key)"
             )
         return person
 
@@ -131,11 +128,19 @@ class Command(BaseCommand):
 
 
 def _visitor_known(key: str) -> bool:
-    """Whether anything of any tenant's is owned by the visitor with ``key``."""
-    with tenant_scope(EVERY_TENANT):  # where the erase reads: the primary, not a replica
-        return any(
-            model._base_manager.using(router.db_for_write(model))
-            .filter(user=None, anonymous_key=key)
-            .exists()
-            for model in (SessionOwner, Conversation, GraphThread, MemoryItem)
-        )
+    """Whether anything of any tenant's is the visitor's with ``key``, as the erase finds it."""
+    try:
+        with tenant_scope(EVERY_TENANT):
+            traces = traces_of(Person(visitor=key))
+    except Exception as error:
+        _raise_if_unavailable(error)
+        raise
+    return bool(traces.sessions or traces.conversations or traces.threads or traces.memories)
+
+
+def _raise_if_unavailable(error: Exception) -> None:
+    """An outage is a sentence and exit 1, not a traceback: run it again once it is back."""
+    if unavailable(error):
+        raise CommandError(
+            f"the database is unavailable ({error}); run it again once it is back"
+        ) from None
