@@ -284,3 +284,23 @@ def graph_place(what: str, thread_id: str, namespace: str, *parts: str) -> tuple
     """Where a LangGraph thread's checkpoint, channel value or pending write is kept (``what``
     says which; ``parts``: its checkpoint, channel and version, or task and index)."""
     return (f"graph.{what}", thread_id, namespace, *parts)
+
+
+def snapshot_place(key: str) -> tuple[str, ...]:
+    """Where a snapshot is kept: what a sealed one is bound to (its key)."""
+    return ("snapshot", key)
+
+
+def state_place(row: dict[str, Any]) -> tuple[str, ...]:
+    """Where an orchestrator checkpoint's state is kept: its orchestrator, session and turn."""
+    return ("checkpoint", row["orchestrator_name"], row["session_id"], str(row["turn_index"]))
+
+
+def agent_state_place(scope: str, app_name: str, user_id: str, session_id: str) -> tuple[str, ...]:
+    """Where an ADK state row is kept: its scope and the app, user and session it belongs to."""
+    return ("agent.state", scope, app_name, user_id, session_id)
+
+
+def memory_place(namespace: str, key: str) -> tuple[str, ...]:
+    """Where a LangGraph memory item's value is kept: its namespace and key."""
+    return ("memory", namespace, key)

@@ -21,14 +21,14 @@ from django.db import models, router
 
 from .cache import default_cache_store, kept_in_database
 from .checkpoints import DjangoCheckpointStore, default_checkpoint_store
-from .checkpoints.base import state_place
 from .encryption import (
     PREFIX,
     SEALED,
     SEALED_KIND,
-    cache_place,
+    agent_state_place,
     event_place,
     keyring,
+    memory_place,
     message_place,
     open_text,
     outbox_place,
@@ -38,10 +38,13 @@ from .encryption import (
     resealed_text,
     sealed_key,
     session_place,
+    snapshot_place,
+    state_place,
 )
 from .errors import ConfigurationError, EncryptionError, SessionConflictError, SnapshotConflictError
 from .host.retention import pages_by_pk
 from .models import (
+    AgentState,
     CacheEntry,
     Checkpoint,
     Conversation,
@@ -49,14 +52,16 @@ from .models import (
     GraphBlob,
     GraphCheckpoint,
     GraphWrite,
+    MemoryItem,
     OutboundMessage,
     Session,
     SessionEvent,
     SessionOwner,
     Snapshot,
 )
+from .models.said import said_models, sealed_columns
 from .snapshots import DjangoSnapshotStore, SnapshotStore, default_snapshot_store
-from .snapshots.base import encode_snapshot, snapshot_place
+from .snapshots.base import encode_snapshot
 from .stores import DjangoStore, Store, default_store
 
 #: Rows read and rewritten at a time.
@@ -137,82 +142,111 @@ def current_key_in_use(using: str | None = None) -> bool:
     )
 
 
-TABLES = (
-    SealedColumns(
-        "sessions",
-        Session,
-        _session,
-        lambda row: {"version": row.version, "created_at": row.created_at},
-    ),
-    SealedColumns(
-        "session events",
-        SessionEvent,
-        lambda row: _only(
-            {"payload": resealed_json(row.payload, *event_place(row.session_id, row.seq))}
+#: How each model with sealed columns (``models.said``) has them sealed again.
+RESEALED_BY_MODEL = {
+    table.model: table
+    for table in (
+        SealedColumns(
+            "sessions",
+            Session,
+            _session,
+            lambda row: {"version": row.version, "created_at": row.created_at},
         ),
-    ),
-    SealedColumns(
-        "outbound messages",
-        OutboundMessage,
-        lambda row: _only(
-            {
-                "text": resealed_text(row.text, *outbox_place(row.session_id, row.key)),
-                "payload": resealed_json(
-                    row.payload, *outbox_place(row.session_id, row.key, "payload")
-                ),
-            }
+        SealedColumns(
+            "session events",
+            SessionEvent,
+            lambda row: _only(
+                {"payload": resealed_json(row.payload, *event_place(row.session_id, row.seq))}
+            ),
         ),
-    ),
-    SealedColumns(
-        "conversations",
-        Conversation,
-        lambda row: (
-            None
-            if row.pending is None
-            else _only({"pending": resealed_json(row.pending, *pending_place(row.id))})
+        SealedColumns(
+            "outbound messages",
+            OutboundMessage,
+            lambda row: _only(
+                {
+                    "text": resealed_text(row.text, *outbox_place(row.session_id, row.key)),
+                    "payload": resealed_json(
+                        row.payload, *outbox_place(row.session_id, row.key, "payload")
+                    ),
+                }
+            ),
         ),
-        lambda row: {"version": row.version, "created_at": row.created_at},
-    ),
-    SealedColumns(
-        "conversation messages",
-        ConversationMessage,
-        lambda row: _only(
-            {
-                "message": resealed_json(
-                    row.message, *message_place(row.conversation_id, row.position)
-                )
-            }
+        SealedColumns(
+            "conversations",
+            Conversation,
+            lambda row: (
+                None
+                if row.pending is None
+                else _only({"pending": resealed_json(row.pending, *pending_place(row.id))})
+            ),
+            lambda row: {"version": row.version, "created_at": row.created_at},
         ),
-    ),
-    SealedColumns(
-        "snapshots",
-        Snapshot,
-        _snapshot,
-        lambda row: {"version": row.version, "saved_at": row.saved_at},
-    ),
-    SealedColumns(
-        "checkpoints",
-        Checkpoint,
-        lambda row: _only({"state": resealed_json(row.state, *state_place(vars(row)))}),
-    ),
-    SealedColumns("graph checkpoints", GraphCheckpoint, _graph_value("checkpoint")),
-    SealedColumns("graph channel values", GraphBlob, _graph_value("value")),
-    SealedColumns("graph pending writes", GraphWrite, _graph_value("value")),
-    SealedColumns(
-        "cached answers",
-        CacheEntry,
-        lambda row: _only(
-            {
-                "question": resealed_text(row.question, *_cached(row)),
-                "reply": resealed_json(row.reply, *_cached(row)),
-            }
+        SealedColumns(
+            "conversation messages",
+            ConversationMessage,
+            lambda row: _only(
+                {
+                    "message": resealed_json(
+                        row.message, *message_place(row.conversation_id, row.position)
+                    )
+                }
+            ),
         ),
-    ),
-)
+        SealedColumns(
+            "snapshots",
+            Snapshot,
+            _snapshot,
+            lambda row: {"version": row.version, "saved_at": row.saved_at},
+        ),
+        SealedColumns(
+            "checkpoints",
+            Checkpoint,
+            lambda row: _only({"state": resealed_json(row.state, *state_place(vars(row)))}),
+        ),
+        SealedColumns("graph checkpoints", GraphCheckpoint, _graph_value("checkpoint")),
+        SealedColumns("graph channel values", GraphBlob, _graph_value("value")),
+        SealedColumns("graph pending writes", GraphWrite, _graph_value("value")),
+        SealedColumns(
+            "memory items",
+            MemoryItem,
+            lambda row: _only(
+                {"value": resealed_json(row.value, *memory_place(row.namespace, row.key))}
+            ),
+            lambda row: {"updated_at": row.updated_at},
+        ),
+        SealedColumns(
+            "agent states",
+            AgentState,
+            lambda row: _only(
+                {"state": resealed_json(_decoded(row.state), *_agent_state_place(row))}
+            ),
+            lambda row: {"updated_at": row.updated_at},
+        ),
+        SealedColumns(
+            "cached answers",
+            CacheEntry,
+            lambda row: _only(
+                {
+                    "question": resealed_text(row.question, *row.value_place),
+                    "reply": resealed_json(row.reply, *row.value_place),
+                }
+            ),
+        ),
+    )
+}
 
 
-def _cached(row: CacheEntry) -> tuple[str, ...]:
-    return cache_place(row.namespace, row.scope, row.key)
+def _decoded(stored: Any) -> Any:
+    """A JSON column's value, decoded once more if a raw statement stored it as JSON text."""
+    return json.loads(stored) if isinstance(stored, str) else stored
+
+
+def _agent_state_place(row: AgentState) -> tuple[str, ...]:
+    return agent_state_place(row.scope, row.app_name, row.user_id, row.session_id)
+
+
+#: The tables rotation seals again: every model with a sealed column, in the registry's order.
+TABLES = tuple(RESEALED_BY_MODEL[model] for model in said_models() if sealed_columns(model))
 
 
 @dataclass

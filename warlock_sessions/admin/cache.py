@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from ..encryption import cache_place, open_json, open_text
+from ..encryption import open_json, open_text
 from ..models import CacheEntry
 from .base import ReadOnlyAdmin, opened_or_why, pretty_json
 
@@ -36,11 +36,11 @@ class CacheEntryAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("question"))
     def shown_question(self, obj: CacheEntry) -> str:
-        return opened_or_why(lambda: open_text(obj.question, *_place(obj)))
+        return opened_or_why(lambda: open_text(obj.question, *obj.value_place))
 
     @admin.display(description=_("answer"))
     def pretty_reply(self, obj: CacheEntry) -> str:
-        return opened_or_why(lambda: pretty_json(open_json(obj.reply, *_place(obj))))
+        return opened_or_why(lambda: pretty_json(open_json(obj.reply, *obj.value_place)))
 
     @admin.action(
         description=_("Delete every answer of the selected entries' scopes"),
@@ -50,7 +50,3 @@ class CacheEntryAdmin(ReadOnlyAdmin):
         scopes = sorted(set(queryset.values_list("scope", flat=True)))
         deleted, _ = CacheEntry.objects.using(queryset.db).filter(scope__in=scopes).delete()
         self.message_user(request, f"{deleted} answers of {len(scopes)} scopes deleted")
-
-
-def _place(obj: CacheEntry) -> tuple[str, ...]:
-    return cache_place(obj.namespace, obj.scope, obj.key)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
-from ..encryption import open_json, seal_json
+from ..encryption import open_json, seal_json, state_place
 from ..engine.isotime import iso_from_datetime, to_iso
 from ..engine.session import json_problem
 
@@ -98,11 +98,6 @@ def decode_route(stored: str | None) -> str | list[str] | None:
         decoded: list[str] = json.loads(stored)
         return decoded
     return stored
-
-
-def state_place(row: dict[str, Any]) -> tuple[str, ...]:
-    """Where a checkpoint's state is kept: what a sealed one is bound to."""
-    return ("checkpoint", row["orchestrator_name"], row["session_id"], str(row["turn_index"]))
 
 
 def opened_state(row: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from ..encryption import message_place, open_json, pending_place
+from ..encryption import cache_place, message_place, open_json, pending_place
 from ..engine.session import MAX_SESSION_ID_LENGTH
 from . import Owned, Tenanted, visitor_index
 
@@ -133,6 +133,11 @@ class CacheEntry(Tenanted):
             )
         ]
         indexes = [models.Index(fields=["scope", "namespace", "id"], name="warlock_cache_scope")]
+
+    @property
+    def value_place(self) -> tuple[str, ...]:
+        """What its sealed question and reply are bound to (``encryption.cache_place``)."""
+        return cache_place(self.namespace, self.scope, self.key)
 
     def __str__(self) -> str:
         return f"{self.scope} {self.key[:12]}"

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
-from ..encryption import SEALED, is_sealed, open_json, open_text, seal_text, sealing
+from ..encryption import SEALED, is_sealed, open_json, open_text, seal_text, sealing, snapshot_place
 from ..engine.session import json_problem
 from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, SnapshotCorruptError
 
@@ -68,11 +68,6 @@ def decode_snapshot(stored: str | bytes | object, key: str) -> dict[str, Any]:
 #: What a sealed snapshot keeps in the clear: what stores, retention, erasure and the admin's
 #: lists select by.
 CLEAR_KEYS = ("runId", "type", "status", "sessionId")
-
-
-def snapshot_place(key: str) -> tuple[str, ...]:
-    """Where a snapshot is kept: what a sealed one is bound to (its key)."""
-    return ("snapshot", key)
 
 
 def opened_snapshot(stored: dict[str, Any], key: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from django.utils import timezone
 from ... import tenancy
 from ...conversations.db import DjangoConversationStore
 from ...conversations.stores import new_record
-from ...encryption import message_place, open_json, seal_json, sealing
+from ...encryption import agent_state_place, message_place, open_json, seal_json, sealing
 from ...errors import SessionConflictError, SessionExistsError
 from ...host.wire import session_id_input
 from ...models import AgentState, Conversation, ConversationMessage
@@ -383,7 +383,9 @@ class WarlockSessionService(BaseSessionService):
     def _sealed(
         self, scope: str, app_name: str, user_id: str, session_id: str, state: dict[str, Any]
     ) -> Any:
-        return seal_json(redact_value(state), *_place(scope, app_name, user_id, session_id))
+        return seal_json(
+            redact_value(state), *agent_state_place(scope, app_name, user_id, session_id)
+        )
 
     def _merge(
         self, scope: str, app_name: str, user_id: str, tenant: str, delta: dict[str, Any]
@@ -423,9 +425,7 @@ def _opened_state(stored: Any, place: tuple[str, str, str, str]) -> dict[str, An
     when there is none."""
     if stored is None:
         return {}
-    value = open_json(json.loads(stored) if isinstance(stored, str) else stored, *_place(*place))
+    value = open_json(
+        json.loads(stored) if isinstance(stored, str) else stored, *agent_state_place(*place)
+    )
     return value if isinstance(value, dict) else {}
-
-
-def _place(scope: str, app_name: str, user_id: str, session_id: str) -> tuple[str, ...]:
-    return ("agent.state", scope, app_name, user_id, session_id)

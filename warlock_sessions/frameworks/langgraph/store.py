@@ -24,7 +24,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ...cache.base import numpy, rank
-from ...encryption import open_json, seal_json
+from ...encryption import memory_place, open_json, seal_json
 from ...models import MAX_GRAPH_NAME_LENGTH, MemoryItem
 from ...providers.embedders import Embedder, unit
 from ...redaction import redact_value
@@ -67,10 +67,6 @@ def _joined(namespace: tuple[str, ...]) -> str:
     if len(joined) > MemoryItem._meta.get_field("namespace").max_length:  # type: ignore[operator]
         raise InvalidNamespaceError(f"namespace {namespace!r} is too long to keep")
     return joined
-
-
-def _where(namespace: str, key: str) -> tuple[str, ...]:
-    return ("memory", namespace, key)
 
 
 class WarlockStore(BaseStore):
@@ -296,7 +292,9 @@ class WarlockStore(BaseStore):
     ) -> None:
         ttl = op.ttl if op.ttl is not None else None
         written = {
-            "value": seal_json(redact_value(dict(op.value or {})), *_where(namespace, op.key)),
+            "value": seal_json(
+                redact_value(dict(op.value or {})), *memory_place(namespace, op.key)
+            ),
             "vectors": _matrix(vectors),
             "embedder": self.embedder_name if vectors else "",
             "updated_at": now,
@@ -327,7 +325,7 @@ class WarlockStore(BaseStore):
 
 
 def _value(row: MemoryItem) -> dict[str, Any]:
-    value = open_json(row.value, *_where(row.namespace, row.key))
+    value = open_json(row.value, *memory_place(row.namespace, row.key))
     return value if isinstance(value, dict) else {}
 
 
