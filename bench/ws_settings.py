@@ -37,4 +37,6 @@ CHANNEL_LAYERS = {
 }
 from bench.common import ECHO_AGENTS  # noqa: E402
 
-WARLOCK_SESSIONS = ECHO_AGENTS
+# Every chat of the benchmark comes from one address: the per-address budget of new visitors
+# (100 an hour) would refuse all but the first hundred of its new visitors.
+WARLOCK_SESSIONS = {**ECHO_AGENTS, "MAX_NEW_VISITORS_PER_ADDRESS": None}

@@ -12,17 +12,68 @@ middle bases say what a caller can do about it:
 * :class:`LockError` — a lock was not had, or was lost;
 * :class:`ServiceUnavailableError` — a service did not answer: try again later.
 
-This module imports nothing from Django: the pure engine raises these too. Three live beside
-what they need: ``SettingError`` (``conf``) and ``SnapshotInTransactionError``
-(``snapshots.db``) are also Django's ``ImproperlyConfigured``, and ``ProviderError``
-(``engine.ports``) turns into the engine's ``Deferral``; each subclasses a base here.
+What a client is told of an error is said on its class, as DRF's ``APIException`` says it:
+``status_code`` (HTTP), ``default_code`` (the JSON ``code``, the same over HTTP and a socket),
+``close_code`` (a socket answers it by closing instead of with an ``error`` frame), and
+``client_detail()``/``client_fields()``. One handler per transport reads them
+(``failures.client_failure``); an error whose ``default_code`` is ``None`` is a bug to a
+client: logged, and answered as a server error.
+
+This module imports nothing from Django: the pure engine raises these too. So the three that
+are also Django's ``ImproperlyConfigured`` are defined beside Django, and named here all the
+same (``from warlock_sessions.errors import SettingError`` works): ``SettingError`` and
+``SettingImportError`` (``conf``), ``SnapshotInTransactionError`` (``snapshots.db``).
 """
 
 from __future__ import annotations
 
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for type checkers; at run time, __getattr__ below
+    from .conf.base import SettingError as SettingError
+    from .conf.base import SettingImportError as SettingImportError
+    from .snapshots.db import SnapshotInTransactionError as SnapshotInTransactionError
+
+#: The errors defined beside Django, by the module that defines each (see the docstring).
+_BESIDE_DJANGO = {
+    "SettingError": "warlock_sessions.conf.base",
+    "SettingImportError": "warlock_sessions.conf.base",
+    "SnapshotInTransactionError": "warlock_sessions.snapshots.db",
+}
+
+#: A socket's close code for an id or a scope the client may not use: the same as for one
+#: nobody uses, so a close tells nothing of what exists.
+UNAUTHORISED_CLOSE = 4403
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BESIDE_DJANGO:
+        from importlib import import_module
+
+        return getattr(import_module(_BESIDE_DJANGO[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 class WarlockError(Exception):
-    """Base class of every error raised by warlock_sessions."""
+    """Base class of every error raised by warlock_sessions, and what a client is told of it
+    (the module's docstring): by default nothing, a bug."""
+
+    status_code: int = 500
+    default_code: str | None = None
+    close_code: int | None = None
+    #: The sentence a client is told instead of the error's own, which is for the log only;
+    #: the log's line then starts with ``logged_as``.
+    public_detail: str | None = None
+    logged_as: str = ""
+    log_level: int = logging.ERROR
+
+    def client_detail(self) -> str:
+        return self.public_detail or str(self)
+
+    def client_fields(self) -> dict[str, Any]:
+        """The JSON fields a client is told beside ``code`` and ``detail``."""
+        return {}
 
 
 class ConflictError(WarlockError):
@@ -53,15 +104,34 @@ class SessionConflictError(ConflictError):
     Nothing was written: reload, replay the same input and save again.
     """
 
+    status_code = 409
+    default_code = "session-conflict"
+    #: What was written, in the message.
+    noun = "session"
+
     def __init__(self, session_id: str, expected_version: int, actual_version: int | None) -> None:
         self.session_id = session_id
         self.expected_version = expected_version
         self.actual_version = actual_version
         found = "no row" if actual_version is None else f"version {actual_version}"
         super().__init__(
-            f'session "{session_id}" changed under you: expected version {expected_version}, '
+            f'{self.noun} "{session_id}" changed under you: expected version {expected_version}, '
             f"found {found}. Reload it and replay the input."
         )
+
+    def client_detail(self) -> str:
+        return f"{self} Nothing was applied; send it again."
+
+    def client_fields(self) -> dict[str, Any]:
+        return {"expected_version": self.expected_version, "actual_version": self.actual_version}
+
+
+class ConversationConflictError(SessionConflictError):
+    """A conversation's conditional write (a turn, a fork, a truncation, a framework's session
+    write) found another version than the one its writer read: nothing was written."""
+
+    default_code = "conversation-conflict"
+    noun = "conversation"
 
 
 class InvalidSessionError(InvalidDataError):
@@ -69,6 +139,12 @@ class InvalidSessionError(InvalidDataError):
 
     The message is the upstream one, so logs read the same in a TypeScript and a Django host.
     """
+
+    status_code = 400
+    default_code = "invalid-session"
+    # A stored session that cannot be read is the operators' to repair: logged too.
+    logged_as = "a session cannot be read"
+    log_level = logging.WARNING
 
     def __init__(self, session_id: str, why: str) -> None:
         self.session_id = session_id
@@ -91,24 +167,54 @@ class FlowConfigurationError(ConfigurationError):
 class InvalidInputError(InvalidDataError, ValueError):
     """An input sent over the wire (HTTP or websocket) is malformed; ``field`` names where."""
 
+    status_code = 400
+    default_code = "invalid-input"
+
     def __init__(self, field: str, why: str) -> None:
         self.field = field
         self.why = why
         super().__init__(f"{field}: {why}")
+
+    def client_fields(self) -> dict[str, Any]:
+        return {"field": self.field}
 
 
 class InputNotAllowedError(WarlockError, PermissionError):
     """An end user sent an input that only server code or staff may send (the trust model);
     ``field`` names it."""
 
+    status_code = 403
+    default_code = "input-not-allowed"
+
     def __init__(self, field: str, why: str) -> None:
         self.field = field
         self.why = why
         super().__init__(f"{field}: {why}")
 
+    def client_fields(self) -> dict[str, Any]:
+        return {"field": self.field}
+
 
 class AgentNotConfiguredError(ConfigurationError, LookupError):
-    """No agent (or model) by that name in ``WARLOCK_SESSIONS``."""
+    """No agent (or model) by that name in ``WARLOCK_SESSIONS``: a client that named one is
+    told ``invalid-input`` about its ``agent``."""
+
+    status_code = 400
+    default_code = "invalid-input"
+
+    def client_fields(self) -> dict[str, Any]:
+        return {"field": "agent"}
+
+
+class NoConversationAgentError(AgentNotConfiguredError):
+    """``WARLOCK_SESSIONS["CONVERSATION_AGENT"]`` is not set: the conversation endpoints have
+    no agent to talk to (``503 no-conversation-agent``)."""
+
+    status_code = 503
+    default_code = "no-conversation-agent"
+
+    def client_fields(self) -> dict[str, Any]:
+        return {}
 
 
 class NoModelError(ConfigurationError, ValueError):
@@ -116,10 +222,13 @@ class NoModelError(ConfigurationError, ValueError):
     gives one (check ``warlock_sessions.E033`` says so at start-up). A client is told
     ``no-model`` (503) with :attr:`public_detail`; the log says which agent."""
 
+    status_code = 503
+    default_code = "no-model"
     public_detail = (
         "The assistant is not set up to answer yet (its agent has no model); nothing was "
         "changed. The site's operators have been told."
     )
+    logged_as = "an agent cannot take turns"
 
 
 class UnnamedAgentError(ConfigurationError, ValueError):
@@ -173,6 +282,39 @@ class DuplicateCheckpointError(SnapshotError, ConflictError):
             f"orchestrator {name!r} has a checkpoint of session {session_id!r} turn "
             f"{turn_index} already: checkpoints are append-only"
         )
+
+
+class ProviderError(WarlockError):
+    """Raised by a model provider; the engine records it like a returned ``Deferral``. A
+    client is told its ``code`` (503) and a generic sentence: the provider's own text can
+    carry keys and internals, so it goes to the log only."""
+
+    status_code = 503
+    public_detail = "The assistant could not answer just now; try again shortly."
+    logged_as = "model provider failed"
+    log_level = logging.WARNING
+
+    def __init__(
+        self, code: str, retryable: bool, reset_at_ms: int | None = None, detail: str = ""
+    ) -> None:
+        self.code = code
+        self.default_code = code
+        self.retryable = retryable
+        self.reset_at_ms = reset_at_ms
+        super().__init__(f"{code}: {detail}" if detail else code)
+
+    def client_fields(self) -> dict[str, Any]:
+        return {"retryable": self.retryable}
+
+
+class EmptyStreamError(ProviderError):
+    """A stream answered 200 and then nothing at all: no event, no ``[DONE]``.
+    llama-cpp-python's server does so for what it cannot stream (tools with
+    ``tool_choice: "auto"``, a refusal such as a prompt over the context); the provider asks
+    again unstreamed, which says what it is."""
+
+    def __init__(self) -> None:
+        super().__init__("provider-unavailable", True, detail="the stream was empty")
 
 
 class DriftError(RunFailedError):
@@ -246,17 +388,26 @@ class OrchestratorDriftError(DriftError):
 
 
 class SessionLockTimeout(LockError):
-    """A session lock could not be acquired in time."""
+    """A session lock could not be acquired in time: another turn is running."""
+
+    status_code = 409
+    default_code = "conversation-busy"
 
     def __init__(self, key: str, timeout: float) -> None:
         self.key = key
         self.timeout = timeout
         super().__init__(f'could not lock "{key}" within {timeout:g} s')
 
+    def client_detail(self) -> str:
+        return f"{self}: another turn is running; send it again."
+
 
 class ResumeInProgressError(LockError):
     """Another caller is resuming the conversation's pending turn (its claim on the pending
     mark has not run out): a second resume would run the agent's model and tools again."""
+
+    status_code = 409
+    default_code = "conversation-busy"
 
     def __init__(self, session_id: str, until: str) -> None:
         self.session_id = session_id
@@ -278,6 +429,9 @@ class SessionLockAborted(LockError):
 class SessionNotFoundError(WarlockError):
     """An operation needs a stored conversation and there is none with that id."""
 
+    status_code = 404
+    default_code = "conversation-not-found"
+
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(f'there is no conversation "{session_id}"')
@@ -286,6 +440,9 @@ class SessionNotFoundError(WarlockError):
 class SessionExistsError(ConflictError):
     """A create-only operation (a fork's target) met a conversation that exists already."""
 
+    status_code = 409
+    default_code = "conversation-exists"
+
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(f'conversation "{session_id}" already exists')
@@ -293,6 +450,9 @@ class SessionExistsError(ConflictError):
 
 class ToolPairError(InvalidDataError):
     """A cut of the history would split a tool call from its tool result."""
+
+    status_code = 400
+    default_code = "split-tool-pair"
 
 
 class SessionTypeError(InvalidDataError):
@@ -304,11 +464,27 @@ class AgentDriftError(DriftError):
 
     kind = "agent"
     code = "AGENT_DRIFT"
+    status_code = 409
+    default_code = "agent-drift"
 
 
 class AgentExecutionError(RunFailedError):
     """A tool-calling agent could not run or resume: no durable store, no snapshot of the run,
     a run id in use, or no final reply within ``max_trips``."""
+
+    status_code = 409
+    default_code = "not-resumable"
+
+
+class AgentFailedError(RunFailedError):
+    """A conversation's agent failed on a turn (its error is the cause, for the log): the
+    conversation is unchanged, and a client may send it again."""
+
+    status_code = 502
+    default_code = "agent-failed"
+    public_detail = "The agent failed; the conversation is unchanged. Send it again."
+    logged_as = "a conversation turn failed"
+    log_level = logging.WARNING
 
 
 class AgentCancelledError(RunFailedError):
@@ -319,6 +495,9 @@ class RunCancelledError(RunFailedError):
     """A workflow or supervisor run was cancelled through its ``signal`` (the error of its
     ``cancelled`` result when the signal gave no reason), or a cancelled run was asked to
     resume without ``force``."""
+
+    status_code = 409
+    default_code = "run-cancelled"
 
     def __init__(self, run_id: str, detail: str = "") -> None:
         self.run_id = run_id
@@ -365,16 +544,31 @@ class ServiceUnavailableError(WarlockError):
     seconds. The API answers it with ``503 unavailable`` and ``Retry-After``, a socket with an
     ``error`` frame ``unavailable``."""
 
+    status_code = 503
+    default_code = "unavailable"
+    #: What a client is told of any outage (which service, and why, is for the log).
+    public_detail = (
+        "The service is temporarily unavailable (its database or channel layer did not answer, "
+        "or it is at capacity); nothing was changed. Try again shortly."
+    )
+
     def __init__(self, service: str, why: str, retry_after: float = 2.0) -> None:
         self.service = service
         self.why = why
         self.retry_after = retry_after
         super().__init__(f"{service} is unavailable: {why}")
 
+    def client_fields(self) -> dict[str, Any]:
+        return {"retry_after": self.retry_after}
+
 
 class LeaseLostError(LockError):
     """A lock's lease ran out or was taken over while its holder still worked under it: what
-    the holder would write now may overwrite the next holder's work, so it is not written."""
+    the holder would write now may overwrite the next holder's work, so it is not written.
+    A client is told as of any conversation write that lost (the lock is a conversation's)."""
+
+    status_code = 409
+    default_code = "conversation-conflict"
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -389,6 +583,9 @@ class QuotaExceededError(WarlockError):
     conversations as ``WARLOCK_SESSIONS["MAX_SESSIONS_PER_OWNER"]`` or
     ``["MAX_CONVERSATIONS_PER_OWNER"]`` allow: nothing new was made for them."""
 
+    status_code = 403
+    default_code = "quota-exceeded"
+
     def __init__(self, what: str, limit: int) -> None:
         self.what = what
         self.limit = limit
@@ -397,6 +594,9 @@ class QuotaExceededError(WarlockError):
             "or go on in one you have"
         )
 
+    def client_fields(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
 
 class NewVisitorsThrottledError(WarlockError):
     """A client address was given as many new anonymous identities this hour as
@@ -404,17 +604,27 @@ class NewVisitorsThrottledError(WarlockError):
     cookie to escape its quota): nothing was made. ``wait``: the seconds until one is given
     again (429 ``throttled`` with ``Retry-After``)."""
 
+    status_code = 429
+    default_code = "throttled"
+
     def __init__(self, wait: float | None) -> None:
         self.wait = wait
         super().__init__(
             "too many new visitors from this address: keep your cookies, or try again later"
         )
 
+    def client_fields(self) -> dict[str, Any]:
+        return {} if self.wait is None else {"retry_after": self.wait}
+
 
 class TenantUnresolvedError(WarlockError, PermissionError):
     """``TENANT_RESOLVER`` named no tenant for this request, so it may read and write none of
     the app's rows (tenants fail closed): the API answers ``403 tenant-unresolved``, a socket
     is closed with 4403."""
+
+    status_code = 403
+    default_code = "tenant-unresolved"
+    close_code = UNAUTHORISED_CLOSE
 
     def __init__(self) -> None:
         super().__init__("no tenant is known for this request, so it may use nothing here")
@@ -423,17 +633,28 @@ class TenantUnresolvedError(WarlockError, PermissionError):
 class OfAnotherTenantError(WarlockError, PermissionError):
     """An id or key is kept by a tenant other than the current scope's (``TENANT_RESOLVER``):
     ids are one namespace, so this scope may neither read it nor make one under it. Nothing
-    was written; use another id. ``what`` says what it names (``session``, ``snapshot``)."""
+    was written; use another id. ``what`` says what it names (``session``, ``snapshot``).
+    A client is told, as for any id it may not see, that there is none (404); a socket is
+    closed with 4403."""
+
+    status_code = 404
+    default_code = "not-found"
+    close_code = UNAUTHORISED_CLOSE
 
     def __init__(self, what: str, key: str) -> None:
         self.what = what
         self.key = key
         super().__init__(f"{what} {key!r} is another tenant's: use another id")
 
+    def client_detail(self) -> str:
+        return f'There is no {self.what} "{self.key}".'
+
 
 class SessionOfAnotherTenantError(OfAnotherTenantError):
     """A session id another tenant keeps. The API answers it as for any id the requester
     may not see (404), a socket closes with 4403."""
+
+    default_code = "session-not-found"
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -445,11 +666,14 @@ class EncryptionError(InvalidDataError):
     was read from it, and it was not replaced. ``where`` is the place it was looked for: a
     table, the row's id, and its version or sequence number."""
 
+    status_code = 409
+    default_code = "encryption-error"
     #: What a client is told (the log says which value and why).
     public_detail = (
         "What is stored here cannot be read with this server's ENCRYPTION_KEYS; nothing was "
         "changed. It is logged for the operators."
     )
+    logged_as = "a stored value could not be read"
 
     def __init__(self, where: tuple[str, ...], why: str) -> None:
         self.where = where

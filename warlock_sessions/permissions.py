@@ -30,7 +30,6 @@ from .models import (
     SessionEvent,
     SessionOwner,
     SessionQuerySet,
-    forget_records,
 )
 
 #: Actions that write a raw blob or remove a session: never an end user's.
@@ -199,22 +198,6 @@ def owner_fields(request: Any) -> dict[str, Any]:
     return {"user": user, "anonymous_key": "" if user else anonymous_key(request, create=True)}
 
 
-def claim_new_session(request: Any, session_id: str, store: Any) -> SessionOwner | None:
-    """Claim ``session_id`` for ``request`` if no store holds it and nobody owns it; returns the
-    new owner row, or ``None`` (the policy then decides on the session as it is). Records a
-    session left behind when its store dropped it (an expiry) are forgotten first, so the new
-    conversation inherits none of them."""
-    if (
-        SessionOwner.objects.filter(session_id=session_id).exists()  # the cheaper, and usual
-        or store.load(session_id) is not None
-        or used_by_another_tenant(session_id, getattr(store, "using", None))
-    ):
-        return None
-    if SessionEvent.objects.filter(session_id=session_id).exists():  # every turn logs events
-        forget_records(session_id)
-    return claim_owner(request, session_id)
-
-
 def used_by_another_tenant(session_id: str, using: str | None = None) -> bool:
     """Whether a tenant other than the current scope's keeps ``session_id`` (a session, its
     owner or its log). Ids are one namespace: such an id is answered as one the requester may
@@ -233,14 +216,6 @@ def used_by_another_tenant(session_id: str, using: str | None = None) -> bool:
             (SessionEvent, "session_id"),
         )
     )
-
-
-def release_claim(owner: SessionOwner, store: Any) -> None:
-    """Undo a claim whose first turn failed, unless that turn (or another) made the session:
-    a claim must not outlive the turn that justified it, or the claimant would own whatever
-    server code later creates under the id."""
-    if store.load(owner.session_id) is None:
-        SessionOwner.objects.filter(pk=owner.pk).delete()
 
 
 def is_owner(request: Any, owner: Owner | None) -> bool:

@@ -16,7 +16,9 @@ from django.test import override_settings
 
 from warlock_sessions import signals
 from warlock_sessions.backends.loop_connections import loop_connection
+from warlock_sessions.claims import aclaim
 from warlock_sessions.conf import SettingError
+from warlock_sessions.errors import QuotaExceededError
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent
 from warlock_sessions.stores import DjangoStore
@@ -298,12 +300,11 @@ async def test_a_claim_on_the_loop_counts_its_owners_quota_in_the_scope(
     tenant: str | None,
 ) -> None:
     """The claim's one statement makes the owner row only while its owner (a visitor by key,
-    or a user) has fewer than the quota's rows, counted in the current tenant."""
+    or a user) has fewer than the quota's rows, counted in the current tenant; over it, the
+    claim says so as the thread's does (``QuotaExceededError``)."""
     from django.contrib.auth.models import User
 
     from warlock_sessions import tenancy
-
-    store = DjangoStore(using=ALIAS)
 
     def a_user() -> Any:
         try:
@@ -323,13 +324,15 @@ async def test_a_claim_on_the_loop_counts_its_owners_quota_in_the_scope(
                 },
             ):
                 who = owner["user_id"] or owner["anonymous_key"]
-                first = await store.aclaim(connection, f"q-{who}-1", **owner, quota=2)
-                second = await store.aclaim(connection, f"q-{who}-2", **owner, quota=2)
-                third = await store.aclaim(connection, f"q-{who}-3", **owner, quota=2)
-                unlimited = await store.aclaim(connection, f"q-{who}-4", **owner)
-                assert first and second and third is None and unlimited, owner
+                first = await aclaim(connection, f"q-{who}-1", owner, ALIAS, quota=2)
+                second = await aclaim(connection, f"q-{who}-2", owner, ALIAS, quota=2)
+                with pytest.raises(QuotaExceededError):
+                    await aclaim(connection, f"q-{who}-3", owner, ALIAS, quota=2)
+                unlimited = await aclaim(connection, f"q-{who}-4", owner, ALIAS)
+                assert first and second and unlimited, owner
     if tenant:  # another tenant's rows of the same owner count for nothing here
         with tenancy.tenant_scope("globex"):
             async with loop_connection(ALIAS) as connection:
-                claimed = await store.aclaim(connection, "q-globex-1", None, "visitor-q", quota=1)
+                visitor = {"user_id": None, "anonymous_key": "visitor-q"}
+                claimed = await aclaim(connection, "q-globex-1", visitor, ALIAS, quota=1)
         assert claimed is not None

@@ -148,6 +148,7 @@ async def test_bad_frames_get_an_error_and_the_socket_stays_open(layer: str) -> 
         "type": "error",
         "code": "invalid-input",
         "detail": "message.text: expected text",
+        "field": "message.text",  # named as over HTTP (failures.client_failure)
     }
     await chat.send_json_to({"type": "message", "text": "book", "id": "m1"})
     assert (await until_turn(chat))[-1]["type"] == "turn"

@@ -21,7 +21,7 @@ from warlock_sessions.engine import Agent
 from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent, SessionOwner
 from warlock_sessions.permissions import VISITOR_KEY, OwnerOrStaff, SessionAccess
-from warlock_sessions.realtime.sessions import SessionConsumer
+from warlock_sessions.realtime.admission import SocketAccess
 
 from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
 
@@ -116,13 +116,13 @@ async def test_two_tabs_see_each_others_turns_once_in_order() -> None:
 def claims_in_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids whose first frame fell back to the claim in a worker thread."""
     seen: list[str] = []
-    in_thread = SessionConsumer.claimed
+    in_thread = SocketAccess.claimed
 
-    def noting(consumer: SessionConsumer) -> tuple[bool, SessionOwner | None]:
-        seen.append(consumer.session_id)
-        return in_thread(consumer)
+    def noting(access: SocketAccess) -> tuple[bool, SessionOwner | None]:
+        seen.append(access.session_id)
+        return in_thread(access)
 
-    monkeypatch.setattr(SessionConsumer, "claimed", noting)
+    monkeypatch.setattr(SocketAccess, "claimed", noting)
     return seen
 
 
@@ -297,13 +297,13 @@ async def test_a_lost_loop_connection_is_replaced_before_the_claim_uses_it(
 def admissions_in_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids whose connect was admitted in a worker thread rather than on the event loop."""
     seen: list[str] = []
-    in_thread = SessionConsumer.admitted
+    in_thread = SocketAccess.admitted
 
-    def noting(consumer: SessionConsumer) -> tuple[Any, ...]:
-        seen.append(consumer.session_id)
-        return in_thread(consumer)
+    def noting(access: SocketAccess, after_seq: int) -> tuple[Any, ...]:
+        seen.append(access.session_id)
+        return in_thread(access, after_seq)
 
-    monkeypatch.setattr(SessionConsumer, "admitted", noting)
+    monkeypatch.setattr(SocketAccess, "admitted", noting)
     return seen
 
 
@@ -366,7 +366,7 @@ async def test_sockets_opened_before_their_claims_keep_the_owners_quota(
         assert refused["type"] == "error" and refused["code"] == "quota-exceeded", refused
         for chat in (first, second):
             await chat.disconnect()
-    assert claims_in_threads == ["pg-quota-2"]  # the loop's claim left it to say why
+    assert claims_in_threads == []  # the loop's claim says why as the thread's would
     assert await database_sync_to_async(owners_of)("pg-quota-2") == []
 
 

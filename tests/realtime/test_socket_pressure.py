@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.test import override_settings
 
 from warlock_sessions.realtime import base
-from warlock_sessions.realtime.sessions import SessionConsumer
+from warlock_sessions.realtime.admission import SocketAccess
 
 from .test_session_socket import SETTINGS, cookie_for, layer, refused, socket, until_turn
 
@@ -23,13 +23,13 @@ async def test_an_idle_stranger_asks_whether_it_may_see_only_when_the_log_moves(
     layer: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[str] = []
-    may_see_now = SessionConsumer.may_see_now
+    may_see_now = SocketAccess.may_see_now
 
-    def counted(self: SessionConsumer) -> bool:
+    def counted(self: SocketAccess) -> bool:
         asked.append(self.session_id)
         return may_see_now(self)
 
-    monkeypatch.setattr(SessionConsumer, "may_see_now", counted)
+    monkeypatch.setattr(SocketAccess, "may_see_now", counted)
     owner = await socket("/ws/sessions/idle-1/")
     assert (await owner.connect())[0]
     await owner.send_json_to({"type": "message", "text": "book", "id": "m1"})

@@ -169,9 +169,9 @@ def test_a_forced_resume_owns_the_run_its_cancelled_runner_then_stops() -> None:
 
 def test_what_the_api_answers_for_a_cancelled_agent_run_and_a_run_without_status() -> None:
     """Resuming a conversation whose agent run an operator cancelled answered a 500."""
-    from warlock_sessions.conversations.wire import failure
+    from warlock_sessions.failures import client_failure
 
-    reported = failure(RunCancelledError("agent_1", "resume(force=True) runs it on"))
+    reported = client_failure(RunCancelledError("agent_1", "resume(force=True) runs it on"))
     assert reported is not None and (reported.status, reported.code) == (409, "run-cancelled")
     store = MemorySnapshotStore()
     store.save({"runId": "session:chat", "messages": []})

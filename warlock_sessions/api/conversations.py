@@ -15,7 +15,6 @@ from ..conversations import ConversationSession, DjangoConversationStore
 from ..conversations.configured import conversation_agent, conversation_store, open_conversation
 from ..conversations.wire import (
     conversation_json,
-    failure,
     fork_input,
     result_json,
     run_failure,
@@ -36,12 +35,6 @@ def conversation_not_found(conversation_id: str) -> ApiError:
 
 class ConversationViewSet(PolicyViewSet):
     lookup_url_kwarg = "conversation_id"
-
-    def handle_exception(self, exc: Exception) -> Response:
-        reported = failure(exc)
-        if reported is not None:
-            exc = ApiError(reported.status, reported.code, reported.detail, **reported.extra)
-        return super().handle_exception(exc)
 
     # -- access -------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Every API failure as ``{"code": "<kebab-case>", "detail": "<sentence>", ...}``."""
+"""Every API failure as ``{"code": "<kebab-case>", "detail": "<sentence>", ...}``: the
+package's errors as their classes say (``failures``), DRF's own by the table below."""
 
 from __future__ import annotations
 
@@ -10,21 +11,9 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
-from ..errors import (
-    AgentNotConfiguredError,
-    EncryptionError,
-    InputNotAllowedError,
-    InvalidInputError,
-    InvalidSessionError,
-    NewVisitorsThrottledError,
-    NoModelError,
-    QuotaExceededError,
-    SessionConflictError,
-    SessionLockTimeout,
-    SessionOfAnotherTenantError,
-    TenantUnresolvedError,
-)
+from ..backends.outages import RETRY_AFTER, OutageLog
+from ..errors import SessionConflictError
+from ..failures import OUTAGE, client_failure, log_for_operators
 
 logger = logging.getLogger("warlock_sessions.api")
 #: Requests that met an outage: logged once per outage, not once per request.
@@ -47,13 +36,7 @@ def not_found(session_id: str) -> ApiError:
 
 def service_unavailable() -> ApiError:
     """A database, Redis or capacity fault: nothing was done, and a retry may succeed."""
-    return ApiError(
-        503,
-        "unavailable",
-        "The service is temporarily unavailable (its database or channel layer did not answer, "
-        "or it is at capacity); nothing was changed. Try again shortly.",
-        retry_after=RETRY_AFTER,
-    )
+    return ApiError(OUTAGE.status, OUTAGE.code, OUTAGE.detail, **OUTAGE.fields)
 
 
 def precondition_failed(error: SessionConflictError) -> ApiError:
@@ -85,55 +68,26 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
-    if response.status_code == 503:
-        response["Retry-After"] = str(RETRY_AFTER)
-        # The outage log tells of it, once per outage; Django's would, once per request.
-        response._has_been_logged = True  # type: ignore[attr-defined]
     response.data = _body(exc, response)
     wait = response.data.get("retry_after")
+    if response.status_code == 503:
+        response["Retry-After"] = str(math.ceil(wait or RETRY_AFTER))
+        # The outage log tells of it, once per outage; Django's would, once per request.
+        response._has_been_logged = True  # type: ignore[attr-defined]
     if response.status_code == 429 and wait is not None:  # DRF's own Throttled has it already
         response["Retry-After"] = str(math.ceil(wait))
     return response
 
 
 def api_error(exc: Exception) -> ApiError | None:
-    """One of the package's errors, or an outage, as the API answers it."""
-    if isinstance(exc, SessionConflictError):
-        return ApiError(
-            409,
-            "session-conflict",
-            f"{exc} The turn was not applied; send it again.",
-            expected_version=exc.expected_version,
-            actual_version=exc.actual_version,
-        )
-    if isinstance(exc, InvalidInputError):
-        return ApiError(400, "invalid-input", str(exc), field=exc.field)
-    if isinstance(exc, InputNotAllowedError):
-        return ApiError(403, "input-not-allowed", str(exc), field=exc.field)
-    if isinstance(exc, AgentNotConfiguredError):
-        return ApiError(400, "invalid-input", str(exc), field="agent")
-    if isinstance(exc, QuotaExceededError):
-        return ApiError(403, "quota-exceeded", str(exc), limit=exc.limit)
-    if isinstance(exc, NoModelError):
-        logger.error("an agent cannot take turns: %s", exc)
-        return ApiError(503, "no-model", NoModelError.public_detail)
-    if isinstance(exc, NewVisitorsThrottledError):
-        return ApiError(429, "throttled", str(exc), retry_after=exc.wait)
-    if isinstance(exc, TenantUnresolvedError):
-        return ApiError(403, "tenant-unresolved", str(exc))
-    if isinstance(exc, SessionOfAnotherTenantError):
-        return not_found(exc.session_id)
-    if isinstance(exc, InvalidSessionError):
-        return ApiError(400, "invalid-session", str(exc))
-    if isinstance(exc, EncryptionError):
-        logger.error("a stored value could not be read: %s", exc)
-        return ApiError(409, "encryption-error", EncryptionError.public_detail)
-    if isinstance(exc, SessionLockTimeout):
-        return ApiError(409, "conversation-busy", f"{exc}: another turn is running; send it again.")
-    if unavailable(exc):
+    """One of the package's errors, or an outage, as the API answers it (``failures``)."""
+    failure = client_failure(exc)
+    if failure is None:
+        return None
+    if failure.outage:
         outage.failed(exc)
-        return service_unavailable()
-    return None
+    log_for_operators(exc)
+    return ApiError(failure.status, failure.code, failure.detail, **failure.fields)
 
 
 def _body(exc: Exception, response: Response) -> dict[str, Any]:

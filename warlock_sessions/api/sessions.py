@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..backends.replica import list_database
-from ..engine import ProviderError
+from ..claims import claim_new_session, release_claim
 from ..engine import Session as SessionBlob
 from ..errors import SessionConflictError
 from ..host import Host, HostedTurn
@@ -31,16 +31,9 @@ from ..host.notify import forget_session
 from ..host.wire import (
     admitted_turn,
     clean_text_param,
-    provider_failure,
 )
 from ..models import Session, SessionEvent, SessionOwner, SessionQuerySet
-from ..permissions import (
-    HANDOVER_ACTION,
-    SessionAccess,
-    claim_new_session,
-    release_claim,
-    used_by_another_tenant,
-)
+from ..permissions import HANDOVER_ACTION, SessionAccess, used_by_another_tenant
 from ..stores import default_store
 from . import schema
 from .base import PolicyViewSet
@@ -49,10 +42,6 @@ from .errors import ApiError, not_found, precondition_failed
 EVENTS_PAGE = 500
 #: The largest ``after_seq`` and ``If-Match`` version (a bigint column's range).
 MAX_SEQ = 2**63 - 1
-
-
-def provider_failed(error: ProviderError) -> ApiError:
-    return ApiError(503, error.code, provider_failure(error), retryable=error.retryable)
 
 
 #: How far a list counts: beyond it ``count`` says this many and ``count_capped`` is true.
@@ -286,11 +275,9 @@ class SessionViewSet(PolicyViewSet):
         try:
             self.access(request, session_id, HANDOVER_ACTION if handover else None)
             result = Host(agent_name, store).handle(session_id, turn_input, context)
-        except Exception as error:
+        except Exception:
             if claimed is not None:
                 release_claim(claimed, store)
-            if isinstance(error, ProviderError):
-                raise provider_failed(error) from None
             raise
         if claimed is not None and not result.changed:
             # Nothing was made (a wake or a handover for no session): the id stays unused.

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..conf import SETTING_NAME, Component, warlock_settings
-from ..errors import AgentNotConfiguredError
+from ..errors import NoConversationAgentError
 from ..locks import InProcessLock, LeasedLock, SessionLock
 from .db import DjangoConversationStore
 from .session import ConversationSession, session
@@ -17,7 +17,7 @@ from .session import ConversationSession, session
 
 def _agent_of(found: Any) -> Any:
     if found is None:
-        raise AgentNotConfiguredError(
+        raise NoConversationAgentError(
             f"{SETTING_NAME}['CONVERSATION_AGENT'] is not set: the conversation endpoints need "
             "an agent"
         )

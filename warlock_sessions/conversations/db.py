@@ -17,7 +17,7 @@ from ..backends.connections import give_back_connection
 from ..backends.owner_gate import owner_gate
 from ..conf import warlock_settings
 from ..encryption import message_place, open_json, pending_place, seal_json, sealing
-from ..errors import SessionConflictError, SessionExistsError
+from ..errors import ConversationConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage, tenant_of_parent
 from ..permissions import check_quota
 from ..redaction import redact_value
@@ -46,7 +46,7 @@ def _iso(moment: datetime) -> str:
 
 class DjangoConversationStore:
     """A turn inserts only its new messages and updates the header under the version it read
-    (``SessionConflictError`` if another writer moved it), in one transaction: its cost does
+    (``ConversationConflictError`` if another writer moved it), in one transaction: its cost does
     not grow with the history. ``truncate`` deletes the tail; a history the agent rewrote
     (compaction) is stored anew. ``load`` reads the header, and only the message rows this
     process has not seen (``seen.py``); the messages it returns are shared with that cache:
@@ -214,7 +214,9 @@ class DjangoConversationStore:
             id=record["id"], version=record["version"]
         )
         if not rows.update(version=F("version") + 1, updated_at=timezone.now(), **fields):
-            raise SessionConflictError(record["id"], record["version"], self._version(record["id"]))
+            raise ConversationConflictError(
+                record["id"], record["version"], self._version(record["id"])
+            )
         record["version"] += 1
 
     def set_pending(self, record: dict[str, Any], pending: dict[str, Any] | None) -> None:
@@ -225,7 +227,9 @@ class DjangoConversationStore:
                 with transaction.atomic(using=self.using):
                     self._insert(record)
             except IntegrityError:  # another writer made it first, since it was read
-                raise SessionConflictError(record["id"], 0, self._version(record["id"])) from None
+                raise ConversationConflictError(
+                    record["id"], 0, self._version(record["id"])
+                ) from None
             self._saw(record, None)
             return
         self._update(record, pending=_sealed_pending(record["id"], pending))
@@ -278,7 +282,7 @@ class DjangoConversationStore:
                     copied = self._copy(record["id"], target["id"], n)
                     if copied != n or self._version(record["id"]) != record["version"]:
                         # the source moved (a truncate, a turn elsewhere) since it was read
-                        raise SessionConflictError(
+                        raise ConversationConflictError(
                             record["id"], record["version"], self._version(record["id"])
                         )
             except IntegrityError:

@@ -14,7 +14,7 @@ import copy
 from typing import Any, Protocol
 
 from ..errors import (
-    SessionConflictError,
+    ConversationConflictError,
     SessionExistsError,
     SessionTypeError,
     SnapshotConflictError,
@@ -95,7 +95,7 @@ class RecordConversationStore:
     """Conversations as records ``session:<id>`` in a snapshot store. On a store that keeps
     versions (``versioned``: the Django and memory stores) every write is conditional on the
     version read: a writer that lost its lock (its lease ran out) and writes late gets
-    ``SessionConflictError`` instead of overwriting the turn of the one that took over. The
+    ``ConversationConflictError`` instead of overwriting the turn of the one that took over. The
     other stores overwrite: give them a lock that cannot be lost, or use the row store."""
 
     def __init__(self, store: SnapshotStore) -> None:
@@ -124,7 +124,7 @@ class RecordConversationStore:
         try:
             self._save_versioned(record, expected)
         except SnapshotConflictError as error:
-            raise SessionConflictError(record["id"], expected, error.actual_version) from None
+            raise ConversationConflictError(record["id"], expected, error.actual_version) from None
 
     def _save_versioned(self, record: dict[str, Any], expected: int) -> None:
         stored = {key: value for key, value in record.items() if key != "version"}

@@ -1,37 +1,17 @@
 """Conversations as the API and the websockets speak them: what an end user may send (text
-only), the JSON of a conversation and of a turn's result, and every failure as a status, a
-stable code and a sentence. One place, so HTTP and websockets answer alike."""
+only), and the JSON of a conversation and of a turn's result. One place, so HTTP and
+websockets answer alike (their failures: ``failures``)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from ..backends.outages import RETRY_AFTER, unavailable
-from ..engine import ProviderError
 from ..engine.session import text_problem
-from ..errors import (
-    AgentDriftError,
-    AgentExecutionError,
-    AgentNotConfiguredError,
-    InvalidInputError,
-    LeaseLostError,
-    NewVisitorsThrottledError,
-    QuotaExceededError,
-    ResumeInProgressError,
-    RunCancelledError,
-    SessionConflictError,
-    SessionExistsError,
-    SessionLockTimeout,
-    SessionNotFoundError,
-    ToolPairError,
-)
-from ..host.wire import provider_failure, session_id_input
+from ..errors import AgentFailedError, InvalidInputError, ProviderError
+from ..host.wire import session_id_input
 from ..models import Conversation
 from .agent import AgentResult
 from .toolagent import is_summary
-
-logger = logging.getLogger("warlock_sessions.conversations")
 
 #: The longest text an end user may send in one turn, in characters.
 MAX_INPUT_CHARS = 32_000
@@ -123,65 +103,11 @@ def result_json(result: AgentResult, header: Conversation | None) -> dict[str, A
     }
 
 
-class ConversationFailure(Exception):
-    """A failure as the API and the websockets report it."""
-
-    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
-        self.extra = extra
-
-
-def run_failure(error: BaseException) -> ConversationFailure:
-    """A run that failed (the conversation is unchanged)."""
+def run_failure(error: BaseException) -> Exception:
+    """What to raise for a run that failed (the conversation is unchanged): a provider's error
+    as it is, any other as :class:`AgentFailedError` (``failures`` says what a client sees)."""
     if isinstance(error, ProviderError):
-        return ConversationFailure(
-            503, error.code, provider_failure(error), retryable=error.retryable
-        )
-    logger.warning("a conversation turn failed", exc_info=error)
-    return ConversationFailure(
-        502, "agent-failed", "The agent failed; the conversation is unchanged. Send it again."
-    )
-
-
-#: Errors of the session's own, as (status, code).
-_FAILURES: list[tuple[type[BaseException], int, str]] = [
-    (InvalidInputError, 400, "invalid-input"),
-    (ToolPairError, 400, "split-tool-pair"),
-    (SessionNotFoundError, 404, "conversation-not-found"),
-    (SessionExistsError, 409, "conversation-exists"),
-    (SessionLockTimeout, 409, "conversation-busy"),
-    (ResumeInProgressError, 409, "conversation-busy"),
-    (QuotaExceededError, 403, "quota-exceeded"),
-    (LeaseLostError, 409, "conversation-conflict"),
-    (SessionConflictError, 409, "conversation-conflict"),
-    (AgentDriftError, 409, "agent-drift"),
-    (AgentExecutionError, 409, "not-resumable"),
-    (RunCancelledError, 409, "run-cancelled"),
-    (AgentNotConfiguredError, 503, "no-conversation-agent"),
-]
-
-
-def failure(error: BaseException) -> ConversationFailure | None:
-    """``error`` as a reported failure, or ``None`` for an error that is a bug."""
-    if isinstance(error, ConversationFailure):
         return error
-    if isinstance(error, NewVisitorsThrottledError):
-        return ConversationFailure(429, "throttled", str(error), retry_after=error.wait)
-    for kind, status, code in _FAILURES:
-        if isinstance(error, kind):
-            extra = {"field": error.field} if isinstance(error, InvalidInputError) else {}
-            return ConversationFailure(status, code, str(error), **extra)
-    if isinstance(error, ProviderError):
-        return run_failure(error)
-    if unavailable(error):
-        return ConversationFailure(
-            503,
-            "unavailable",
-            "The service is temporarily unavailable; the conversation is unchanged. "
-            "Send it again shortly.",
-            retry_after=RETRY_AFTER,
-        )
-    return None
+    failed = AgentFailedError("the conversation's agent failed on a turn")
+    failed.__cause__ = error
+    return failed

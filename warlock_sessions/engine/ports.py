@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..errors import WarlockError
+from ..errors import ProviderError as ProviderError  # raised by providers, named with the ports
 
 if TYPE_CHECKING:
     from .flows import Flow, Step
@@ -137,19 +137,9 @@ class Deferral:
     llm_calls: int = 1
 
 
-class ProviderError(WarlockError):
-    """Raised by a model provider; the engine records it like a returned :class:`Deferral`."""
-
-    def __init__(
-        self, code: str, retryable: bool, reset_at_ms: int | None = None, detail: str = ""
-    ) -> None:
-        self.code = code
-        self.retryable = retryable
-        self.reset_at_ms = reset_at_ms
-        super().__init__(f"{code}: {detail}" if detail else code)
-
-    def as_deferral(self, llm_calls: int = 1) -> Deferral:
-        return Deferral(self.code, self.retryable, self.reset_at_ms, llm_calls)
+def deferral_of(error: ProviderError, llm_calls: int = 1) -> Deferral:
+    """A provider's error as the engine records it: a :class:`Deferral` of its code."""
+    return Deferral(error.code, error.retryable, error.reset_at_ms, llm_calls)
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from .decide import decide, understand_request
 from .handover import ACTIONS as HANDOVER_ACTIONS
 from .ingest import ingest
 from .isotime import iso_from_ms, ms_from_iso
-from .ports import Deferral, Model, ProviderError, Spoken
+from .ports import Deferral, Model, ProviderError, Spoken, deferral_of
 from .session import Session, assert_session, json_problem
 from .settle import settle, silence_wakes, speak_request
 from .state import TurnState, ignored_line
@@ -240,7 +240,7 @@ def turn(
         try:
             outcome = _model(chosen).speak(speak_request(state, talk))
         except ProviderError as error:
-            outcome = error.as_deferral()
+            outcome = deferral_of(error)
     settle(state, outcome)
     return TurnResult(
         session=state.session,

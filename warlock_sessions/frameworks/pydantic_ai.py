@@ -7,7 +7,7 @@ thinking, files by reference) as the messages of the row store's conversation, e
 as ``ModelMessagesTypeAdapter`` dumps it to JSON, so it reads back equal. ``run`` loads the
 history, runs the agent on it and saves the run's new messages in one write conditional on
 the version it read, all under the conversation's lock: two runs of one conversation never
-interleave, and a writer that went round the lock is reported (``SessionConflictError``),
+interleave, and a writer that went round the lock is reported (``ConversationConflictError``),
 never overwritten. What the app gives its conversations applies: the admin's transcript,
 the conversations API, quotas, tenants, ``REDACT``, ``ENCRYPTION_KEYS``, erasure, retention.
 """
@@ -21,7 +21,7 @@ from django.db import IntegrityError
 
 from ..conversations.db import DjangoConversationStore
 from ..conversations.stores import new_record
-from ..errors import SessionConflictError, SessionExistsError
+from ..errors import ConversationConflictError, SessionExistsError
 from ..host.wire import session_id_input
 from .owners import owner_of
 from .turns import holding, run_holding
@@ -95,9 +95,9 @@ class WarlockHistory:
             try:
                 self._store.create({**new_record(self.conversation_id), "messages": added})
             except SessionExistsError:  # made by another writer since it was read as none
-                raise SessionConflictError(self.conversation_id, 0, 1) from None
+                raise ConversationConflictError(self.conversation_id, 0, 1) from None
             return
         try:
             self._store.append_turn(record, [*record["messages"], *added], added)
         except IntegrityError:  # cleared and begun again meanwhile: its version started over
-            raise SessionConflictError(self.conversation_id, record["version"], None) from None
+            raise ConversationConflictError(self.conversation_id, record["version"], None) from None

@@ -59,24 +59,6 @@ class LoopCommitter(Committer, Protocol):
         self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
     ) -> tuple[Session, int]: ...
 
-    async def aclaim(
-        self,
-        connection: Any,
-        session_id: str,
-        user_id: Any,
-        anonymous_key: str,
-        quota: int | None = None,
-    ) -> int | None:
-        """Make the owner row of an id nothing uses yet (``permissions.claim_new_session``);
-        its id, or ``None`` if anything uses the id or its owner has ``quota`` rows."""
-        ...
-
-    async def aadmission(
-        self, connection: Any, session_id: str
-    ) -> tuple[bool, dict[str, Any] | None]:
-        """Whether ``session_id`` is stored, and its owner row's fields (``None``: none)."""
-        ...
-
 
 class DatabaseCommitter:
     """A ``DjangoStore``: the save and the records in the database's own transaction; on
@@ -149,21 +131,6 @@ class DatabaseCommitter:
         )
         saved, (first_seq,) = await self.store.arun_combined(connection, combined)
         return saved, first_seq
-
-    async def aclaim(
-        self,
-        connection: Any,
-        session_id: str,
-        user_id: Any,
-        anonymous_key: str,
-        quota: int | None = None,
-    ) -> int | None:
-        return await self.store.aclaim(connection, session_id, user_id, anonymous_key, quota)
-
-    async def aadmission(
-        self, connection: Any, session_id: str
-    ) -> tuple[bool, dict[str, Any] | None]:
-        return await self.store.aadmission(connection, session_id)
 
 
 class RecordsBesideCommitter:

@@ -5,19 +5,16 @@ The API and the websocket consumer both call these, so the two never disagree.""
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import Any
 
 from ..agents import default_agent_name, get_agent
 from ..conf import warlock_settings
-from ..engine import Agent, ProviderError
+from ..engine import Agent
 from ..engine.session import json_problem, text_problem
 from ..engine.turn import MAX_INPUT_DEPTH, check_input
 from ..errors import InputNotAllowedError, InvalidInputError
 from ..stores.base import check_session_id
-
-logger = logging.getLogger("warlock_sessions.host")
 
 INPUT_KEYS = ("message", "event", "start", "wake", "handover")
 #: The longest name a customer sees a person by (a longer account name is cut).
@@ -213,10 +210,3 @@ def staff_account(user: Any) -> tuple[str, str] | None:
         return None
     name = (user.get_full_name() or user.get_username()).strip()
     return str(user.pk), name[:MAX_STAFF_NAME] or str(user.pk)
-
-
-def provider_failure(error: ProviderError) -> str:
-    """What a client is told when the model provider failed: a generic sentence beside the
-    error's code. The provider's own text can carry keys and internals, so it is logged only."""
-    logger.warning("model provider failed: %s", error, exc_info=error)
-    return "The assistant could not answer just now; try again shortly."

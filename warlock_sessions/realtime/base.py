@@ -30,13 +30,8 @@ from rest_framework.settings import api_settings
 from .. import tenancy
 from ..backends.outages import RETRY_AFTER, OutageLog, unavailable
 from ..conf import warlock_settings
-from ..errors import (
-    EncryptionError,
-    InvalidInputError,
-    NoModelError,
-    OfAnotherTenantError,
-    TenantUnresolvedError,
-)
+from ..errors import UNAUTHORISED_CLOSE, InvalidInputError
+from ..failures import Failure, client_failure, log_for_operators
 from ..host.threads import in_worker_thread
 from ..host.wire import loads
 from ..permissions import VISITOR_KEY, Requester, SocketRequest
@@ -51,7 +46,7 @@ layer_outage = OutageLog(logger, "the channel layer (sockets follow the event lo
 #: Frames whose handling met a database or Redis outage.
 frame_outage = OutageLog(logger, "socket frames (answered 'unavailable')")
 
-UNAUTHORISED = 4403
+UNAUTHORISED = UNAUTHORISED_CLOSE
 TOO_MANY_SOCKETS = 4429
 #: The handshake met an outage (the client could not be identified): reconnect later.
 TRY_AGAIN_LATER = 1013
@@ -317,7 +312,11 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
                     if wait is not None:
                         await self.throttled(wait)
                         return
-                await self.receive_json(content, **kwargs)
+                try:
+                    await self.receive_json(content, **kwargs)
+                except Exception as error:
+                    if not await self.refused(error):
+                        raise  # the server's failure, not the frame's: the span says so
         except Exception as error:
             await self.failed_frame(error)
         else:
@@ -346,29 +345,30 @@ class WarlockConsumer(AsyncJsonWebsocketConsumer):
             }
         )
 
-    async def failed_frame(self, error: Exception) -> None:
-        if unavailable(error):
+    async def refused(self, error: BaseException) -> bool:
+        """Tell the client of an error its frame asked for (one a client is told of, not the
+        server's: below 500); whether ``error`` was one."""
+        failure = client_failure(error)
+        if failure is None or failure.status >= 500:
+            return False
+        await self.tell(error, failure)
+        return True
+
+    async def failed_frame(self, error: BaseException) -> None:
+        """The one answer to any other failure of a frame: what its client is told
+        (``failures``), or, for a bug, ``server-error`` and the log."""
+        failure = client_failure(error)
+        if failure is None:
+            logger.error("a socket frame failed", exc_info=error)
+            await self.error("server-error", "The server failed on this frame; it is logged.")
+            return
+        if failure.outage:
             frame_outage.failed(error)
-            await self.send_json(
-                {
-                    "type": "error",
-                    "code": "unavailable",
-                    "detail": "The service is temporarily unavailable; nothing was changed. "
-                    "Send it again shortly.",
-                    "retry_after": RETRY_AFTER,
-                }
-            )
+        await self.tell(error, failure)
+
+    async def tell(self, error: BaseException, failure: Failure) -> None:
+        log_for_operators(error)
+        if failure.close_code is not None:
+            await self.close(code=failure.close_code)  # as for any id it may not use
             return
-        if isinstance(error, EncryptionError):
-            logger.error("a stored value could not be read: %s", error)
-            await self.error("encryption-error", EncryptionError.public_detail)
-            return
-        if isinstance(error, NoModelError):
-            logger.error("an agent cannot take turns: %s", error)
-            await self.error("no-model", NoModelError.public_detail)
-            return
-        if isinstance(error, TenantUnresolvedError | OfAnotherTenantError):
-            await self.close(code=UNAUTHORISED)  # as for any id it may not use: no failure
-            return
-        logger.exception("a socket frame failed")
-        await self.error("server-error", "The server failed on this frame; it is logged.")
+        await self.error(failure.code, failure.detail, **failure.fields)

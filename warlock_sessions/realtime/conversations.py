@@ -18,14 +18,13 @@ closes the socket with 4403.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from ..conf import warlock_settings
 from ..conversations import AgentResult, DjangoConversationStore
 from ..conversations.agent import stream_threads
 from ..conversations.configured import conversation_agent, conversation_store, open_conversation
-from ..conversations.wire import failure, result_json, run_failure, send_input
+from ..conversations.wire import result_json, run_failure, send_input
 from ..errors import AgentCancelledError, InvalidInputError
 from ..host.notify import aconversation_changed, conversation_group
 from ..host.threads import in_worker_thread
@@ -34,8 +33,6 @@ from ..locks import AbortSignal
 from ..models import Conversation
 from ..permissions import SessionAccess, SessionPolicy, owner_fields
 from .base import UNAUTHORISED, WarlockConsumer
-
-logger = logging.getLogger("warlock_sessions.realtime")
 
 SEND_ACTION = "send"
 
@@ -125,23 +122,12 @@ class ConversationConsumer(WarlockConsumer):
             text = send_input(content)
             conversation_agent()  # configured, before anything is claimed
         except Exception as error:
-            await self.report(error)
+            await self.failed_frame(error)
             return
         # The turn runs beside the socket, which stays free to refuse a second one (busy)
         # and to notice a disconnect, which cancels it.
         self.signal = AbortSignal()
         self.running = asyncio.ensure_future(self.turn(text, self.signal))
-
-    async def report(self, error: BaseException) -> None:
-        reported = failure(error)
-        if reported is None:
-            logger.error("a conversation turn on %r failed", self.conversation_id, exc_info=error)
-            await self.error("error", "The turn failed; the conversation is unchanged.")
-        else:
-            waiting = (
-                {"retry_after": reported.extra["retry_after"]} if reported.status == 429 else {}
-            )
-            await self.error(reported.code, reported.detail, **waiting)
 
     async def turn(self, text: str, signal: AbortSignal) -> None:
         """Run the turn, sending its events as the agent makes them, then its result; the
@@ -182,4 +168,4 @@ class ConversationConsumer(WarlockConsumer):
             await self.follow()  # it may see it now: it made it, if nobody had
             await aconversation_changed(self.conversation_id, self.channel_name)
         except Exception as error:
-            await self.report(error)
+            await self.failed_frame(error)

@@ -33,7 +33,12 @@ BATCH = 500
 
 class Follower(Protocol):
     session_id: str
-    last_seq: int
+
+    @property
+    def last_seq(self) -> int:
+        """The last ``seq`` the socket sent its client."""
+        ...
+
     #: ``loop.time()`` of the socket's last send or turn: a socket active since the previous
     #: read is not caught up from the log (a gap shows on its next delivery anyway), which
     #: keeps a busy server from adding reads to its backlog.

@@ -13,16 +13,12 @@ from django.db.models.constants import OnConflict
 from django.utils import timezone
 
 from ..backends.loop_connections import database
-from ..backends.owner_gate import ADVISORY_LOCK, owner_key
 from ..engine.session import Session
 from ..errors import SessionConflictError, SessionOfAnotherTenantError
 from ..models import Session as SessionRow
-from ..models import SessionEvent, SessionOwner, forget_records, run_summary
+from ..models import SessionEvent, forget_records, run_summary
 from ..tenancy import current as current_tenant
 from .base import Store, check_session_id, saved_copy
-
-#: The owner row's columns the claim statement fills, in the order of its parameters.
-OWNER_COLUMNS = ("session_id", "user", "anonymous_key", "created_at")
 
 
 @dataclass(frozen=True)
@@ -118,7 +114,6 @@ class DjangoStore(Store):
             f"ORDER BY {event_seq} DESC LIMIT 1"
         )
         return {
-            **self._owner_statements(table, by_id, tenant=tenant),
             "load": f"SELECT {column['blob']}, {column['version']} FROM {table} {by_id}{of_tenant}",
             # The session and the last seq of its log, in one round trip (a session not
             # stored yet reads its log's last seq alone).
@@ -136,58 +131,6 @@ class DjangoStore(Store):
             "delete": f"DELETE FROM {table} {by_id}{of_tenant}",
             "version_column": column["version"],
             "tenant_column": column["tenant"],
-        }
-
-    def _owner_statements(self, table: str, by_id: str, *, tenant: bool) -> dict[str, str]:
-        """The statements of a session's owner row: the claim of a new id (with a quota) and
-        a socket's admission."""
-        quote = connections[self.using].ops.quote_name
-        owner, event = SessionOwner._meta, SessionEvent._meta
-        owner_column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
-        claimed = [*OWNER_COLUMNS, *(["tenant"] if tenant else [])]
-        owner_table = quote(owner.db_table)
-        unused = (
-            f"INSERT INTO {owner_table} ("
-            + ", ".join(owner_column[name] for name in claimed)
-            + f") SELECT {', '.join(['%s'] * len(claimed))} "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {table} {by_id}) "
-            f"AND NOT EXISTS (SELECT 1 FROM {quote(event.db_table)} "
-            f"WHERE {quote(event.get_field('session_id').column or '')} = %s)"
-        )
-        claimed_row = f" ON CONFLICT DO NOTHING RETURNING {owner_column['id']}"
-        user, visitor = owner_column["user"], owner_column["anonymous_key"]
-        of_owner_tenant = f" AND {owner_column['tenant']} = %s" if tenant else ""
-
-        def within_quota(whose: str) -> str:
-            # Counts at most the quota's rows; the visitor's `<> ''` lets the planner use the
-            # partial index (migration 0013) whatever the parameter.
-            return (
-                f" AND (SELECT count(*) FROM (SELECT 1 FROM {owner_table} WHERE {whose}"
-                f"{of_owner_tenant} LIMIT %s) AS owned) < %s"
-            )
-
-        return {
-            # permissions.claim_new_session in one statement: the owner row of an id that no
-            # session, log or owner uses yet (in any tenant: an id names one conversation),
-            # and with a quota only while its owner has fewer rows than it.
-            "claim": unused + claimed_row,
-            "claim_by_user": unused + within_quota(f"{user} = %s") + claimed_row,
-            "claim_by_visitor": (
-                unused
-                + within_quota(f"{user} IS NULL AND {visitor} = %s AND {visitor} <> ''")
-                + claimed_row
-            ),
-            # What uses an id, in every tenant, for a socket's admission: whether the session
-            # is stored, and its owner row (NULLs when it has none).
-            "admission": (
-                f"SELECT EXISTS (SELECT 1 FROM {table} {by_id}), "
-                + ", ".join(
-                    f"owner.{owner_column[name]}"
-                    for name in ("id", "user", "anonymous_key", "tenant")
-                )
-                + f" FROM (SELECT 1) AS one LEFT JOIN {owner_table} AS owner "
-                f"ON owner.{owner_column['session_id']} = %s"
-            ),
         }
 
     def _cursor(self) -> CursorWrapper:
@@ -243,52 +186,6 @@ class DjangoStore(Store):
             cursor = await connection.execute(sql["load"], [check_session_id(session_id), *tenant])
             row = await cursor.fetchone()
         return None if row is None else self.decoded(row[0], session_id, row[1])
-
-    async def aclaim(
-        self,
-        connection: Any,
-        session_id: str,
-        user_id: Any,
-        anonymous_key: str,
-        quota: int | None = None,
-    ) -> int | None:
-        """``permissions.claim_new_session`` awaited on ``connection`` (see ``arun_combined``),
-        in one statement: the new owner row's id, or ``None`` when the session, its log or an
-        owner exists already, or the owner has ``quota`` rows (the synchronous claim then
-        decides, and says why)."""
-        now = database(self.using).ops.adapt_datetimefield_value(timezone.now())
-        sql, tenant = self._scoped()
-        params = [session_id, user_id, anonymous_key, now, *tenant, session_id, session_id]
-        statement = sql["claim"]
-        if quota is not None:
-            by_user = user_id is not None
-            statement = sql["claim_by_user" if by_user else "claim_by_visitor"]
-            params += [user_id if by_user else anonymous_key, *tenant, quota, quota]
-        with database(self.using).wrap_database_errors:
-            if quota is None:
-                row = await (await connection.execute(statement, params)).fetchone()
-            else:  # counted and inserted while no other claim of the owner runs: the lock,
-                # the claim and the transaction around them sent in one round trip
-                async with connection.pipeline(), connection.transaction():
-                    await connection.execute(ADVISORY_LOCK, [owner_key(user_id, anonymous_key)])
-                    cursor = await connection.execute(statement, params)
-                row = await cursor.fetchone()
-        return None if row is None else int(row[0])
-
-    async def aadmission(
-        self, connection: Any, session_id: str
-    ) -> tuple[bool, dict[str, Any] | None]:
-        """What uses ``session_id`` in any tenant, in one statement on ``connection``: whether
-        the session is stored, and its owner row's ``id``, ``user_id``, ``anonymous_key`` and
-        ``tenant`` (``None``: nobody owns it). The caller applies the policy."""
-        sql = self._sql
-        with database(self.using).wrap_database_errors:
-            cursor = await connection.execute(sql["admission"], [session_id, session_id])
-            stored, owner_id, user_id, key, tenant = await cursor.fetchone()
-        if owner_id is None:
-            return bool(stored), None
-        owner = {"id": owner_id, "user_id": user_id, "anonymous_key": key, "tenant": tenant}
-        return bool(stored), owner
 
     def _prepare(
         self, session: Session, expected_version: int, agent: str | None = None

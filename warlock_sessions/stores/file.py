@@ -51,7 +51,10 @@ class FileStore(PrivateDirectory, Store):
         try:
             return read_file(self.directory / name)
         except OSError as error:
-            raise InvalidSessionError(session_id, f"its file cannot be opened ({error})") from None
+            raise InvalidSessionError(
+                session_id,
+                f"its file cannot be opened ({error.strerror})",  # no path
+            ) from None
 
     #: The version is inside the blob: a sealed blob is bound to its session alone.
     binds_version = False

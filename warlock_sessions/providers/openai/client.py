@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 import httpx
 
 from ...engine.ports import ProviderError
+from ...errors import EmptyStreamError
 from ...tracing import Recorder, span
 from .errors import StreamBroke, response_error, send
 from .prompts import parse_json_object, repair_messages, with_json_instruction
-from .streaming import EmptyStream, StreamedReply, check_finish
+from .streaming import StreamedReply, check_finish
 
 #: The structured output modes, each a rung down from the one before: a server that refuses
 #: one is asked again on the next, and every later request starts there.
@@ -251,7 +252,7 @@ class ChatClient:
         if not (tools and self._tools_unstreamed):
             try:
                 return self._read_stream(body, now, on_delta, envelope=envelope)
-            except EmptyStream:
+            except EmptyStreamError:
                 pass
         reply = StreamedReply(on_delta, now, envelope=envelope)
         reply.read_completion(self._post(body, now))

@@ -19,6 +19,7 @@ from ...engine.ports import (
     Spoken,
     Understanding,
     UnderstandRequest,
+    deferral_of,
 )
 from ..chat import ChatReply, Message, OnDelta, ToolSchema, content_text
 from ..endpoints import check_base_url
@@ -186,7 +187,7 @@ class OpenAICompatibleModel:
                 envelope, request, data=data, tool_calls=tool_calls, llm_calls=calls
             )
         except ProviderError as error:
-            return error.as_deferral(max(calls, 1))
+            return deferral_of(error, max(calls, 1))
 
 
 def _run_tool(

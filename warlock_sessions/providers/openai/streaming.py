@@ -11,17 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from ...engine.ports import ProviderError
+from ...errors import EmptyStreamError
 from .errors import classify, stream_error_status
-
-
-class EmptyStream(ProviderError):
-    """A stream answered 200 and then nothing at all: no event, no ``[DONE]``.
-    llama-cpp-python's server does so for what it cannot stream (tools with
-    ``tool_choice: "auto"``, a refusal such as a prompt over the context); the same request
-    unstreamed says what it is."""
-
-    def __init__(self) -> None:
-        super().__init__("provider-unavailable", True, detail="the stream was empty")
 
 
 def check_finish(reason: object) -> None:
@@ -94,7 +85,7 @@ class StreamedReply:
             if isinstance(chunk.get("usage"), Mapping):
                 self.usage = dict(chunk["usage"])
         if self.events == 0:
-            raise EmptyStream()
+            raise EmptyStreamError()
 
     def _said(self, chunk: Mapping[str, Any]) -> None:
         for name in ("id", "model"):

@@ -1,0 +1,210 @@
+"""What uses a session id, and the claim of one nobody uses: one rule set, two implementations,
+held to the same answers by one conformance suite (``tests/test_claims.py``).
+
+The rules. An id is *used* when a session is stored under it or an owner row names it (in
+any tenant: ids are one namespace). A *claim* makes its claimant the owner of an unused id,
+unless they own ``MAX_SESSIONS_PER_OWNER`` sessions already in the current tenant
+(``QuotaExceededError``); what a session its store dropped left behind (its log, outbox,
+wakes) is forgotten first, so the new conversation inherits none of it. Then the policy
+decides on the id as it is (``permissions``).
+
+The implementations:
+
+* :func:`usage` and :func:`claim_new_session`: the ORM in a worker thread, on any database
+  and any store;
+* :func:`ausage` and :func:`aclaim`: one statement each on the event loop's own PostgreSQL
+  connection (``backends.loop_connections``), so a chat's first message makes no thread hop.
+  They answer :data:`UNDECIDED` where only the thread's can: a log left behind to forget, a
+  claim that lost a race with another made and released since, and the usage of an id while
+  tenants are on (the policy then reads the database). The caller asks the thread's then.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.db import connections
+from django.utils import timezone
+
+from . import tenancy
+from .backends.loop_connections import database
+from .backends.owner_gate import ADVISORY_LOCK, owner_key
+from .errors import QuotaExceededError
+from .models import Session as SessionRow
+from .models import SessionEvent, SessionOwner, forget_records
+from .permissions import claim_owner, used_by_another_tenant
+from .stores.base import Store
+
+
+class Undecided(enum.Enum):
+    """An answer the loop's implementation cannot give: ask the thread's."""
+
+    UNDECIDED = "undecided"
+
+
+UNDECIDED = Undecided.UNDECIDED
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What uses an id: its owner row (``None``: nobody owns it), and whether it is unused
+    (no owner, and no session stored), which the first frame may claim."""
+
+    owner: SessionOwner | None
+    unused: bool
+
+
+# -- in a worker thread -----------------------------------------------------------------------
+
+
+def usage(session_id: str, store: Store) -> Usage:
+    owner = SessionOwner.objects.filter(session_id=session_id).first()
+    return Usage(owner, owner is None and store.load(session_id) is None)
+
+
+def claim_new_session(request: Any, session_id: str, store: Store) -> SessionOwner | None:
+    """Claim ``session_id`` for ``request`` if nothing uses it; returns the new owner row, or
+    ``None`` (the policy then decides on the session as it is)."""
+    if (
+        SessionOwner.objects.filter(session_id=session_id).exists()  # the cheaper, and usual
+        or store.load(session_id) is not None
+        or used_by_another_tenant(session_id, getattr(store, "using", None))
+    ):
+        return None
+    if SessionEvent.objects.filter(session_id=session_id).exists():  # every turn logs events
+        forget_records(session_id)
+    return claim_owner(request, session_id)
+
+
+def release_claim(owner: SessionOwner, store: Store) -> None:
+    """Undo a claim whose first turn failed, unless that turn (or another) made the session:
+    a claim must not outlive the turn that justified it, or the claimant would own whatever
+    server code later creates under the id."""
+    if store.load(owner.session_id) is None:
+        SessionOwner.objects.filter(pk=owner.pk).delete()
+
+
+# -- on the event loop's connection -----------------------------------------------------------
+
+
+async def ausage(connection: Any, session_id: str, using: str) -> Usage | Undecided:
+    """:func:`usage` in one statement on ``connection``."""
+    if tenancy.current() is not None:
+        return UNDECIDED
+    with database(using).wrap_database_errors:
+        cursor = await connection.execute(_statements(using, False)["usage"], [session_id] * 2)
+        stored, owner_id, user_id, key, tenant = await cursor.fetchone()
+    if owner_id is None:
+        return Usage(None, not stored)
+    owner = SessionOwner(
+        pk=owner_id, session_id=session_id, user_id=user_id, anonymous_key=key, tenant=tenant
+    )
+    return Usage(owner, False)
+
+
+async def aclaim(
+    connection: Any,
+    session_id: str,
+    owner: dict[str, Any],
+    using: str,
+    quota: int | None = None,
+) -> SessionOwner | Undecided | None:
+    """:func:`claim_new_session` for ``owner`` (``user_id``, ``anonymous_key``) in one
+    statement on ``connection``; on a refusal a second says why."""
+    tenant = tenancy.current()
+    sql = _statements(using, tenant is not None)
+    scope = [] if tenant is None else [tenant]
+    user_id, key = owner["user_id"], owner["anonymous_key"]
+    now = database(using).ops.adapt_datetimefield_value(timezone.now())
+    params = [session_id, user_id, key, now, *scope, session_id, session_id]
+    name, counted = "claim", []
+    if quota is not None:
+        name = "claim_by_user" if user_id is not None else "claim_by_visitor"
+        # Whose rows are counted (in the scope), at most how many, and the limit.
+        counted = [user_id if user_id is not None else key, *scope, quota, quota]
+    statement, params = sql[name], params + counted
+    with database(using).wrap_database_errors:
+        if quota is None:
+            row = await (await connection.execute(statement, params)).fetchone()
+        else:  # counted and inserted while no other claim of the owner runs: the lock,
+            # the claim and the transaction around them sent in one round trip
+            async with connection.pipeline(), connection.transaction():
+                await connection.execute(ADVISORY_LOCK, [owner_key(user_id, key)])
+                cursor = await connection.execute(statement, params)
+            row = await cursor.fetchone()
+        if row is not None:
+            return SessionOwner(pk=int(row[0]), session_id=session_id, **owner)
+        why = sql[name.replace("claim", "refused")]
+        cursor = await connection.execute(why, [session_id] * 3 + counted)
+        used, logged, *at_quota = await cursor.fetchone()
+    if used:
+        return None
+    if at_quota and at_quota[0] and not logged:
+        raise QuotaExceededError("sessions", quota or 0)
+    return UNDECIDED  # a log to forget, or a race lost to a claim made and released since
+
+
+#: The owner row's columns the claim statement fills, in the order of its parameters.
+OWNER_COLUMNS = ("session_id", "user", "anonymous_key", "created_at")
+
+
+@cache
+def _statements(using: str, tenant: bool) -> dict[str, str]:
+    """The loop's statements on ``using``'s tables (``tenant``: inside a tenant's scope, which
+    each takes after its row's values)."""
+    quote = connections[using].ops.quote_name
+    owner, event, session = SessionOwner._meta, SessionEvent._meta, SessionRow._meta
+    column = {field.name: quote(field.column or "") for field in owner.concrete_fields}
+    owners, sessions = quote(owner.db_table), quote(session.db_table)
+    stored = f"SELECT 1 FROM {sessions} WHERE {quote(session.get_field('id').column or '')} = %s"
+    logged = (
+        f"SELECT 1 FROM {quote(event.db_table)} "
+        f"WHERE {quote(event.get_field('session_id').column or '')} = %s"
+    )
+    owned = f"SELECT 1 FROM {owners} WHERE {column['session_id']} = %s"
+    claimed = [*OWNER_COLUMNS, *(["tenant"] if tenant else [])]
+    unused = (
+        f"INSERT INTO {owners} ("
+        + ", ".join(column[name] for name in claimed)
+        + f") SELECT {', '.join(['%s'] * len(claimed))} "
+        f"WHERE NOT EXISTS ({stored}) AND NOT EXISTS ({logged})"
+    )
+    returning = f" ON CONFLICT DO NOTHING RETURNING {column['id']}"
+    user, visitor = column["user"], column["anonymous_key"]
+    of_tenant = f" AND {column['tenant']} = %s" if tenant else ""
+
+    def counted(whose: str) -> str:
+        # Counts at most the quota's rows; the visitor's `<> ''` lets the planner use the
+        # partial index (migration 0013) whatever the parameter.
+        return (
+            f"(SELECT count(*) FROM (SELECT 1 FROM {owners} WHERE {whose}{of_tenant} "
+            "LIMIT %s) AS owned)"
+        )
+
+    by_user = counted(f"{user} = %s")
+    by_visitor = counted(f"{user} IS NULL AND {visitor} = %s AND {visitor} <> ''")
+    refused = f"SELECT EXISTS ({stored}) OR EXISTS ({owned}), EXISTS ({logged})"
+    return {
+        # The owner row of an id no session, log or owner uses yet, in any tenant (the owner
+        # row's unique id refuses one); with a quota, only while its owner has fewer rows.
+        "claim": unused + returning,
+        "claim_by_user": f"{unused} AND {by_user} < %s{returning}",
+        "claim_by_visitor": f"{unused} AND {by_visitor} < %s{returning}",
+        # Why a claim made no row: the id is used, a log is left behind, the owner is at the
+        # quota; else it lost a race with a claim since released.
+        "refused": refused,
+        "refused_by_user": f"{refused}, {by_user} >= %s",
+        "refused_by_visitor": f"{refused}, {by_visitor} >= %s",
+        # Whether the session is stored, and its owner row (NULLs when it has none).
+        "usage": (
+            f"SELECT EXISTS ({stored}), "
+            + ", ".join(
+                f"owner.{column[name]}" for name in ("id", "user", "anonymous_key", "tenant")
+            )
+            + f" FROM (SELECT 1) AS one LEFT JOIN {owners} AS owner "
+            f"ON owner.{column['session_id']} = %s"
+        ),
+    }
