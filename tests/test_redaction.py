@@ -519,7 +519,7 @@ def test_a_turn_redacts_the_lines_it_adds_and_any_line_the_store_does_not_hold(
     """Only what the store does not hold already is redacted again (a long run's outcomes
     cost a turn 4x its time when every line was): new lines at the end, and a line changed
     anywhere, are."""
-    from warlock_sessions.host.turns import _new_ones_redacted
+    from warlock_sessions.host.redacted import _new_ones_redacted
 
     stored = [{"n": 1, "said": "[email]"}, {"n": 2, "said": "ok"}]
     added = {"n": 3, "said": "ann@example.com"}

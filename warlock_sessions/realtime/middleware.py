@@ -36,7 +36,8 @@ from django.utils.http import is_same_domain
 
 from ..backends.outages import unavailable
 from ..tenancy import scope_headers, scope_host
-from .base import TRY_AGAIN_LATER, close_codes, frame_outage
+from .base import TRY_AGAIN_LATER, close_codes
+from .frames import frame_outage
 
 logger = logging.getLogger("warlock_sessions.realtime")
 
