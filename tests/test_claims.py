@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db import connections
 from django.test import override_settings
@@ -31,6 +32,7 @@ from warlock_sessions.errors import QuotaExceededError
 from warlock_sessions.models import SessionEvent, SessionOwner
 from warlock_sessions.permissions import VISITOR_KEY
 from warlock_sessions.stores import DjangoStore
+from warlock_sessions.tenancy import tenant_scope
 from warlock_sessions.testing import session_blob
 
 pytestmark = [
@@ -40,6 +42,7 @@ pytestmark = [
 ]
 ALIAS = "postgres"
 VISITOR = "visitor-claims"
+TENANT_RESOLVER = "tests.test_tenants.tenant_of"
 
 
 class VisitorSession(dict[str, Any]):
@@ -79,7 +82,8 @@ class Thread:
         return result
 
     async def claim(self, session_id: str, quota: int | None) -> SessionOwner | None:
-        with override_settings(WARLOCK_SESSIONS={"MAX_SESSIONS_PER_OWNER": quota}):
+        kept = getattr(settings, "WARLOCK_SESSIONS", {})
+        with override_settings(WARLOCK_SESSIONS={**kept, "MAX_SESSIONS_PER_OWNER": quota}):
             owner: SessionOwner | None = await in_thread(
                 lambda: claim_new_session(visitor(), session_id, DjangoStore(using=ALIAS))
             )
@@ -190,3 +194,26 @@ async def test_a_claimant_at_their_quota_is_told_so(claims: Thread | Loop) -> No
     assert await claims.claim("one-more", quota=3) is not None
     if isinstance(claims, Loop):
         assert claims.undecided == []
+
+
+async def test_an_id_another_tenant_uses_is_never_claimed(claims: Thread | Loop) -> None:
+    """Ids are one namespace: one another tenant owns, or has a session under, is refused in
+    every other tenant's scope, and nothing is written for it."""
+
+    def theirs() -> None:
+        SessionOwner.objects.using(ALIAS).create(
+            session_id="theirs", anonymous_key="k", created_at=timezone.now(), tenant="globex"
+        )
+        with tenant_scope("globex"):
+            stored("their-chat")
+
+    await in_thread(theirs)
+    tenants = override_settings(WARLOCK_SESSIONS={"TENANT_RESOLVER": TENANT_RESOLVER})
+    with tenants, tenant_scope("acme"):
+        assert await claims.claim("theirs", quota=None) is None
+        assert await claims.claim("their-chat", quota=3) is None
+        mine = await claims.claim("mine", quota=3)
+    assert mine is not None
+    rows = SessionOwner.objects.using(ALIAS).order_by("session_id")
+    owners = await in_thread(lambda: list(rows.values_list("session_id", "tenant")))
+    assert owners == [("mine", "acme"), ("theirs", "globex")]

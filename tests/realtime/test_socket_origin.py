@@ -7,15 +7,27 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from asgiref.sync import SyncToAsync
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 from django.core.checks import run_checks
+from django.db import connections
 from django.test import override_settings
 
 from warlock_sessions.realtime.middleware import HandshakeOutageGuard, SameOriginValidator
 from warlock_sessions.realtime.routing import websocket_urlpatterns
+
+
+@pytest.fixture(autouse=True)
+def no_connection_left_in_the_sync_thread() -> None:
+    """A refused socket's plain Channels consumer tidies the database connections of
+    asgiref's one sync thread (``close_old_connections``); these tests have no database, so
+    one an earlier test of the worker left open there failed them (database access not
+    allowed). Closed first."""
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
 
 HOSTS = [".chat.test", "localhost"]
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.db import IntegrityError, connections, router, transaction
 from django.db.backends.utils import CursorWrapper
@@ -19,6 +20,11 @@ from ..models import Session as SessionRow
 from ..models import SessionEvent, forget_records, run_summary
 from ..tenancy import current as current_tenant
 from .base import Store, check_session_id, saved_copy
+
+T = TypeVar("T")
+#: The statements of one operation: each ``(sql, params)`` is sent the row it read back
+#: (``None``: none), and the plan's return value is the operation's.
+Plan = Generator[tuple[str, Sequence[Any]], Any, T]
 
 
 @dataclass(frozen=True)
@@ -137,39 +143,28 @@ class DjangoStore(Store):
         return connections[self.using].cursor()
 
     def _read(self, session_id: str) -> tuple[str, int] | None:
+        return self._run(self._stored(session_id))
+
+    def _stored(self, session_id: str) -> Plan[tuple[str, int] | None]:
         sql, tenant = self._scoped()
-        with self._cursor() as cursor:
-            cursor.execute(sql["load"], [session_id, *tenant])
-            row = cursor.fetchone()
+        row = yield sql["load"], [session_id, *tenant]
         return None if row is None else (row[0], row[1])
 
     def load_numbered(self, session_id: str) -> tuple[Session | None, int]:
         """The session (``None`` if there is none) and the last ``seq`` of its log."""
-        session_id = check_session_id(session_id)
-        sql, tenant = self._scoped()
-        with self._cursor() as cursor:
-            cursor.execute(sql["load_numbered"], [session_id, session_id, *tenant])
-            row = cursor.fetchone()
-            if row is None:
-                cursor.execute(sql["last_seq"], [session_id])
-                found = cursor.fetchone()
-                return None, found[0] if found else 0
-        text, version, last_seq = row
-        return self.decoded(text, session_id, version), last_seq or 0
+        return self._run(self._load_numbered(session_id))
 
     async def aload_numbered(self, connection: Any, session_id: str) -> tuple[Session | None, int]:
         """``load_numbered`` awaited on ``connection`` (see ``arun_combined``)."""
+        return await self._arun(connection, self._load_numbered(session_id))
+
+    def _load_numbered(self, session_id: str) -> Plan[tuple[Session | None, int]]:
         session_id = check_session_id(session_id)
         sql, tenant = self._scoped()
-        with database(self.using).wrap_database_errors:
-            cursor = await connection.execute(
-                sql["load_numbered"], [session_id, session_id, *tenant]
-            )
-            row = await cursor.fetchone()
-            if row is None:
-                cursor = await connection.execute(sql["last_seq"], [session_id])
-                found = await cursor.fetchone()
-                return None, found[0] if found else 0
+        row = yield sql["load_numbered"], [session_id, session_id, *tenant]
+        if row is None:  # a session not stored yet: its log's last seq alone
+            found = yield sql["last_seq"], [session_id]
+            return None, found[0] if found else 0
         text, version, last_seq = row
         return self.decoded(text, session_id, version), last_seq or 0
 
@@ -181,11 +176,8 @@ class DjangoStore(Store):
 
     async def aload(self, connection: Any, session_id: str) -> Session | None:
         """``load`` awaited on ``connection`` (see ``arun_combined``)."""
-        sql, tenant = self._scoped()
-        with database(self.using).wrap_database_errors:
-            cursor = await connection.execute(sql["load"], [check_session_id(session_id), *tenant])
-            row = await cursor.fetchone()
-        return None if row is None else self.decoded(row[0], session_id, row[1])
+        stored = await self._arun(connection, self._stored(check_session_id(session_id)))
+        return None if stored is None else self.decoded(stored[0], session_id, stored[1])
 
     def _prepare(
         self, session: Session, expected_version: int, agent: str | None = None
@@ -219,15 +211,16 @@ class DjangoStore(Store):
     def _conflict(
         self, cursor: CursorWrapper, session_id: str, expected: int
     ) -> SessionConflictError:
+        return self._run(self._conflicted(session_id, expected), cursor)
+
+    def _conflicted(self, session_id: str, expected: int) -> Plan[SessionConflictError]:
+        """The conflict of a save that wrote nothing, with the stored version read back."""
         sql, tenant = self._scoped()
-        cursor.execute(sql["version"], [session_id, *tenant])
-        row = cursor.fetchone()
-        if row is None and tenant:
-            # Not this tenant's: another's row would make a replay fail for ever.
-            cursor.execute(self._sql["version"], [session_id])
-            if cursor.fetchone() is not None:
-                raise SessionOfAnotherTenantError(session_id)
-        return _conflict_error(session_id, expected, row)
+        row = yield sql["version"], [session_id, *tenant]
+        # Not this tenant's, but another's: that row would make a replay fail for ever.
+        if row is None and tenant and (yield self._sql["version"], [session_id]) is not None:
+            raise SessionOfAnotherTenantError(session_id)
+        return SessionConflictError(session_id, expected, None if row is None else row[0])
 
     def save(self, session: Session, expected_version: int, *, agent: str | None = None) -> Session:
         """``Store.save``; ``agent`` (else the store's) is named on a session it creates."""
@@ -286,12 +279,7 @@ class DjangoStore(Store):
     def run_combined(self, combined: CombinedSave) -> tuple[Session, tuple[Any, ...]]:
         """Run the statement; returns the saved session and what its ``select`` evaluated to,
         or raises ``SessionConflictError`` (nothing written)."""
-        with self._cursor() as cursor:
-            cursor.execute(combined.statement, combined.values)
-            row = cursor.fetchone()
-            if row[0] is None:
-                raise self._conflict(cursor, combined.session["id"], combined.expected)
-        return combined.saved(), tuple(row[1:])
+        return self._run(self._combined(combined))
 
     async def arun_combined(
         self, connection: Any, combined: CombinedSave
@@ -299,19 +287,36 @@ class DjangoStore(Store):
         """``run_combined`` awaited on ``connection``, a ``psycopg.AsyncConnection`` to this
         store's database in autocommit mode (``backends.loop_connections``). Database errors are
         Django's, as from ``run_combined``."""
-        session_id = combined.session["id"]
-        with database(self.using).wrap_database_errors:
-            row = await (await connection.execute(combined.statement, combined.values)).fetchone()
-            if row[0] is None:
-                sql, tenant = self._scoped()
-                cursor = await connection.execute(sql["version"], [session_id, *tenant])
-                found = await cursor.fetchone()
-                if found is None and tenant:
-                    cursor = await connection.execute(self._sql["version"], [session_id])
-                    if await cursor.fetchone() is not None:
-                        raise SessionOfAnotherTenantError(session_id)
-                raise _conflict_error(session_id, combined.expected, found)
+        return await self._arun(connection, self._combined(combined))
+
+    def _combined(self, combined: CombinedSave) -> Plan[tuple[Session, tuple[Any, ...]]]:
+        row = yield combined.statement, combined.values
+        if row[0] is None:
+            raise (yield from self._conflicted(combined.session["id"], combined.expected))
         return combined.saved(), tuple(row[1:])
+
+    # A plan is the statements of one operation, each sent the row its predecessor read: run
+    # by a Django cursor in a thread, or awaited on an event loop's connection, the same plan.
+
+    def _run(self, plan: Plan[T], cursor: CursorWrapper | None = None) -> T:
+        with nullcontext(cursor) if cursor is not None else self._cursor() as running:
+            statement = next(plan)
+            while True:
+                running.execute(*statement)
+                try:
+                    statement = plan.send(running.fetchone())
+                except StopIteration as done:
+                    return cast(T, done.value)
+
+    async def _arun(self, connection: Any, plan: Plan[T]) -> T:
+        with database(self.using).wrap_database_errors:
+            statement = next(plan)
+            while True:
+                row = await (await connection.execute(*statement)).fetchone()
+                try:
+                    statement = plan.send(row)
+                except StopIteration as done:
+                    return cast(T, done.value)
 
     def _insert(self, cursor: CursorWrapper, params: list[Any]) -> int:
         insert = self._scoped()[0]["insert"]
@@ -335,11 +340,3 @@ class DjangoStore(Store):
             cursor.execute(sql["delete"], [session_id, *tenant])
             forget_records(session_id, self.using)
             return bool(cursor.rowcount == 1)
-
-
-def _conflict_error(
-    session_id: str, expected: int, row: Sequence[Any] | None
-) -> SessionConflictError:
-    """The conflict of a save that wrote nothing; ``row`` is the stored version read back
-    (``None``: the session is gone)."""
-    return SessionConflictError(session_id, expected, None if row is None else row[0])
