@@ -152,14 +152,13 @@ class DjangoStore(Store):
 
     def load_numbered(self, session_id: str) -> tuple[Session | None, int]:
         """The session (``None`` if there is none) and the last ``seq`` of its log."""
-        return self._run(self._load_numbered(session_id))
+        return self._run(self._load_numbered(check_session_id(session_id)))
 
     async def aload_numbered(self, connection: Any, session_id: str) -> tuple[Session | None, int]:
         """``load_numbered`` awaited on ``connection`` (see ``arun_combined``)."""
-        return await self._arun(connection, self._load_numbered(session_id))
+        return await self._arun(connection, self._load_numbered(check_session_id(session_id)))
 
     def _load_numbered(self, session_id: str) -> Plan[tuple[Session | None, int]]:
-        session_id = check_session_id(session_id)
         sql, tenant = self._scoped()
         row = yield sql["load_numbered"], [session_id, session_id, *tenant]
         if row is None:  # a session not stored yet: its log's last seq alone
