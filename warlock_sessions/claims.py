@@ -61,7 +61,7 @@ class Usage:
 
 
 def usage(session_id: str, store: Store) -> Usage:
-    owner = SessionOwner.objects.filter(session_id=session_id).first()
+    owner = SessionOwner.of(session_id)
     return Usage(owner, owner is None and store.load(session_id) is None)
 
 

@@ -76,6 +76,23 @@ WATCH_STREAMING = """() => {
 }"""
 
 
+#: A test class that drives Chromium, skipped where there is none.
+needs_chromium = pytest.mark.skipif(
+    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+)
+
+
+def visitors_page(browser: Any, url: str) -> Any:
+    """A new visitor's page at phone size (a context of its own: its own cookies) at ``url``,
+    once its socket is online."""
+    from playwright.sync_api import expect
+
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    page.goto(url)
+    expect(page.locator("#status")).to_have_text("online", timeout=15000)
+    return page
+
+
 def say(page: Any, text: str) -> None:
     page.fill("#text", text)
     page.press("#text", "Enter")
@@ -101,9 +118,7 @@ class LiveServerTestCase(ChannelsLiveServerTestCase):
         super().setUpClass()
 
 
-@pytest.mark.skipif(
-    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-)
+@needs_chromium
 @override_settings(WARLOCK_SESSIONS=SETTINGS)
 class ChatPageTest(LiveServerTestCase):
     def test_a_booking_conversation_survives_a_dropped_socket(self) -> None:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from django.test import override_settings
 
 from tests.browser.test_chat_page import (
     ARGS,
     CHROMIUM,
-    HAVE_CHROMIUM,
     SETTINGS,
     LiveServerTestCase,
+    needs_chromium,
     say,
 )
 
@@ -32,9 +31,7 @@ PROBE_SOCKET = """url => new Promise(done => {
 })"""
 
 
-@pytest.mark.skipif(
-    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-)
+@needs_chromium
 @override_settings(WARLOCK_SESSIONS=SETTINGS, ALLOWED_HOSTS=[".chat.test", "localhost"])
 class CrossSiteSocketTest(LiveServerTestCase):
     def test_a_sibling_subdomain_s_page_cannot_open_the_chat_s_socket(self) -> None:

@@ -10,18 +10,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 
 from tests.browser.test_chat_page import (
     ARGS,
     CHROMIUM,
-    HAVE_CHROMIUM,
     SETTINGS,
     LiveServerTestCase,
+    needs_chromium,
     say,
     server_side,
+    visitors_page,
 )
 from warlock_sessions.models import Session
 
@@ -40,9 +40,7 @@ def staff_page(browser: Any, base_url: str, path: str, width: int = 1280, height
     return staff
 
 
-@pytest.mark.skipif(
-    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-)
+@needs_chromium
 @override_settings(WARLOCK_SESSIONS=SETTINGS)
 class HandoverPagesTest(LiveServerTestCase):
     def test_staff_take_a_chat_answer_it_and_hand_it_back(self) -> None:
@@ -52,9 +50,7 @@ class HandoverPagesTest(LiveServerTestCase):
         server_side(make_staff)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            customer = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-            customer.goto(self.live_server_url + "/")
-            expect(customer.locator("#status")).to_have_text("online", timeout=15000)
+            customer = visitors_page(browser, self.live_server_url + "/")
             messages = customer.locator(".messages li")
             say(customer, "I'd like to book")
             expect(messages.last).to_have_text(
@@ -138,9 +134,7 @@ class HandoverPagesTest(LiveServerTestCase):
                     "Uma pessoa vai responder aqui.",
                 ),
             ]:
-                page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-                page.goto(self.live_server_url + "/")
-                expect(page.locator("#status")).to_have_text("online", timeout=15000)
+                page = visitors_page(browser, self.live_server_url + "/")
                 bot = page.locator(".messages li.bot")
                 for text, answer in before:
                     say(page, text)

@@ -14,9 +14,9 @@ from django.test import override_settings
 from tests.browser.test_chat_page import (
     ARGS,
     CHROMIUM,
-    HAVE_CHROMIUM,
     SETTINGS,
     LiveServerTestCase,
+    needs_chromium,
     say,
     server_side,
 )
@@ -32,9 +32,7 @@ HELPER_SETTINGS = {
 MENU = "Today's pizzas: margherita 9.50 €, pepperoni 11.00 €, quattro formaggi 12.50 €."
 
 
-@pytest.mark.skipif(
-    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-)
+@needs_chromium
 @override_settings(WARLOCK_SESSIONS=HELPER_SETTINGS)
 class SdkHelperPageTest(LiveServerTestCase):
     def test_the_sdk_agent_chats_and_a_person_takes_the_chat_over(self) -> None:

@@ -10,17 +10,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from django.test import override_settings
 
 from tests.browser.test_chat_page import (
     ARGS,
     CHROMIUM,
-    HAVE_CHROMIUM,
     SETTINGS,
     LiveServerTestCase,
+    needs_chromium,
     say,
     server_side,
+    visitors_page,
 )
 from tests.browser.test_handover_pages import make_staff, staff_page
 
@@ -35,9 +35,7 @@ def sideways(page: Any) -> int:
     )
 
 
-@pytest.mark.skipif(
-    not HAVE_CHROMIUM, reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-)
+@needs_chromium
 @override_settings(WARLOCK_SESSIONS=SETTINGS)
 class StaffPageTest(LiveServerTestCase):
     def test_the_staff_pages_are_made_for_answering_at_both_sizes(self) -> None:
@@ -47,9 +45,7 @@ class StaffPageTest(LiveServerTestCase):
         server_side(make_staff)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            customer = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-            customer.goto(self.live_server_url + "/")
-            expect(customer.locator("#status")).to_have_text("online", timeout=15000)
+            customer = visitors_page(browser, self.live_server_url + "/")
             bot = customer.locator(".messages li.bot")
             for said, answer in [
                 ("book", "What's your name?"),

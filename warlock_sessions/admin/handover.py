@@ -74,7 +74,7 @@ def handover_view(request: HttpRequest, object_id: str) -> HttpResponse:
         raise Http404  # no row has such an id, and PostgreSQL refuses to look for one
     row = get_object_or_404(Session, pk=session_id)
     policy = warlock_settings.PERMISSION()
-    access = SessionAccess(row.id, SessionOwner.objects.filter(session_id=row.id).first())
+    access = SessionAccess(row.id, SessionOwner.of(row.id))
     if not policy.can_see(request, access) or not policy.can_act(request, HANDOVER_ACTION, access):
         return _answer(
             request,

@@ -143,9 +143,7 @@ class SessionViewSet(PolicyViewSet):
     def access(self, request: Request, session_id: str, action: str | None = None) -> SessionAccess:
         """The session as this requester may see it: 404 unless they may, 403 for an action
         (the endpoint's, or ``action``) they may see but not do."""
-        access = SessionAccess(
-            session_id, SessionOwner.objects.filter(session_id=session_id).first()
-        )
+        access = SessionAccess(session_id, SessionOwner.of(session_id))
         if not self.policy().can_see(request, access) or (
             access.owner is None
             and used_by_another_tenant(session_id, getattr(default_store(), "using", None))

@@ -473,6 +473,11 @@ class SessionOwner(Owned):
     def __str__(self) -> str:
         return f"{self.session_id} ({self.user_id or 'anonymous'})"
 
+    @classmethod
+    def of(cls, session_id: str) -> SessionOwner | None:
+        """The owner row of ``session_id`` in the current scope (``None``: nobody owns it)."""
+        return cls.objects.filter(session_id=session_id).first()
+
 
 def forget_records(session_id: str, using: str | None = None) -> None:
     """Delete what is kept about a session besides its blob: event log, outbox, wakes, applied

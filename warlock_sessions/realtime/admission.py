@@ -214,7 +214,7 @@ class SocketAccess:
         return self.speaks or self.hands_over
 
     def may_see_now(self) -> bool:
-        return self.permitted(SessionOwner.objects.filter(session_id=self.session_id).first())
+        return self.permitted(SessionOwner.of(self.session_id))
 
     def still_logged_after(self, seq: int) -> list[dict[str, Any]] | None:
         """The log past ``seq``, for a client that may still see the session (``None`` if not:
@@ -229,9 +229,7 @@ class SocketAccess:
         to it, and the owner row this claim made (if it made one)."""
         store = default_store()
         claim = claim_new_session(self.requester, self.session_id, store)
-        permitted = self.permitted(
-            claim or SessionOwner.objects.filter(session_id=self.session_id).first()
-        )
+        permitted = self.permitted(claim or SessionOwner.of(self.session_id))
         if claim is not None and not permitted:
             release_claim(claim, store)  # a claim the policy refuses is not kept
             return False, None
