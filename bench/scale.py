@@ -64,6 +64,14 @@ def configure(url: str) -> None:
     )
 
 
+def bucket_sql(session: str) -> str:
+    """A wake's or outbox row's bucket (``models.bucket_of``) in SQL, of the session id
+    ``session`` (an SQL expression)."""
+    from warlock_sessions.models import WORK_BUCKETS
+
+    return f"get_byte(decode(md5({session}), 'hex'), 0) %% {WORK_BUCKETS}"
+
+
 def sql(statement: str, params: list[Any] | None = None) -> None:
     from django.db import connection
 
@@ -89,14 +97,17 @@ def seed_hot_rows() -> None:
         [HOT_EVENTS],
     )
     sql(
-        "INSERT INTO warlock_sessions_wake (key, session_id, attempts, last_error, created_at, "
-        "agent, due_at, status) SELECT 'due:' || g, 'due' || g, 0, '', now(), 'echo', "
+        "INSERT INTO warlock_sessions_wake (key, session_id, bucket, attempts, last_error, "
+        "created_at, agent, due_at, status) SELECT 'due:' || g, 'due' || g, "
+        + bucket_sql("'due' || g")
+        + ", 0, '', now(), 'echo', "
         "now() - interval '1 minute', 'pending' FROM generate_series(1, 100) AS g"
     )
     sql(
-        "INSERT INTO warlock_sessions_outboundmessage (key, session_id, attempts, last_error, "
-        "created_at, kind, text, after_ms, payload, status, deliver_after) SELECT 'due:' || g, "
-        "'due' || g, 0, '', now(), 'ai', 'hello', 0, '{}'::jsonb, 'pending', "
+        "INSERT INTO warlock_sessions_outboundmessage (key, session_id, bucket, attempts, "
+        "last_error, created_at, kind, text, after_ms, payload, status, deliver_after) "
+        "SELECT 'due:' || g, 'due' || g, " + bucket_sql("'due' || g") + ", 0, '', now(), 'ai', "
+        "'hello', 0, '{}'::jsonb, 'pending', "
         "now() - interval '1 minute' FROM generate_series(1, 100) AS g"
     )
 
@@ -134,20 +145,24 @@ def seed_bulk(scale: float, prefix: str = "s") -> dict[str, float]:
             [sessions, sessions, events],
         ),
         "wakes": (
-            "INSERT INTO warlock_sessions_wake (key, session_id, attempts, last_error, "
-            "created_at, agent, due_at, status) SELECT 'w:' || g, '{p}' || g, 0, '', now(), "
+            "INSERT INTO warlock_sessions_wake (key, session_id, bucket, attempts, last_error, "
+            "created_at, agent, due_at, status) SELECT 'w:' || g, '{p}' || g, "
+            + bucket_sql("'{p}' || g")
+            + ", 0, '', now(), "
             "'echo', CASE WHEN g %% 100 = 0 THEN now() - interval '1 minute' "
             "ELSE now() + interval '1 day' END, 'pending' FROM generate_series(1, %s) AS g",
             [wakes],
         ),
         "outbox": (
-            "INSERT INTO warlock_sessions_outboundmessage (key, session_id, attempts, "
+            "INSERT INTO warlock_sessions_outboundmessage (key, session_id, bucket, attempts, "
             "last_error, created_at, kind, text, after_ms, payload, status, deliver_after, "
-            "delivered_at) SELECT 'o:' || g, '{p}' || (g %% %s + 1), 0, '', "
+            "delivered_at) SELECT 'o:' || g, '{p}' || (g %% %s + 1), "
+            + bucket_sql("'{p}' || (g %% %s + 1)")
+            + ", 0, '', "
             "now() - interval '10 days', 'ai', 'hello', 0, '{{}}'::jsonb, "
             "CASE WHEN g %% 20 = 0 THEN 'pending' ELSE 'delivered' END, "
             "now() + interval '1 day', now() FROM generate_series(1, %s) AS g",
-            [sessions, outbox],
+            [sessions, sessions, outbox],
         ),
     }
     for name, (statement, params) in statements.items():

@@ -12,15 +12,28 @@ import os
 import re
 from typing import Any
 
-#: Each hot table and the column its rows are spread by (docs/scaling.md).
+#: Each distributed table and the column its rows are spread by (docs/scaling.md).
 HOT_TABLES = {
+    "warlock_sessions_session": "id",
     "warlock_sessions_sessionevent": "session_id",
-    "warlock_sessions_wake": "session_id",
-    "warlock_sessions_outboundmessage": "session_id",
+    "warlock_sessions_wake": "bucket",
+    "warlock_sessions_outboundmessage": "bucket",
     "warlock_sessions_appliedinput": "session_id",
     "warlock_sessions_sessionowner": "session_id",
+    "warlock_owner_tallies": "key",
     "warlock_checkpoints": "session_id",
+    "warlock_conversations": "id",
     "warlock_conversation_messages": "conversation_id",
+    "warlock_cache_entries": "scope",
+    "warlock_cache_scopes": "scope",
+    "warlock_snapshots": "key",
+    "warlock_session_locks": "key",
+}
+#: Each one's primary key on PostgreSQL (migrations 0020 and 0024): its distribution column,
+#: alone when that is the row's own key.
+PRIMARY_KEYS = {
+    table: [column] if column in ("id", "key") else [column, "id"]
+    for table, column in HOT_TABLES.items()
 }
 PARTITIONS = 4
 PARTITION = re.compile(r"^(?P<table>.+)_p(?P<number>\d+)$")
@@ -32,16 +45,19 @@ def partitioned() -> bool:
 
 def partition_hot_tables(connection: Any) -> None:
     """Make each hot table anew, hash-partitioned, with its columns, defaults, identity,
-    indexes, keys and foreign keys (creating a unique key without the partition column is an
-    error here, as it is on Citus)."""
+    indexes, keys and foreign keys, from it and to it (creating a unique key without the
+    partition column is an error here, as it is on Citus)."""
     with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) "
+            "FROM pg_constraint WHERE contype = 'f' "
+            "AND (conrelid::regclass::text = ANY(%s) OR confrelid::regclass::text = ANY(%s))",
+            [list(HOT_TABLES)] * 2,
+        )
+        foreign_keys = cursor.fetchall()
+        for table, name, _ in foreign_keys:
+            cursor.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
         for table, column in HOT_TABLES.items():
-            cursor.execute(
-                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
-                "WHERE conrelid = %s::regclass AND contype = 'f'",
-                [table],
-            )
-            foreign_keys = [row[0] for row in cursor.fetchall()]
             cursor.execute(f'ALTER TABLE "{table}" RENAME TO "{table}_plain"')
             cursor.execute(
                 f'CREATE TABLE "{table}" (LIKE "{table}_plain" INCLUDING ALL) '
@@ -54,8 +70,8 @@ def partition_hot_tables(connection: Any) -> None:
                 )
             cursor.execute(f'INSERT INTO "{table}" SELECT * FROM "{table}_plain"')
             cursor.execute(f'DROP TABLE "{table}_plain"')
-            for definition in foreign_keys:
-                cursor.execute(f'ALTER TABLE "{table}" ADD {definition}')
+        for table, name, definition in foreign_keys:
+            cursor.execute(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {definition}')
 
 
 def partitions_scanned(plan: Any) -> dict[str, set[str]]:

@@ -1,6 +1,6 @@
-"""Per-owner quotas hold under concurrency: the count and the insert are one decision
-(``backends.owner_gate``). Counted then inserted, 12 conversations were made under a quota of
-5 by requests at once, and 9 of 30 sessions under a quota of 5."""
+"""Per-owner quotas hold under concurrency: the count and the insert are one decision (the
+owner's tally row, ``models.quotas``). Counted then inserted, 12 conversations were made under
+a quota of 5 by requests at once, and 9 of 30 sessions under a quota of 5."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from tests.host.conftest import ALIASES
 from tests.test_erasure import Everything
-from warlock_sessions.models import Conversation, SessionLockRow, SessionOwner
+from warlock_sessions.models import Conversation, OwnerTally, SessionOwner
 
 QUOTA = 5
 SETTINGS = {
@@ -81,7 +81,7 @@ def test_thirty_sessions_at_once_stop_at_the_quota(alias: str) -> None:
     assert sorted(set(statuses)) == [200, 403], statuses
     assert statuses.count(200) == QUOTA
     assert SessionOwner.objects.using(alias).count() == QUOTA
-    assert SessionLockRow.objects.using(alias).count() == 0  # no gate row left behind
+    assert list(OwnerTally.objects.using(alias).values_list("count", flat=True)) == [QUOTA]
 
 
 def test_twelve_conversations_at_once_stop_at_the_quota(alias: str) -> None:
@@ -96,4 +96,4 @@ def test_twelve_conversations_at_once_stop_at_the_quota(alias: str) -> None:
     )
     assert statuses.count(200) == QUOTA, statuses
     assert Conversation.objects.using(alias).count() == QUOTA
-    assert SessionLockRow.objects.using(alias).count() == 0
+    assert list(OwnerTally.objects.using(alias).values_list("count", flat=True)) == [QUOTA]

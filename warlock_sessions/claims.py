@@ -4,8 +4,9 @@ held to the same answers by one conformance suite (``tests/test_claims.py``).
 The rules. An id is *used* when a session is stored under it or an owner row names it (in
 any tenant: ids are one namespace). A *claim* makes its claimant the owner of an unused id,
 unless they own ``MAX_SESSIONS_PER_OWNER`` sessions already in the current tenant
-(``QuotaExceededError``); what a session its store dropped left behind (its log, outbox,
-wakes) is forgotten first, so the new conversation inherits none of it. Then the policy
+(``QuotaExceededError``, decided on their tally: ``models.quotas``); what a session its store
+dropped left behind (its log, outbox, wakes) is forgotten first, so the new conversation
+inherits none of it. Then the policy
 decides on the id as it is (``permissions``).
 
 The implementations:
@@ -15,7 +16,7 @@ The implementations:
 * :func:`ausage` and :func:`aclaim`: one statement each on the event loop's own PostgreSQL
   connection (``backends.loop_connections``), so a chat's first message makes no thread hop.
   They answer :data:`UNDECIDED` where only the thread's can: a log left behind to forget, a
-  claim that lost a race with another made and released since, and the usage of an id while
+  claim that lost a race with another of the same id, and the usage of an id while
   tenants are on (the policy then reads the database). The caller asks the thread's then.
 """
 
@@ -26,15 +27,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.db import connections
+from django.db import IntegrityError, connections
 from django.utils import timezone
 
 from . import tenancy
 from .backends.loop_connections import database
-from .backends.owner_gate import ADVISORY_LOCK, owner_key
 from .errors import QuotaExceededError
+from .models import OwnerTally, SessionEvent, SessionOwner, forget_records
 from .models import Session as SessionRow
-from .models import SessionEvent, SessionOwner, forget_records
+from .models.quotas import tally_key
 from .permissions import claim_owner, used_by_another_tenant
 from .stores.base import Store
 
@@ -84,7 +85,7 @@ def release_claim(owner: SessionOwner, store: Store) -> None:
     a claim must not outlive the turn that justified it, or the claimant would own whatever
     server code later creates under the id."""
     if store.load(owner.session_id) is None:
-        SessionOwner.objects.filter(pk=owner.pk).delete()
+        SessionOwner.objects.filter(session_id=owner.session_id, pk=owner.pk).delete()
 
 
 # -- on the event loop's connection -----------------------------------------------------------
@@ -113,40 +114,33 @@ async def aclaim(
     quota: int | None = None,
 ) -> SessionOwner | Undecided | None:
     """:func:`claim_new_session` for ``owner`` (``user_id``, ``anonymous_key``) in one
-    statement on ``connection``; on a refusal a second says why."""
+    statement on ``connection``: the owner row and its owner's count (``models.quotas``)
+    together, or neither."""
     tenant = tenancy.current()
     sql = _statements(using, tenant is not None)
     scope = [] if tenant is None else [tenant]
     user_id, key = owner["user_id"], owner["anonymous_key"]
     now = database(using).ops.adapt_datetimefield_value(timezone.now())
-    params = [session_id, user_id, key, now, *scope, session_id, session_id]
-    name, counted = "claim", []
-    if quota is not None:
-        name = "claim_by_user" if user_id is not None else "claim_by_visitor"
-        # Whose rows are counted (in the scope), at most how many, and the limit.
-        counted = [user_id if user_id is not None else key, *scope, quota, quota]
-    statement, params = sql[name], params + counted
-    with database(using).wrap_database_errors:
-        if quota is None:
-            row = await (await connection.execute(statement, params)).fetchone()
-        else:  # counted and inserted while no other claim of the owner runs: the lock,
-            # the claim and the transaction around them sent in one round trip
-            async with connection.pipeline(), connection.transaction():
-                await connection.execute(ADVISORY_LOCK, [owner_key(user_id, key)])
-                cursor = await connection.execute(statement, params)
-            row = await cursor.fetchone()
-        if row is not None:
-            return SessionOwner(pk=int(row[0]), session_id=session_id, **owner)
-        why = sql[name.replace("claim", "refused")]
-        cursor = await connection.execute(why, [session_id] * 3 + counted)
-        used, logged, *at_quota = await cursor.fetchone()
+    tally = tally_key("sessions", user_id, key, tenant or "")
+    limit = MAX_COUNT if quota is None else quota
+    params = [session_id] * 3 + [tally, limit, limit, session_id, user_id, key, now, *scope]
+    try:
+        with database(using).wrap_database_errors:
+            cursor = await connection.execute(sql["claim"], params)
+            claimed, used, logged = await cursor.fetchone()
+    except IntegrityError:  # a claim of the same id committed meanwhile
+        return UNDECIDED
+    if claimed is not None:
+        return SessionOwner(pk=int(claimed), session_id=session_id, **owner)
     if used:
         return None
-    if at_quota and at_quota[0] and not logged:
-        raise QuotaExceededError("sessions", quota or 0)
-    return UNDECIDED  # a log to forget, or a race lost to a claim made and released since
+    if logged:
+        return UNDECIDED  # a log left behind, which the thread's forgets first
+    raise QuotaExceededError("sessions", quota or 0)
 
 
+#: No quota, for the claim statement's comparisons.
+MAX_COUNT = 2**31 - 1
 #: The owner row's columns the claim statement fills, in the order of its parameters.
 OWNER_COLUMNS = ("session_id", "user", "anonymous_key", "created_at")
 
@@ -166,38 +160,25 @@ def _statements(using: str, tenant: bool) -> dict[str, str]:
     )
     owned = f"SELECT 1 FROM {owners} WHERE {column['session_id']} = %s"
     claimed = [*OWNER_COLUMNS, *(["tenant"] if tenant else [])]
-    unused = (
-        f"INSERT INTO {owners} ("
-        + ", ".join(column[name] for name in claimed)
-        + f") SELECT {', '.join(['%s'] * len(claimed))} "
-        f"WHERE NOT EXISTS ({stored}) AND NOT EXISTS ({logged})"
-    )
-    returning = f" ON CONFLICT DO NOTHING RETURNING {column['id']}"
-    user, visitor = column["user"], column["anonymous_key"]
-    of_tenant = f" AND {column['tenant']} = %s" if tenant else ""
-
-    def counted(whose: str) -> str:
-        # Counts at most the quota's rows; the visitor's `<> ''` lets the planner use the
-        # partial index (migration 0013) whatever the parameter.
-        return (
-            f"(SELECT count(*) FROM (SELECT 1 FROM {owners} WHERE {whose}{of_tenant} "
-            "LIMIT %s) AS owned)"
-        )
-
-    by_user = counted(f"{user} = %s")
-    by_visitor = counted(f"{user} IS NULL AND {visitor} = %s AND {visitor} <> ''")
-    refused = f"SELECT EXISTS ({stored}) OR EXISTS ({owned}), EXISTS ({logged})"
+    tallies = quote(OwnerTally._meta.db_table)
     return {
-        # The owner row of an id no session, log or owner uses yet, in any tenant (the owner
-        # row's unique id refuses one); with a quota, only while its owner has fewer rows.
-        "claim": unused + returning,
-        "claim_by_user": f"{unused} AND {by_user} < %s{returning}",
-        "claim_by_visitor": f"{unused} AND {by_visitor} < %s{returning}",
-        # Why a claim made no row: the id is used, a log is left behind, the owner is at the
-        # quota; else it lost a race with a claim since released.
-        "refused": refused,
-        "refused_by_user": f"{refused}, {by_user} >= %s",
-        "refused_by_visitor": f"{refused}, {by_visitor} >= %s",
+        # The owner row of an id no session, log or owner uses yet (in any tenant), counted
+        # on its owner's tally unless that holds the quota already; a claim of the same id
+        # committed meanwhile fails the statement on the owner row's unique id, count and
+        # all. Then whether the id is used, and whether a log is left behind.
+        "claim": (
+            f"WITH used AS (SELECT EXISTS ({stored}) OR EXISTS ({owned}) AS used, "
+            f"EXISTS ({logged}) AS logged), "
+            f"counted AS (INSERT INTO {tallies} (key, count) SELECT %s, 1 FROM used "
+            "WHERE NOT used.used AND NOT used.logged AND 0 < %s "
+            f"ON CONFLICT (key) DO UPDATE SET count = {tallies}.count + 1 "
+            f"WHERE {tallies}.count < %s RETURNING 1), "
+            f"claimed AS (INSERT INTO {owners} ("
+            + ", ".join(column[name] for name in claimed)
+            + f") SELECT {', '.join(['%s'] * len(claimed))} FROM counted "
+            f"RETURNING {column['id']}) "
+            "SELECT (SELECT * FROM claimed), used.used, used.logged FROM used"
+        ),
         # Whether the session is stored, and its owner row (NULLs when it has none).
         "usage": (
             f"SELECT EXISTS ({stored}), "

@@ -45,6 +45,7 @@ from .models import (
     GraphCheckpoint,
     GraphThread,
     GraphWrite,
+    LeasedWork,
     MemoryItem,
     OutboundMessage,
     Session,
@@ -53,6 +54,7 @@ from .models import (
     SessionOwner,
     Snapshot,
     Wake,
+    work_of_sessions,
 )
 from .snapshots import DjangoSnapshotStore, default_snapshot_store
 from .stores import DjangoStore, default_store
@@ -299,6 +301,8 @@ def _tables(traces: Traces) -> list[tuple[str, list[QuerySet[Any]]]]:
 
 
 def _of_sessions(model: type[Model], using: str | None) -> Callable[[list[str]], QuerySet[Any]]:
+    if issubclass(model, LeasedWork):  # named by bucket too: read on their shards alone
+        return lambda ids: _rows(model, using).filter(**work_of_sessions(ids))
     return lambda ids: _rows(model, using).filter(session_id__in=ids)
 
 

@@ -20,17 +20,16 @@ from django.http.request import HttpHeaders
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
 from . import tenancy
-from .backends.owner_gate import owner_gate
 from .conf import Expected, expect, warlock_settings
-from .errors import NewVisitorsThrottledError, QuotaExceededError
+from .errors import NewVisitorsThrottledError
 from .models import (
     Conversation,
-    Owned,
     Session,
     SessionEvent,
     SessionOwner,
     SessionQuerySet,
 )
+from .models.quotas import check_quota, move_tallies
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -148,47 +147,30 @@ def adopt_visitor_sessions(user: Any, request: Any) -> int:
     key = anonymous_key(request)
     if not key or not getattr(user, "pk", None):
         return 0
-    return sum(
-        model.objects.filter(user=None, anonymous_key=key).update(user=user, anonymous_key="")
-        for model in (SessionOwner, Conversation)
-    )
+    adopted = 0
+    for model in (SessionOwner, Conversation):
+        rows = model.objects.filter(user=None, anonymous_key=key)
+        with transaction.atomic(using=rows.db):  # their counts go with them
+            move_tallies(model, rows, user.pk)
+            adopted += rows.update(user=user, anonymous_key="")
+    return adopted
 
 
 def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
     """Make whoever makes ``request`` (its user, or for an anonymous visitor their Django
     session) the owner of a session nobody owns yet, returning the new owner row; when someone
     else owns it already (or won a concurrent claim) return ``None`` and let the policy
-    decide. ``request`` is a DRF request or anything with ``user`` and ``session``."""
+    decide. ``QuotaExceededError`` when they own ``MAX_SESSIONS_PER_OWNER`` sessions already.
+    ``request`` is a DRF request or anything with ``user`` and ``session``."""
     owner = owner_fields(request)
-    limit = warlock_settings.MAX_SESSIONS_PER_OWNER
     using = router.db_for_write(SessionOwner) or "default"
-    with owner_gate(owner, using, limit):
-        check_quota(SessionOwner, owner, limit, "sessions", using)
-        try:
-            with transaction.atomic(using=using):
-                return SessionOwner.objects.using(using).create(session_id=session_id, **owner)
-        except IntegrityError:
-            return None
-
-
-def over_quota(
-    model: type[Owned], owner: dict[str, Any], limit: int | None, using: str | None = None
-) -> bool:
-    """Whether ``owner`` has ``limit`` rows of ``model`` already (``None``: no limit)."""
-    return limit is not None and model.count_of(owner, using) >= limit
-
-
-def check_quota(
-    model: type[Owned],
-    owner: dict[str, Any],
-    limit: int | None,
-    what: str,
-    using: str | None = None,
-) -> None:
-    """``QuotaExceededError`` before ``owner`` gets one more of ``model`` beyond ``limit``.
-    Count and insert inside one :func:`owner_gate`, or two requests at once both fit."""
-    if over_quota(model, owner, limit, using):
-        raise QuotaExceededError(what, limit or 0)
+    try:
+        with transaction.atomic(using=using):  # the row and its count, or neither
+            row = SessionOwner.objects.using(using).create(session_id=session_id, **owner)
+            check_quota(row, warlock_settings.MAX_SESSIONS_PER_OWNER, using)
+            return row
+    except IntegrityError:
+        return None
 
 
 def owner_fields(request: Any) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
+from warlock_sessions.models import bucket_of
+
 from .conftest import Deployment, wait_for
 
 pytestmark = pytest.mark.faults
@@ -19,12 +21,12 @@ def add_due_wakes(deployment: Deployment, count: int, prefix: str) -> None:
     now = datetime.now(UTC)
     with psycopg.connect(deployment.postgres.url("app"), autocommit=True) as connection:
         connection.cursor().executemany(
-            "INSERT INTO warlock_sessions_wake (key, session_id, attempts, last_error,"
-            " created_at, agent, due_at, status) VALUES (%s, %s, 0, '', %s, 'booking', %s,"
+            "INSERT INTO warlock_sessions_wake (key, session_id, bucket, attempts, last_error,"
+            " created_at, agent, due_at, status) VALUES (%s, %s, %s, 0, '', %s, 'booking', %s,"
             " 'pending')",
             [
-                (f"{prefix}-{i}", f"{prefix}-session-{i}", now, now - timedelta(seconds=1))
-                for i in range(count)
+                (f"{prefix}-{i}", session, bucket_of(session), now, now - timedelta(seconds=1))
+                for i, session in enumerate(f"{prefix}-session-{i}" for i in range(count))
             ],
         )
 

@@ -15,13 +15,17 @@ from django.db import connections
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake
+from warlock_sessions.models import WORK_BUCKETS, OutboundMessage, Session, SessionEvent, Wake
 
 from .conftest import needs_postgres
 
 pytestmark = [needs_postgres, pytest.mark.django_db(databases=["postgres"])]
 
 SESSIONS, EVENTS, WAKES, OUTBOX = 20_000, 100_000, 20_000, 40_000
+
+
+#: A row's bucket (``models.bucket_of``) in SQL, for session ``'s' || g``.
+BUCKET = f"get_byte(decode(md5('s' || g), 'hex'), 0) %% {WORK_BUCKETS}"
 
 
 @pytest.fixture
@@ -44,16 +48,17 @@ def seeded() -> None:
             [SESSIONS, SESSIONS, EVENTS],
         )
         cursor.execute(
-            "INSERT INTO warlock_sessions_wake (key, session_id, attempts, last_error, "
-            "created_at, agent, due_at, status) SELECT 'w' || g, 's' || g, 0, '', now(), '', "
+            "INSERT INTO warlock_sessions_wake (key, session_id, bucket, attempts, last_error, "
+            f"created_at, agent, due_at, status) SELECT 'w' || g, 's' || g, {BUCKET}, 0, '', "
+            "now(), '', "
             "CASE WHEN g %% 100 = 0 THEN now() - interval '1 minute' "
             "ELSE now() + interval '1 day' END, 'pending' FROM generate_series(1, %s) AS g",
             [WAKES],
         )
         cursor.execute(
-            "INSERT INTO warlock_sessions_outboundmessage (key, session_id, attempts, "
+            "INSERT INTO warlock_sessions_outboundmessage (key, session_id, bucket, attempts, "
             "last_error, created_at, kind, text, after_ms, payload, status, deliver_after) "
-            "SELECT 'o' || g, 's' || g, 0, '', now(), 'ai', 'hi', 0, '{}', "
+            f"SELECT 'o' || g, 's' || g, {BUCKET}, 0, '', now(), 'ai', 'hi', 0, '{{}}', "
             "CASE WHEN g %% 20 = 0 THEN 'pending' ELSE 'delivered' END, now() "
             "FROM generate_series(1, %s) AS g",
             [OUTBOX],
@@ -62,12 +67,15 @@ def seeded() -> None:
             cursor.execute(f"ANALYZE {model._meta.db_table}")
 
 
-def due(model: type[Any], field: str) -> QuerySet[Any]:
-    """The rows a worker claims (``host.worker.claim``), as it asks for them."""
+def due(model: type[Any], field: str, bucket: int | None = None) -> QuerySet[Any]:
+    """The rows a worker claims (``host.worker.claim``), as it asks for them (of one bucket,
+    with ``CLAIM_BY_BUCKET``)."""
     now = timezone.now()
     free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
     pending = Q(status="pending", **{f"{field}__lte": now}) & free
-    return model.objects.using("postgres").filter(pending).order_by("pk")[:100]
+    if bucket is not None:
+        pending &= Q(bucket__in=[bucket])
+    return model.objects.using("postgres").filter(pending).order_by(field, "pk")[:100]
 
 
 def sessions() -> Any:
@@ -83,6 +91,8 @@ HOT: dict[str, Callable[[], QuerySet[Any]]] = {
     ),
     "due wakes": lambda: due(Wake, "due_at"),
     "due outbox": lambda: due(OutboundMessage, "deliver_after"),
+    "due wakes of a bucket": lambda: due(Wake, "due_at", bucket=7),
+    "due outbox of a bucket": lambda: due(OutboundMessage, "deliver_after", bucket=7),
     "list by agent": lambda: sessions().filter(agent="sales").order_by("-updated_at", "id")[:51],
     "list by flow": lambda: sessions().with_flow("reminder").order_by("-updated_at", "id")[:51],
     "list by run status": lambda: (

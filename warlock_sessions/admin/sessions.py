@@ -25,7 +25,16 @@ from ..engine.session import RUN_STATUSES, text_problem
 from ..erasure import Person, erase, traces_of
 from ..errors import EncryptionError, InvalidSessionError
 from ..host.wire import staff_account
-from ..models import OutboundMessage, Session, SessionEvent, SessionOwner, SessionQuerySet, Wake
+from ..models import (
+    OutboundMessage,
+    Session,
+    SessionEvent,
+    SessionOwner,
+    SessionQuerySet,
+    Wake,
+    work_of,
+    work_of_sessions,
+)
 from ..permissions import HANDOVER_ACTION, SessionAccess
 from .base import ReadOnlyAdmin, opened_or_why
 from .handover import handover_panel, handover_view
@@ -231,9 +240,9 @@ class SessionAdmin(ReadOnlyAdmin):
         ]
         language = (blob or {}).get("metadata", {}).get("language")
         context["transcript"] = session_transcript(row.id, language)
-        context["wakes"] = Wake.objects.filter(session_id=row.id, status=Wake.Status.PENDING)
+        context["wakes"] = Wake.objects.filter(**work_of(row.id), status=Wake.Status.PENDING)
         outbox = list(
-            OutboundMessage.objects.filter(session_id=row.id).order_by("-created_at", "-id")[
+            OutboundMessage.objects.filter(**work_of(row.id)).order_by("-created_at", "-id")[
                 :TIMELINE_LENGTH
             ]
         )
@@ -333,7 +342,7 @@ class SessionAdmin(ReadOnlyAdmin):
         due = Q(
             status=Wake.Status.PENDING,
             due_at__lte=timezone.now(),
-            session_id__in=list(queryset.values_list("id", flat=True)),
+            **work_of_sessions(queryset.values_list("id", flat=True)),
         )
         wakes = claim(Wake, due, 1000)
         for wake in wakes:

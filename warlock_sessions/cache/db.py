@@ -141,7 +141,7 @@ class DjangoCacheStore(CacheStore):
         nearest = np.argpartition(-scores, top - 1)[:top]
         nearest = nearest[np.argsort(-scores[nearest])]
         best = [int(index) for index in nearest if scores[index] > -np.inf]
-        rows = self._by_id([int(matrix.ids[index]) for index in best])
+        rows = self._by_id(namespace, scope, [int(matrix.ids[index]) for index in best])
         return [
             (float(scores[index]), _entry(rows[int(matrix.ids[index])]))
             for index in best
@@ -168,8 +168,10 @@ class DjangoCacheStore(CacheStore):
         scope_vectors.put(key, whole)
         return whole
 
-    def _by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
-        """The rows of ``ids`` (one statement: a lookup's few nearest answers)."""
+    def _by_id(self, namespace: str, scope: str, ids: list[int]) -> dict[int, dict[str, Any]]:
+        """The rows of ``ids`` in the scope (one statement: a lookup's few nearest answers).
+        Named by their scope too: a distributed database reads the scope's shard alone, and
+        a row of another scope is never served, whatever ids a process kept."""
         if not ids:
             return {}
         table = connection_ops(self.using).quote_name(CacheEntry._meta.db_table)
@@ -177,8 +179,8 @@ class DjangoCacheStore(CacheStore):
         with connections[self.using].cursor() as cursor:
             cursor.execute(
                 f"SELECT {', '.join(names)}, stored_at, expires_at FROM {table}"
-                f" WHERE id IN ({', '.join(['%s'] * len(ids))})",
-                ids,
+                f" WHERE scope = %s AND namespace = %s AND id IN ({', '.join(['%s'] * len(ids))})",
+                [scope, namespace, *ids],
             )
             found = cursor.fetchall()
         rows = {}
@@ -208,8 +210,8 @@ class DjangoCacheStore(CacheStore):
             scopes = set(rows.values_list("namespace", "scope").distinct())
             counters = CacheScope.objects.using(self.using)
             for namespace, scope in sorted(scopes):
-                counter, _ = counters.get_or_create(namespace=namespace, scope=scope)
-                counters.filter(pk=counter.pk).update(removals=F("removals") + 1)
+                counters.get_or_create(namespace=namespace, scope=scope)
+                counters.filter(namespace=namespace, scope=scope).update(removals=F("removals") + 1)
             deleted, _ = rows.delete()
             return int(deleted)
 

@@ -48,6 +48,10 @@ DEFAULTS: dict[str, Any] = {
     "LEASE_SECONDS": 60,
     "MAX_WAKE_ATTEMPTS": 5,
     "POLL_INTERVAL": 1.0,
+    # Whether the worker claims due work one bucket at a time (models.WORK_BUCKETS), each claim
+    # reading one shard of a distributed PostgreSQL (Citus: docs/scaling.md), instead of in one
+    # statement over every bucket, which is cheaper on one database.
+    "CLAIM_BY_BUCKET": False,
     # Who may do what over HTTP and websockets (a permissions.SessionPolicy), and the largest
     # request body.
     "PERMISSION": "warlock_sessions.permissions.OwnerOrStaff",

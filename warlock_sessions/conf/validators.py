@@ -374,6 +374,7 @@ VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "LEASE_SECONDS": _number(1, whole=False),
     "MAX_WAKE_ATTEMPTS": _number(1, whole=True),
     "POLL_INTERVAL": _number(0.01, whole=False),
+    "CLAIM_BY_BUCKET": _flag,
     "PERMISSION": _permission,
     "MAX_BODY_BYTES": _number(1, whole=True),
     "READ_REPLICA": _database_alias,

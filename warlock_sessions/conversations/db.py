@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -14,12 +13,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ..backends.connections import give_back_connection
-from ..backends.owner_gate import owner_gate
 from ..conf import warlock_settings
 from ..encryption import message_place, open_json, pending_place, seal_json, sealing
 from ..errors import ConversationConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage, tenant_of_parent
-from ..permissions import check_quota
+from ..models.quotas import check_quota
 from ..redaction import redact_value
 from .seen import seen_histories
 from .stores import RECORD_PREFIX, RECORD_TYPE, kept_text
@@ -74,13 +72,15 @@ class DjangoConversationStore:
         """The conversation ``id``: created empty for this store's owner unless it exists
         (one ``INSERT … ON CONFLICT DO NOTHING``, then its header; ``None`` if it was deleted
         in between)."""
-        with self._quota_gate():
-            self._check_quota()
-            now = timezone.now()
-            Conversation.objects.using(self.using).bulk_create(
-                [Conversation(id=id, created_at=now, updated_at=now, **self.owner)],
-                ignore_conflicts=True,
-            )
+        now = timezone.now()
+        try:
+            with transaction.atomic(using=self.using):  # the row and its count, or neither
+                row = Conversation.objects.using(self.using).create(
+                    id=id, created_at=now, updated_at=now, **self.owner
+                )
+                self._check_quota(row)
+        except IntegrityError:
+            pass  # made meanwhile, by this owner or another: the policy decides on it
         return self.header(id)
 
     def load(self, id: str) -> dict[str, Any] | None:
@@ -169,9 +169,9 @@ class DjangoConversationStore:
             raise SessionExistsError(record["id"]) from None
         self._saw({**record, "messages": as_stored(record["messages"])}, last_row)
 
-    def _insert(self, record: dict[str, Any]) -> None:
+    def _insert(self, record: dict[str, Any]) -> Conversation:
         now = timezone.now()
-        Conversation.objects.using(self.using).create(
+        row = Conversation.objects.using(self.using).create(
             id=record["id"],
             turns=record["turns"],
             pending=_sealed_pending(record["id"], record.get("pending")),
@@ -181,17 +181,13 @@ class DjangoConversationStore:
             **self.owner,
         )
         record["version"] = 1
+        return row
 
-    def _check_quota(self) -> None:
-        """Before this store's owner gets one more conversation (a new one, a fork): inside
-        :meth:`_quota_gate`, with the insert."""
+    def _check_quota(self, row: Conversation) -> None:
+        """``QuotaExceededError`` if ``row``, just made for this store's owner, is one more
+        than ``MAX_CONVERSATIONS_PER_OWNER`` allows (inside its insert's transaction)."""
         if self.owner:
-            limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER
-            check_quota(Conversation, self.owner, limit, "conversations", self.using)
-
-    def _quota_gate(self) -> AbstractContextManager[None]:
-        limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER if self.owner else None
-        return owner_gate(self.owner, self.using, limit)
+            check_quota(row, warlock_settings.MAX_CONVERSATIONS_PER_OWNER, self.using)
 
     def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> int | None:
         """Insert the rows: the id of the last one, where the database says (``None`` if it
@@ -274,19 +270,17 @@ class DjangoConversationStore:
         so the stored JSON stays byte for byte what the provider signed. Sealed messages
         (``ENCRYPTION_KEYS``) are bound to their conversation: they are opened and sealed
         again for the fork (their JSON text unchanged)."""
-        with self._quota_gate():
-            self._check_quota()
-            try:
-                with transaction.atomic(using=self.using):
-                    self._insert(target)
-                    copied = self._copy(record["id"], target["id"], n)
-                    if copied != n or self._version(record["id"]) != record["version"]:
-                        # the source moved (a truncate, a turn elsewhere) since it was read
-                        raise ConversationConflictError(
-                            record["id"], record["version"], self._version(record["id"])
-                        )
-            except IntegrityError:
-                raise SessionExistsError(target["id"]) from None
+        try:
+            with transaction.atomic(using=self.using):
+                self._check_quota(self._insert(target))
+                copied = self._copy(record["id"], target["id"], n)
+                if copied != n or self._version(record["id"]) != record["version"]:
+                    # the source moved (a truncate, a turn elsewhere) since it was read
+                    raise ConversationConflictError(
+                        record["id"], record["version"], self._version(record["id"])
+                    )
+        except IntegrityError:
+            raise SessionExistsError(target["id"]) from None
         target["messages"] = record["messages"][:n]
 
     def _copy(self, source: str, target: str, n: int) -> int:

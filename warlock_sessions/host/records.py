@@ -18,7 +18,16 @@ from django.db.models import Max
 from ..backends.loop_connections import database
 from ..encryption import event_place, outbox_place, seal_json, seal_text, sealing
 from ..engine.isotime import datetime_from_iso
-from ..models import AppliedInput, OutboundMessage, Session, SessionEvent, Wake, tenant_of_parent
+from ..models import (
+    AppliedInput,
+    OutboundMessage,
+    Session,
+    SessionEvent,
+    Wake,
+    bucket_of,
+    tenant_of_parent,
+    work_of,
+)
 
 #: How many times an event batch is renumbered when another writer took its ``seq`` first
 #: (only possible with a store outside the database, whose save and log are two transactions).
@@ -81,6 +90,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
     """
     now = changes.now
     tenant = tenant_of_parent(Session, using, pk=changes.session_id)
+    bucket = bucket_of(changes.session_id)
     if changes.applied:
         # Unique per session: an input applied before fails the whole transaction here.
         AppliedInput._base_manager.using(using).create(
@@ -94,6 +104,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
             OutboundMessage(
                 key=message["key"],
                 session_id=changes.session_id,
+                bucket=bucket,
                 tenant=tenant,
                 kind=message["kind"],
                 text=seal_text(message["text"], *outbox_place(changes.session_id, message["key"])),
@@ -111,7 +122,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
         ignore_conflicts=True,  # the same key is the same message: a replay never queues it twice
     )
     wakes = Wake._base_manager.using(using).filter(
-        session_id=changes.session_id, status=Wake.Status.PENDING
+        **work_of(changes.session_id), status=Wake.Status.PENDING
     )
     if changes.fired:
         wakes.filter(key=changes.fired).update(
@@ -125,6 +136,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
                 Wake(
                     key=entry["key"],
                     session_id=changes.session_id,
+                    bucket=bucket,
                     tenant=tenant,
                     agent=changes.agent,
                     due_at=datetime_from_iso(entry["at"]),
@@ -133,7 +145,7 @@ def write_records(changes: TurnRecords, using: str, *, exclusive: bool) -> int:
                 for entry in changes.schedule
             ],
             update_conflicts=True,
-            unique_fields=["session_id", "key"],
+            unique_fields=["session_id", "key", "bucket"],
             update_fields=["due_at", "agent", "status", "attempts", "lease_until"],
         )
     log = SessionEvent._base_manager.using(using)
@@ -184,11 +196,13 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
     if sealed and changes.last_seq is None:
         raise ValueError("a sealed log is written in one statement only from a numbered load")
     params: list[Any] = []
+    bucket = bucket_of(changes.session_id)
     if changes.applied:
         params += [changes.session_id, changes.applied, now]
     if changes.messages:
         params += [
             changes.session_id,
+            bucket,
             changes.status,
             now,
             now,
@@ -196,12 +210,13 @@ def statement_parts(changes: TurnRecords, using: str) -> tuple[tuple[str, ...], 
             _json(_sealed_messages(changes) if sealed else changes.messages),
         ]
     if changes.fired:
-        params += [now, changes.session_id, changes.fired]
+        params += [now, bucket, changes.session_id, changes.fired]
     if changes.replaced:
-        params += [changes.session_id, changes.replaced]
+        params += [bucket, changes.session_id, changes.replaced]
     if changes.schedule:
         params += [
             changes.session_id,
+            bucket,
             changes.agent,
             now,
             _json(changes.schedule),
@@ -267,33 +282,36 @@ def _statement_parts(
     if messages:
         payload = "m.value->'sealed'" if sealed else "m.value"
         parts.append(
-            f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, tenant, kind, "
-            "text, after_ms, payload, status, attempts, last_error, created_at, deliver_after, "
-            f"delivered_at) SELECT m.value->>'key', %s, {TENANT}, m.value->>'kind', "
+            f"outbox AS (INSERT INTO {table[OutboundMessage]} (key, session_id, bucket, tenant, "
+            "kind, text, after_ms, payload, status, attempts, last_error, created_at, "
+            f"deliver_after, delivered_at) SELECT m.value->>'key', %s, %s, {TENANT}, "
+            "m.value->>'kind', "
             "m.value->>'text', "
             f"(m.value->>'afterMs')::integer, {payload}, %s, 0, '', %s, %s::timestamptz + "
             "(m.value->>'afterMs')::integer * interval '1 millisecond', %s::timestamptz "
             f"FROM jsonb_array_elements(%s::jsonb) AS m(value) WHERE {SAVED} "
-            "ON CONFLICT (session_id, key) DO NOTHING)"
+            "ON CONFLICT (session_id, key, bucket) DO NOTHING)"
         )
     if fired:
         parts.append(
             f"fired AS (UPDATE {table[Wake]} SET status = 'fired', fired_at = %s, "
-            "lease_until = NULL WHERE session_id = %s AND key = %s AND status = 'pending' "
+            "lease_until = NULL WHERE bucket = %s AND session_id = %s AND key = %s "
+            "AND status = 'pending' "
             f"AND {SAVED})"
         )
     if replaced:
         parts.append(
-            f"replaced AS (DELETE FROM {table[Wake]} WHERE session_id = %s "
+            f"replaced AS (DELETE FROM {table[Wake]} WHERE bucket = %s AND session_id = %s "
             f"AND key = ANY(%s) AND status = 'pending' AND {SAVED})"
         )
     if schedule:
         parts.append(
-            f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, tenant, agent, due_at, "
-            f"status, attempts, last_error, created_at) SELECT w.value->>'key', %s, {TENANT}, %s, "
+            f"wakes AS (INSERT INTO {table[Wake]} (key, session_id, bucket, tenant, agent, "
+            "due_at, status, attempts, last_error, created_at) "
+            f"SELECT w.value->>'key', %s, %s, {TENANT}, %s, "
             "(w.value->>'at')::timestamptz, 'pending', 0, '', %s "
             f"FROM jsonb_array_elements(%s::jsonb) AS w(value) WHERE {SAVED} "
-            "ON CONFLICT (session_id, key) DO UPDATE SET due_at = EXCLUDED.due_at, "
+            "ON CONFLICT (session_id, key, bucket) DO UPDATE SET due_at = EXCLUDED.due_at, "
             "agent = EXCLUDED.agent, status = 'pending', attempts = 0, lease_until = NULL)"
         )
     if sealed:

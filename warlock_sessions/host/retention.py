@@ -218,13 +218,17 @@ def _kinds(retention: Retention, now: datetime, batch: int) -> list[tuple[str, A
 
 
 def _delete_still_ended(sessions: QuerySet[Any], using: str) -> list[str]:
-    """Delete ``sessions`` with what is kept about them, in one short transaction; their ids."""
-    with transaction.atomic(using=using):
-        keys = list(sessions.using(using).select_for_update().values_list("pk", flat=True))
-        if keys:
-            forget_records_of(keys, using)
-            _raw_delete(Session, keys, using)
-    return [str(key) for key in keys]
+    """Delete ``sessions`` with what is kept about them, a session at a time, each in a short
+    transaction that locks its row alone (a lock over rows of several sessions is a
+    multi-shard lock, which a distributed database refuses); their ids."""
+    gone = []
+    for key in sessions.using(using).values_list("pk", flat=True):
+        with transaction.atomic(using=using):
+            if sessions.using(using).filter(pk=key).select_for_update().exists():
+                forget_records_of([key], using)
+                _raw_delete(Session, [key], using)
+                gone.append(str(key))
+    return gone
 
 
 def pages_by_pk(rows: QuerySet[Any], batch: int) -> Iterator[list[Any]]:

@@ -19,11 +19,11 @@ whose work failed only because a service was unavailable does not count an attem
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import random
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -31,15 +31,13 @@ from typing import Any, TypeVar
 from django.db import connections, models, router, transaction
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import MD5, Substr
-from django.db.models.lookups import In
 from django.utils import timezone
 
 from .. import signals
 from ..backends.outages import OutageLog, unavailable
 from ..conf import warlock_settings
 from ..encryption import outbox_place, seal_json, seal_text
-from ..models import OutboundMessage, Wake
+from ..models import WORK_BUCKETS, OutboundMessage, Wake, bucket_of, work_of
 from ..redaction import redact, redact_value, redactor
 from ..tenancy import EVERY_TENANT, for_every_tenant, tenant_scope
 from ..tracing import span
@@ -69,29 +67,32 @@ def claim(
     now: datetime | None = None,
     order: str = "pk",
     one_session: bool = False,
-    shard: Shard | None = None,
+    buckets: Collection[int] | None = None,
 ) -> list[RowT]:
     """Lease up to ``limit`` rows of ``model`` matching ``due`` whose lease has run out, the
     first by ``order`` (a column the due index leads with: the search then starts at the due
     rows instead of walking past every row fired before). With ``one_session``, only rows of
-    the first one's session (on PostgreSQL, in the same statement); with ``shard``, only
-    rows of the sessions in that shard."""
+    the first one's session (on PostgreSQL, in the same statement); with ``buckets``, only
+    rows of those buckets (``models.bucket_of``): one bucket's claim reads one shard of a
+    distributed database."""
     now = now or timezone.now()
     using = using or router.db_for_write(model)
     lease_until = now + timedelta(seconds=warlock_settings.LEASE_SECONDS)
     free = due & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     rows = model._default_manager.using(using).filter(free).order_by(order, "pk")
-    if shard is not None:
-        rows = shard.of(rows)
+    if buckets is not None:
+        rows = rows.filter(bucket__in=sorted(buckets))
     if connections[using].vendor == "postgresql":
         if one_session:  # the session of the first free row, picked as the rows are locked
             first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
             rows = rows.filter(session_id=RawSQL(f"{first} FOR UPDATE SKIP LOCKED", params))
-        leased = _lease_in_one_statement(rows, limit, lease_until, using)
-        # Named by session too, so that a table spread by session reads only theirs.
-        sessions = {session for _, session in leased}
-        keys = [pk for pk, _ in leased]
-        mine = model._default_manager.using(using).filter(session_id__in=sessions, pk__in=keys)
+        leased = _lease_in_one_statement(rows, limit, lease_until, using, buckets)
+        # Named by bucket and session too, so that a table spread by either reads only theirs.
+        mine = model._default_manager.using(using).filter(
+            bucket__in={bucket for bucket, _, _ in leased},
+            session_id__in={session for _, session, _ in leased},
+            pk__in=[pk for _, _, pk in leased],
+        )
         return list(mine.order_by(order, "pk"))
     if one_session:
         first_session = rows.values_list("session_id", flat=True).first()
@@ -116,11 +117,10 @@ def claim(
 
 class Shard:
     """One of ``count`` parts of the sessions (``warlock_worker --shard index/count``), so that
-    workers of different shards never claim from the same rows: a session's part is the first
-    byte of its id's MD5, modulo ``count`` (uniform, whatever the ids look like, and the same
-    on every database Django computes ``MD5`` on)."""
+    workers of different shards never claim from the same rows: a session's part is its
+    bucket (``models.bucket_of``) modulo ``count``."""
 
-    MAX_COUNT = 256
+    MAX_COUNT = WORK_BUCKETS
 
     def __init__(self, index: int, count: int) -> None:
         if not 0 <= index < count <= self.MAX_COUNT:
@@ -129,7 +129,7 @@ class Shard:
                 f"not {index}/{count}"
             )
         self.index, self.count = index, count
-        self.prefixes = [f"{byte:02x}" for byte in range(256) if byte % count == index]
+        self.buckets = [bucket for bucket in range(WORK_BUCKETS) if bucket % count == index]
 
     @classmethod
     def parse(cls, text: str) -> Shard:
@@ -139,34 +139,50 @@ class Shard:
             raise ValueError(f"a shard is written index/count, like 0/2, not {text!r}")
         return cls(int(index), int(count))
 
-    def of(self, rows: models.QuerySet[RowT]) -> models.QuerySet[RowT]:
-        return rows.filter(In(Substr(MD5("session_id"), 1, 2), self.prefixes))
-
     def holds(self, session_id: str) -> bool:
-        return hashlib.md5(session_id.encode()).hexdigest()[:2] in self.prefixes
+        return bucket_of(session_id) in self.buckets
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
 
+def claim_passes(shard: Shard | None) -> list[list[int] | None]:
+    """The buckets each claim of a pass covers: all of the worker's together, or with
+    ``CLAIM_BY_BUCKET`` one at a time, starting at a bucket picked at random so that workers
+    spread over them (each still covers every bucket of its shard, so none is stranded)."""
+    mine = list(range(WORK_BUCKETS)) if shard is None else shard.buckets
+    if not warlock_settings.CLAIM_BY_BUCKET:
+        return [None if shard is None else mine]
+    start = random.randrange(len(mine))
+    return [[bucket] for bucket in mine[start:] + mine[:start]]
+
+
 def _lease_in_one_statement(
-    rows: models.QuerySet[Any], limit: int, lease_until: datetime, using: str
-) -> list[tuple[Any, str]]:
-    """PostgreSQL: ``UPDATE … SET lease_until WHERE pk IN (SELECT … LIMIT n FOR UPDATE SKIP
-    LOCKED) RETURNING pk, session_id``; one round trip, no transaction of its own (a worker
-    claims one row before each it fires). The keys leased, with their sessions."""
+    rows: models.QuerySet[Any],
+    limit: int,
+    lease_until: datetime,
+    using: str,
+    buckets: Collection[int] | None,
+) -> list[tuple[int, str, Any]]:
+    """PostgreSQL: ``UPDATE … SET lease_until WHERE (bucket, pk) IN (SELECT … LIMIT n FOR
+    UPDATE SKIP LOCKED) RETURNING bucket, session_id, pk``; one round trip, no transaction of
+    its own (a worker claims one row before each it fires). The rows leased. The outer
+    ``WHERE`` names the bucket too: one bucket's claim then updates rows of one shard."""
     connection = connections[using]
-    inner, params = rows.values("pk")[:limit].query.get_compiler(using).as_sql()
+    inner, params = rows.values("bucket", "pk")[:limit].query.get_compiler(using).as_sql()
     meta = rows.model._meta
     quote = connection.ops.quote_name
-    pk = quote(meta.pk.column)
+    pk, bucket = quote(meta.pk.column), quote("bucket")
+    mine = "" if buckets is None else f"{bucket} = ANY(%s) AND "
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {quote('lease_until')} = %s "
-        f"WHERE {pk} IN ({inner} FOR UPDATE SKIP LOCKED) RETURNING {pk}, {quote('session_id')}"
+        f"WHERE {mine}({bucket}, {pk}) IN ({inner} FOR UPDATE SKIP LOCKED) "
+        f"RETURNING {bucket}, {quote('session_id')}, {pk}"
     )
+    chosen = [] if buckets is None else [sorted(buckets)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [lease_until, *params])
-        return [(row[0], row[1]) for row in cursor.fetchall()]
+        cursor.execute(sql, [lease_until, *chosen, *params])
+        return [(row[0], row[1], row[2]) for row in cursor.fetchall()]
 
 
 def _give_up_or_retry(
@@ -182,7 +198,7 @@ def _give_up_or_retry(
     row.status = failed if row.attempts >= limit else pending
     row.lease_until = now + _backoff(row.attempts)
     type(row)._default_manager.using(row._state.db).filter(
-        session_id=row.session_id, pk=row.pk
+        **work_of(row.session_id), pk=row.pk
     ).update(
         attempts=row.attempts,
         last_error=row.last_error,
@@ -206,7 +222,8 @@ def run_due_wakes(
     tasks."""
     hosts: dict[str, Host] = {}
     fired = 0
-    while fired < limit and not should_stop():
+    passes = claim_passes(shard)
+    while fired < limit and passes and not should_stop():
         now = timezone.now()
         due = Q(status=Wake.Status.PENDING, due_at__lte=now)
         wakes = claim(
@@ -217,10 +234,10 @@ def run_due_wakes(
             now=now,
             order="due_at",
             one_session=True,
-            shard=shard,
+            buckets=passes[0],
         )
-        if not wakes:
-            break
+        if not _next_pass(passes, wakes):
+            continue
         for index, wake in enumerate(wakes):
             if should_stop():
                 _hand_back_all(wakes[index:])
@@ -228,6 +245,15 @@ def run_due_wakes(
             fire_wake(wake, hosts)
             fired += 1
     return fired
+
+
+def _next_pass(passes: list[list[int] | None], claimed: list[Any]) -> bool:
+    """After a claim of ``passes[0]``: its buckets are done for this pass if it found
+    nothing, else they go last (each bucket in turn, however busy one is). Whether it did."""
+    done = passes.pop(0)
+    if claimed:
+        passes.append(done)
+    return bool(claimed)
 
 
 def _hand_back_all(rows: list[Wake]) -> None:
@@ -240,7 +266,7 @@ def _hand_back(row: Wake | OutboundMessage) -> None:
     database still answers; the attempt does not count, as the fault was not the row's."""
     try:
         type(row)._default_manager.using(row._state.db).filter(
-            pk=row.pk, lease_until=row.lease_until
+            **work_of(row.session_id), pk=row.pk, lease_until=row.lease_until
         ).update(lease_until=None)
     except Exception:  # the database is the service that is down: the lease runs out
         logger.debug("could not hand back %s %s", type(row).__name__, row.pk, exc_info=True)
@@ -292,7 +318,7 @@ def _fire(wake: Wake, hosts: dict[str, Host]) -> None:
             },
         )
         return
-    Wake.objects.using(wake._state.db).filter(session_id=wake.session_id, pk=wake.pk).update(
+    Wake.objects.using(wake._state.db).filter(**work_of(wake.session_id), pk=wake.pk).update(
         status=Wake.Status.FIRED, fired_at=timezone.now(), lease_until=None
     )
     signals.wake_fired.send(sender=None, session_id=wake.session_id, key=wake.key, result=result)
@@ -326,12 +352,19 @@ def deliver_due_messages(
     now = timezone.now()
     due = Q(status=OutboundMessage.Status.PENDING, deliver_after__lte=now)
     delivered = 0
-    while delivered < limit:
+    passes = claim_passes(shard)
+    while delivered < limit and passes:
         messages = claim(
-            OutboundMessage, due, 1, using=using, now=now, order="deliver_after", shard=shard
+            OutboundMessage,
+            due,
+            1,
+            using=using,
+            now=now,
+            order="deliver_after",
+            buckets=passes[0],
         )
-        if not messages:
-            break
+        if not _next_pass(passes, messages):
+            continue
         deliver_message(messages[0], deliver)
         delivered += 1
     return delivered
@@ -377,7 +410,7 @@ def _deliver(message: OutboundMessage, deliver: Callable[[OutboundMessage], Any]
         )
         return
     OutboundMessage.objects.using(message._state.db).filter(
-        session_id=message.session_id, pk=message.pk
+        **work_of(message.session_id), pk=message.pk
     ).update(
         status=OutboundMessage.Status.DELIVERED,
         delivered_at=timezone.now(),

@@ -27,14 +27,15 @@ DISTRIBUTED_BY = {
 }
 
 
-def _swap_primary_keys(apps: Any, schema_editor: Any, *, distributed: bool) -> None:
+def swap_primary_keys(apps: Any, schema_editor: Any, keys: dict[str, list[str]]) -> None:
+    """Each model's primary key made of the columns ``keys`` names for it, on PostgreSQL
+    (later migrations do the same for other tables)."""
     connection = schema_editor.connection
     if connection.vendor != "postgresql":
         return
     quote = schema_editor.quote_name
-    for model_name, column in DISTRIBUTED_BY.items():
+    for model_name, columns in keys.items():
         table = apps.get_model("warlock_sessions", model_name)._meta.db_table
-        columns = [column, "id"] if distributed else ["id"]
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT c.conname, array_agg(a.attname::text ORDER BY k.n) "
@@ -59,11 +60,12 @@ def _swap_primary_keys(apps: Any, schema_editor: Any, *, distributed: bool) -> N
 
 
 def with_distribution_column(apps: Any, schema_editor: Any) -> None:
-    _swap_primary_keys(apps, schema_editor, distributed=True)
+    keys = {model: [column, "id"] for model, column in DISTRIBUTED_BY.items()}
+    swap_primary_keys(apps, schema_editor, keys)
 
 
 def by_id_alone(apps: Any, schema_editor: Any) -> None:
-    _swap_primary_keys(apps, schema_editor, distributed=False)
+    swap_primary_keys(apps, schema_editor, {model: ["id"] for model in DISTRIBUTED_BY})
 
 
 class Migration(migrations.Migration):

@@ -6,13 +6,14 @@ the semantic cache's entries are in ``models.conversations``, other frameworks' 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connections, models
+from django.db import connections, models, router, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -33,6 +34,14 @@ from ..errors import TenantUnresolvedError
 from ..tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_new_row, tenant_scope
 from ..tenancy import current as current_tenant
 from ..tenancy import enabled as tenants_enabled
+from .quotas import (
+    OwnerTally,
+    count_more,
+    give_back,
+    give_back_rows,
+    key_of,
+    refuse_uncounted_conflicts,
+)
 
 
 def token_list(values: Iterable[str]) -> str:
@@ -281,22 +290,64 @@ class WaitingSession(Session):
         ordering = ["handover_since", "id"]
 
 
+#: How many buckets the worker's due work (wakes, the outbox) is spread over: the column a
+#: distributed database spreads those rows by, so that a claim of one bucket's due rows reads
+#: one shard (docs/scaling.md). Fixed: a row's bucket is stored with it.
+WORK_BUCKETS = 32
+
+
+def bucket_of(session_id: str) -> int:
+    """The bucket of a session's due work: the first byte of its id's MD5, modulo
+    ``WORK_BUCKETS`` (uniform, whatever the ids look like)."""
+    return hashlib.md5(session_id.encode(), usedforsecurity=False).digest()[0] % WORK_BUCKETS
+
+
+def work_of(session_id: str) -> dict[str, Any]:
+    """The filter of one session's wakes or outbox rows, with their bucket: read on its shard."""
+    return {"bucket": bucket_of(session_id), "session_id": session_id}
+
+
+def work_of_sessions(session_ids: Iterable[str]) -> dict[str, Any]:
+    """:func:`work_of` for several sessions."""
+    ids = list(session_ids)
+    return {"bucket__in": sorted({bucket_of(id) for id in ids}), "session_id__in": ids}
+
+
+class LeasedWorkQuerySet(TenantQuerySet[_Row]):
+    """Due work: rows made in bulk get their session's bucket."""
+
+    def bulk_create(self, objs: Iterable[_Row], *args: Any, **kwargs: Any) -> list[_Row]:
+        rows = list(objs)
+        for row in rows:
+            if getattr(row, "bucket", None) is None:
+                row.bucket = bucket_of(row.session_id)  # type: ignore[attr-defined]
+        return super().bulk_create(rows, *args, **kwargs)
+
+
 class LeasedWork(Tenanted):
     """A row a worker claims: keyed within its session, leased while worked on, and retried
-    with a count of attempts and the last error."""
+    with a count of attempts and the last error. Spread by its session's bucket."""
 
     key = models.CharField(_("key"), max_length=512)
     session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH)
+    bucket = models.PositiveSmallIntegerField(_("bucket"), editable=False)
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     last_error = models.TextField(_("last error"), blank=True, default="")
     lease_until = models.DateTimeField(_("leased until"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), default=timezone.now)
+
+    objects = TenantManager.from_queryset(LeasedWorkQuerySet)()  # type: ignore[misc,assignment]
 
     class Meta:
         abstract = True
 
     def __str__(self) -> str:
         return self.key
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.bucket is None:
+            self.bucket = bucket_of(self.session_id)
+        super().save(*args, **kwargs)
 
 
 class OutboundMessage(LeasedWork):
@@ -328,7 +379,10 @@ class OutboundMessage(LeasedWork):
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["status", "deliver_after"], name="warlock_outbox_due")]
         constraints = [
-            models.UniqueConstraint(fields=["session_id", "key"], name="warlock_outbox_key_unique")
+            # With the bucket, the column the rows are spread by (docs/scaling.md).
+            models.UniqueConstraint(
+                fields=["session_id", "key", "bucket"], name="warlock_outbox_key_unique"
+            )
         ]
 
     @property
@@ -395,7 +449,9 @@ class Wake(LeasedWork):
         ordering = ["due_at", "id"]
         indexes = [models.Index(fields=["status", "due_at"], name="warlock_wake_due")]
         constraints = [
-            models.UniqueConstraint(fields=["session_id", "key"], name="warlock_wake_key_unique")
+            models.UniqueConstraint(
+                fields=["session_id", "key", "bucket"], name="warlock_wake_key_unique"
+            )
         ]
 
 
@@ -428,9 +484,35 @@ def visitor_index(name: str) -> models.Index:
     return models.Index(fields=["anonymous_key"], condition=~models.Q(anonymous_key=""), name=name)
 
 
+class OwnedQuerySet(TenantQuerySet[_Row]):
+    """Rows that belong to someone: those an owner's quota counts are counted on their
+    owner's tally as they are made and deleted (``models.quotas``), in the same transaction."""
+
+    def bulk_create(self, objs: Iterable[_Row], *args: Any, **kwargs: Any) -> list[_Row]:
+        if getattr(self.model, "counted_as", None) is None:
+            return super().bulk_create(objs, *args, **kwargs)
+        refuse_uncounted_conflicts(self.model, kwargs)
+        with transaction.atomic(using=self.db):
+            rows = super().bulk_create(objs, *args, **kwargs)
+            for row in rows:
+                count_more(key_of(row), self.db)  # type: ignore[arg-type]
+            return rows
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        if getattr(self.model, "counted_as", None) is None:
+            return super().delete()
+        with transaction.atomic(using=self.db):
+            give_back_rows(self)
+            return super().delete()
+
+
 class Owned(Tenanted):
     """Who something belongs to, for the access policy (``permissions.is_owner``): a user, or
     an anonymous visitor by the key their Django session keeps."""
+
+    #: What an owner's quota counts this model's rows as (``models.quotas``); ``None``: no
+    #: quota counts them.
+    counted_as: str | None = None
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -442,22 +524,33 @@ class Owned(Tenanted):
     )
     anonymous_key = models.CharField(_("anonymous visitor"), max_length=64, blank=True, default="")
 
+    objects = TenantManager.from_queryset(OwnedQuerySet)()  # type: ignore[misc,assignment]
+
     class Meta:
         abstract = True
 
-    @classmethod
-    def count_of(cls, owner: dict[str, Any], using: str | None = None) -> int:
-        """How many rows belong to ``owner`` (``owner_fields``: a user, or a visitor's key)."""
-        rows = cls._default_manager.db_manager(using).all()
-        user = owner.get("user")
-        if user is not None:
-            return rows.filter(user=user).count()
-        return rows.filter(user=None, anonymous_key=owner["anonymous_key"]).count()
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding or self.counted_as is None:
+            return super().save(*args, **kwargs)
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        with transaction.atomic(using=using):
+            super().save(*args, **kwargs)
+            count_more(key_of(self), using)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        if self.counted_as is None:
+            return super().delete(*args, **kwargs)
+        using = kwargs.get("using") or self._state.db or "default"
+        with transaction.atomic(using=using):
+            give_back(key_of(self), using)
+            return super().delete(*args, **kwargs)
 
 
 class SessionOwner(Owned):
     """Who a session belongs to, for the API's access policy: the user who started it, or for an
     anonymous visitor their Django session. Kept apart from the store, so any store has owners."""
+
+    counted_as = "sessions"
 
     session_id = models.CharField(_("session id"), max_length=MAX_SESSION_ID_LENGTH, unique=True)
     created_at = models.DateTimeField(_("created"), default=timezone.now)
@@ -489,7 +582,10 @@ def forget_records_of(session_ids: list[str], using: str | None = None) -> None:
     """``forget_records`` for many sessions at once."""
     for model in SESSION_RECORDS:
         manager = model._default_manager if using is None else model._default_manager.using(using)
-        manager.filter(session_id__in=session_ids).delete()
+        rows = {"session_id__in": session_ids}
+        if issubclass(model, LeasedWork):
+            rows = work_of_sessions(session_ids)
+        manager.filter(**rows).delete()
 
 
 #: What is kept about a session besides its row, keyed by ``session_id``.
@@ -500,92 +596,6 @@ SESSION_RECORDS: tuple[type[models.Model], ...] = (
     AppliedInput,
     SessionOwner,
 )
-
-
-class Snapshot(Tenanted):
-    """One live snapshot of a workflow, supervisor or agent run, keyed by its ``runId``
-    (``snapshots.DjangoSnapshotStore``). ``version`` grows with every save, so a resumed run
-    can save conditionally and two processes resuming one run cannot both write."""
-
-    key = models.CharField(_("key"), max_length=255, primary_key=True)
-    payload = models.JSONField(_("snapshot"))
-    version = models.PositiveIntegerField(_("version"), default=1)
-    saved_at = models.DateTimeField(_("saved"), db_index=True)
-    #: A resume asked for in the admin, which a worker does (``workflows.resumes``):
-    #: ``{"status": "queued" | "resuming" | "failed", "by", "force", "askedAt", …}``; null
-    #: when none is asked. The store's saves leave it alone.
-    resume = models.JSONField(_("resume"), null=True, blank=True)
-
-    class Meta:
-        db_table = "warlock_snapshots"
-        verbose_name = _("snapshot")
-        verbose_name_plural = _("snapshots")
-        ordering = ["-saved_at"]
-        indexes = [
-            models.Index(
-                fields=["saved_at"],
-                name="warlock_snapshot_resume",
-                condition=models.Q(resume__isnull=False),
-            )
-        ]
-
-    def __str__(self) -> str:
-        return self.key
-
-
-class Checkpoint(Tenanted):
-    """One turn of an orchestrator's session (``checkpoints.DjangoCheckpointStore``): rows are
-    appended, never updated; the latest turn is the session's state."""
-
-    orchestrator_name = models.CharField(_("orchestrator"), max_length=255)
-    session_id = models.CharField(_("session id"), max_length=255)
-    turn_index = models.PositiveIntegerField(_("turn"))
-    state = models.JSONField(_("state"))
-    last_route = models.JSONField(_("last route"), null=True, blank=True)  # text or a list
-    signature = models.CharField(_("signature"), max_length=64)
-    # None is "unversioned", which the empty string is not.
-    version = models.CharField(_("version"), max_length=100, null=True, blank=True)  # noqa: DJ001
-    summarized_through = models.IntegerField(_("summarized through"), null=True, blank=True)
-    lock_acquired_at = models.DateTimeField(_("lock acquired"), null=True, blank=True)
-    lock_expires_at = models.DateTimeField(_("lock expires"), null=True, blank=True)
-    saved_at = models.DateTimeField(_("saved"), db_index=True)
-
-    class Meta:
-        db_table = "warlock_checkpoints"
-        verbose_name = _("checkpoint")
-        verbose_name_plural = _("checkpoints")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["orchestrator_name", "session_id", "turn_index"],
-                name="warlock_checkpoint_turn_unique",
-            )
-        ]
-        indexes = [
-            models.Index(
-                fields=["orchestrator_name", "session_id", "-turn_index"],
-                name="warlock_checkpoint_latest",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.orchestrator_name}/{self.session_id}#{self.turn_index}"
-
-
-class SessionLockRow(models.Model):
-    """A held lock of ``locks.DatabaseLock``: its key, the holder's token and when the lease
-    runs out (a holder that died is taken over after that)."""
-
-    key = models.CharField(_("key"), max_length=255, primary_key=True)
-    token = models.CharField(_("token"), max_length=64)
-    expires_at = models.DateTimeField(_("expires"))
-
-    class Meta:
-        db_table = "warlock_session_locks"
-        verbose_name = _("session lock")
-        verbose_name_plural = _("session locks")
-
-    def __str__(self) -> str:
-        return self.key
 
 
 def tenant_kept_for(session_id: str, using: str | None = None) -> str:
@@ -631,6 +641,7 @@ from .frameworks import (  # noqa: E402
     GraphWrite,
     MemoryItem,
 )
+from .runs import Checkpoint, SessionLockRow, Snapshot  # noqa: E402
 
 __all__ = [
     "MAX_CACHE_NAMESPACE_LENGTH",
@@ -639,6 +650,7 @@ __all__ = [
     "AgentState",
     "CacheEntry",
     "CacheScope",
+    "Checkpoint",
     "Conversation",
     "ConversationMessage",
     "GraphBlob",
@@ -647,4 +659,7 @@ __all__ = [
     "GraphWrite",
     "JSONTextField",
     "MemoryItem",
+    "OwnerTally",
+    "SessionLockRow",
+    "Snapshot",
 ]

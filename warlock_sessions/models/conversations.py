@@ -20,6 +20,8 @@ class Conversation(Owned):
     (a user, or an anonymous visitor's key, as ``SessionOwner``). Its messages are
     ``ConversationMessage`` rows."""
 
+    counted_as = "conversations"
+
     id = models.CharField(_("id"), max_length=MAX_SESSION_ID_LENGTH, primary_key=True)
     version = models.PositiveIntegerField(_("version"), default=1)
     turns = models.PositiveIntegerField(_("turns"), default=0)

@@ -91,6 +91,10 @@ _exempt(
     AgentState.user_id AgentState.session_id AgentState.app_name""",
 )
 _exempt(
+    "a digest of an owner's id or visitor key and a tenant: names nobody",
+    "OwnerTally.key",
+)
+_exempt(
     "a visitor's key: matched by erasure, never shown (the admin shows its fingerprint)",
     "SessionOwner.anonymous_key Conversation.anonymous_key GraphThread.anonymous_key "
     "MemoryItem.anonymous_key",

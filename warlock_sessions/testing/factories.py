@@ -23,6 +23,7 @@ from ..models import (
     GraphWrite,
     MemoryItem,
     OutboundMessage,
+    OwnerTally,
     Session,
     SessionEvent,
     SessionLockRow,
@@ -117,6 +118,17 @@ class SessionOwnerFactory(factory.django.DjangoModelFactory):
     session_id = factory.Sequence(lambda n: f"session-{n}")
     user = None
     anonymous_key = factory.Sequence(lambda n: f"visitor-{n}")
+
+
+class OwnerTallyFactory(factory.django.DjangoModelFactory):
+    """An owner's count of one kind of rows (``models.quotas``): made by the rows themselves;
+    this is for a test of a counter on its own."""
+
+    class Meta:
+        model = OwnerTally
+
+    key = factory.Sequence(lambda n: f"sessions:{n:064x}")
+    count = 1
 
 
 class SnapshotFactory(factory.django.DjangoModelFactory):

@@ -1,0 +1,119 @@
+"""Each owner's tally (``models.quotas``) is the count of their rows, whatever makes or removes
+them: the API's claims, server code, the admin, a fork, an erase, a prune, a login adopting a
+visitor's chats. Quotas are decided on it alone, so it must never drift."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db.models import Count
+from django.test import RequestFactory, override_settings
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from warlock_sessions.erasure import Person, erase
+from warlock_sessions.host.retention import Retention, prune
+from warlock_sessions.models import Conversation, OwnerTally, Session, SessionOwner
+from warlock_sessions.models.quotas import tally_key
+from warlock_sessions.permissions import VISITOR_KEY, adopt_visitor_sessions
+
+pytestmark = pytest.mark.django_db
+SETTINGS = {
+    "AGENTS": {"booking": "example_project.demo.agents.booking_agent"},
+    "CONVERSATION_AGENT": "tests.conversations.agents.assistant",
+    "MAX_SESSIONS_PER_OWNER": 3,
+    "MAX_CONVERSATIONS_PER_OWNER": 3,
+}
+
+
+def recounted() -> dict[str, int]:
+    """Each owner's rows as counted now (what the tallies must say)."""
+    counts: Counter[str] = Counter()
+    for model in (SessionOwner, Conversation):
+        owners = model._base_manager.values_list("user_id", "anonymous_key", "tenant")
+        for user, visitor, tenant, n in owners.annotate(n=Count("pk")).order_by():
+            key = tally_key(model.counted_as or "", user, visitor, tenant)
+            if key is not None:
+                counts[key] += n
+    return dict(counts)
+
+
+def tallies() -> dict[str, int]:
+    return {key: n for key, n in OwnerTally.objects.values_list("key", "count") if n}
+
+
+def turn(client: APIClient, session_id: str) -> int:
+    return int(
+        client.post(
+            f"/api/sessions/{session_id}/turn/",
+            {"message": {"text": "hi", "id": "m1"}},
+            format="json",
+        ).status_code
+    )
+
+
+def send(client: APIClient, conversation_id: str) -> int:
+    return int(
+        client.post(
+            f"/api/conversations/{conversation_id}/send/", {"input": "hi"}, format="json"
+        ).status_code
+    )
+
+
+@override_settings(WARLOCK_SESSIONS=SETTINGS)
+def test_the_tallies_follow_every_way_rows_come_and_go(admin_user: Any) -> None:
+    ana = User.objects.create_user("ana")
+    client = APIClient()
+    client.force_authenticate(ana)
+    assert [turn(client, f"s{n}") for n in range(4)] == [200, 200, 200, 403]
+    assert [send(client, f"c{n}") for n in range(4)] == [200, 200, 200, 403]
+    assert tallies() == recounted() and sorted(tallies().values()) == [3, 3]
+
+    # A session deleted through the API, a conversation forked then deleted: room again.
+    staff = APIClient()
+    staff.force_authenticate(admin_user)
+    assert staff.delete("/api/sessions/s0/").status_code == 204
+    assert staff.delete("/api/conversations/c0/").status_code == 204
+    assert turn(client, "s-again") == 200
+    fork = {"target": "c1-fork", "message_count": 1}
+    forked = client.post("/api/conversations/c1/fork/", fork, format="json")
+    assert forked.status_code in (200, 201), forked.content
+    fork["target"] = "c1-fork-2"
+    assert client.post("/api/conversations/c1/fork/", fork, format="json").status_code == 403
+    assert tallies() == recounted()
+
+    # Server code's rows, and the admin's delete.
+    SessionOwner.objects.create(session_id="by-code", user=ana)
+    SessionOwner.objects.filter(session_id__in=["s1", "s2"]).delete()
+    SessionOwner.objects.get(session_id="by-code").delete()
+    assert tallies() == recounted()
+
+    # A visitor's chats adopted at login count as the account's.
+    request = RequestFactory().get("/")
+    request.session = {VISITOR_KEY: "visitor-1"}  # type: ignore[attr-defined]
+    SessionOwner.objects.create(session_id="as-visitor", anonymous_key="visitor-1")
+    assert adopt_visitor_sessions(ana, request) == 1
+    assert tallies() == recounted()
+
+    # An erase, and a prune of ended sessions and idle conversations.
+    ended = timezone.now() - timedelta(days=100)
+    Session.objects.filter(id="s-again").update(updated_at=ended, run_statuses="")
+    prune(Retention(), pause=-1)
+    assert not SessionOwner.objects.filter(session_id="s-again").exists()
+    erase(Person(user=ana.pk))
+    assert tallies() == recounted() == {}
+
+
+def test_bulk_made_rows_are_counted_and_conflicts_refused() -> None:
+    SessionOwner.objects.bulk_create(
+        [SessionOwner(session_id=f"b{n}", anonymous_key="v") for n in range(3)]
+    )
+    assert tallies() == recounted() == {tally_key("sessions", None, "v", ""): 3}
+    with pytest.raises(TypeError, match="quota"):
+        SessionOwner.objects.bulk_create(
+            [SessionOwner(session_id="b0", anonymous_key="v")], ignore_conflicts=True
+        )
