@@ -10,8 +10,9 @@ class WarlockSessionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.conf import settings
         from django.contrib.auth.signals import user_logged_in
-        from django.db.models.signals import post_delete
+        from django.db.models.signals import post_delete, pre_delete
 
         from . import (
             checks,  # noqa: F401  (registers the system checks)
@@ -31,6 +32,11 @@ class WarlockSessionsConfig(AppConfig):
             sender=self.get_model("Session"),
             dispatch_uid="warlock_sessions.forget",
         )
+        pre_delete.connect(
+            _give_back_counts,
+            sender=settings.AUTH_USER_MODEL,
+            dispatch_uid="warlock_sessions.user-counts",
+        )
 
 
 def _forget_deleted(sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
@@ -39,6 +45,16 @@ def _forget_deleted(sender: Any, instance: Any, using: str, **kwargs: Any) -> No
     from .host.notify import forget_session
 
     forget_session(instance.pk, using)
+
+
+def _give_back_counts(sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
+    """A user deleted takes their session owners and conversations with them, which a
+    cascade deletes without asking the rows: they are deleted first, their quota counts with
+    them."""
+    from .models import Conversation, OwnedQuerySet, SessionOwner
+
+    for model in (SessionOwner, Conversation):
+        OwnedQuerySet(model, using=using).filter(user=instance.pk).delete()
 
 
 def _adopt_on_login(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:

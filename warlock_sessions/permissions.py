@@ -29,7 +29,7 @@ from .models import (
     SessionOwner,
     SessionQuerySet,
 )
-from .models.quotas import check_quota, move_tallies
+from .models.quotas import check_quota
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -147,13 +147,10 @@ def adopt_visitor_sessions(user: Any, request: Any) -> int:
     key = anonymous_key(request)
     if not key or not getattr(user, "pk", None):
         return 0
-    adopted = 0
-    for model in (SessionOwner, Conversation):
-        rows = model.objects.filter(user=None, anonymous_key=key)
-        with transaction.atomic(using=rows.db):  # their counts go with them
-            move_tallies(model, rows, user.pk)
-            adopted += rows.update(user=user, anonymous_key="")
-    return adopted
+    return sum(  # their quota counts go with them (OwnedQuerySet.update)
+        model.objects.filter(user=None, anonymous_key=key).update(user=user, anonymous_key="")
+        for model in (SessionOwner, Conversation)
+    )
 
 
 def claim_owner(request: Any, session_id: str) -> SessionOwner | None:

@@ -70,8 +70,9 @@ class DjangoConversationStore:
 
     def claim(self, id: str) -> Conversation | None:
         """The conversation ``id``: created empty for this store's owner unless it exists
-        (one ``INSERT … ON CONFLICT DO NOTHING``, then its header; ``None`` if it was deleted
-        in between)."""
+        (the row and its owner's count in one transaction, ``QuotaExceededError`` past
+        ``MAX_CONVERSATIONS_PER_OWNER``; one made meanwhile is left as it is), then its
+        header (``None`` if it was deleted in between)."""
         now = timezone.now()
         try:
             with transaction.atomic(using=self.using):  # the row and its count, or neither

@@ -10,7 +10,10 @@ shard (docs/scaling.md):
 * On PostgreSQL, the semantic cache's tables' primary keys become ``(scope, id)``.
 
 Primary keys are swapped as migration 0020 does (the new key's index built CONCURRENTLY, then
-one short ``ALTER TABLE``), and back the same way."""
+one short ``ALTER TABLE``), and back the same way. Unlike 0020, run it with the servers and
+workers stopped: the code before it writes wakes and outbox rows without a bucket, against the
+unique keys it replaces, and makes and deletes owner rows it would not count (should some slip
+by, ``warlock_recount_quotas`` counts them again)."""
 
 from __future__ import annotations
 

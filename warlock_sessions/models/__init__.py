@@ -7,6 +7,7 @@ the semantic cache's entries are in ``models.conversations``, other frameworks' 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
@@ -35,12 +36,15 @@ from ..tenancy import MAX_TENANT_LENGTH, current_scope, scoped_rows, tenant_of_n
 from ..tenancy import current as current_tenant
 from ..tenancy import enabled as tenants_enabled
 from .quotas import (
+    OWNER_CHANGES,
     OwnerTally,
     count_more,
-    give_back,
-    give_back_rows,
+    delete_counted,
     key_of,
     refuse_uncounted_conflicts,
+    save_counted,
+    update_counted,
+    written_on,
 )
 
 
@@ -486,24 +490,30 @@ def visitor_index(name: str) -> models.Index:
 
 class OwnedQuerySet(TenantQuerySet[_Row]):
     """Rows that belong to someone: those an owner's quota counts are counted on their
-    owner's tally as they are made and deleted (``models.quotas``), in the same transaction."""
+    owner's tally as they are made, given to another owner and deleted (``models.quotas``),
+    in the same transaction."""
 
     def bulk_create(self, objs: Iterable[_Row], *args: Any, **kwargs: Any) -> list[_Row]:
         if getattr(self.model, "counted_as", None) is None:
             return super().bulk_create(objs, *args, **kwargs)
         refuse_uncounted_conflicts(self.model, kwargs)
-        with transaction.atomic(using=self.db):
+        using = written_on(self)
+        with transaction.atomic(using=using):
             rows = super().bulk_create(objs, *args, **kwargs)
-            for row in rows:
-                count_more(key_of(row), self.db)  # type: ignore[arg-type]
+            keys = Counter(key_of(row) for row in rows)  # type: ignore[arg-type]
+            for key in sorted(key for key in keys if key):  # one order: no deadlock
+                count_more(key, using, keys[key])
             return rows
+
+    def update(self, **kwargs: Any) -> int:
+        if getattr(self.model, "counted_as", None) is None or not OWNER_CHANGES & set(kwargs):
+            return super().update(**kwargs)
+        return update_counted(self, kwargs, models.QuerySet.update)
 
     def delete(self) -> tuple[int, dict[str, int]]:
         if getattr(self.model, "counted_as", None) is None:
             return super().delete()
-        with transaction.atomic(using=self.db):
-            give_back_rows(self)
-            return super().delete()
+        return delete_counted(self, models.QuerySet.delete)  # type: ignore[no-any-return]
 
 
 class Owned(Tenanted):
@@ -530,20 +540,16 @@ class Owned(Tenanted):
         abstract = True
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding or self.counted_as is None:
+        if self.counted_as is None:
             return super().save(*args, **kwargs)
-        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
-        with transaction.atomic(using=using):
-            super().save(*args, **kwargs)
-            count_more(key_of(self), using)
+        save_counted(self, lambda: super(Owned, self).save(*args, **kwargs), kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         if self.counted_as is None:
             return super().delete(*args, **kwargs)
-        using = kwargs.get("using") or self._state.db or "default"
-        with transaction.atomic(using=using):
-            give_back(key_of(self), using)
-            return super().delete(*args, **kwargs)
+        using = kwargs.get("using") or self._state.db or router.db_for_write(type(self))
+        rows: OwnedQuerySet[Owned] = OwnedQuerySet(type(self), using=using).filter(pk=self.pk)
+        return delete_counted(rows, models.QuerySet.delete)  # type: ignore[no-any-return]
 
 
 class SessionOwner(Owned):

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import models
 
 from ...host.retention import pages_by_pk
+from ...models.quotas import update_counted
 from ...tenancy import checked_tenant
 
 BATCH = 1000
@@ -75,5 +76,10 @@ class Command(BaseCommand):
                 keys = rows.values_list("pk", flat=True)
                 for page in pages_by_pk(keys, options["batch_size"]):
                     # Only rows still of no tenant: one made meanwhile in a scope keeps its own.
-                    count += rows.filter(pk__in=page).update(tenant=tenant)
+                    given = rows.filter(pk__in=page)
+                    if getattr(model, "counted_as", None):  # their quota counts go too
+                        changes = {"tenant": tenant}
+                        count += update_counted(given, changes, models.QuerySet.update)
+                    else:
+                        count += given.update(tenant=tenant)
             self.stdout.write(f"{model._meta.verbose_name_plural}: {verb} {count} to {tenant}")
