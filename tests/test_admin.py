@@ -306,3 +306,24 @@ def test_the_transcript_shows_dates_as_the_customer_read_them(
     page = staff_client.get(f"{CHANGELIST}dated/change/").content.decode()
     assert shown in page
     assert "on 2026-12-08?" in page  # what the customer wrote stays as written
+
+
+def test_fire_due_wakes_now_fires_at_most_its_cap_across_buckets(
+    staff_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from warlock_sessions.admin import sessions
+    from warlock_sessions.models import Wake, bucket_of
+    from warlock_sessions.testing.factories import WakeFactory
+
+    monkeypatch.setattr(sessions, "FIRED_AT_ONCE", 3)
+    ids = [f"cap-{n}" for n in range(6)]
+    assert len({bucket_of(id) for id in ids}) > 1  # in several buckets
+    for id in ids:
+        SessionFactory(id=id)
+        WakeFactory(session_id=id, due_at="2000-01-01T00:00:00Z")
+    response = staff_client.post(
+        CHANGELIST, {"action": "fire_due_wakes", "_selected_action": ids}, follow=True
+    )
+    assert b"Fired 3 due wake(s)." in response.content
+    untouched = Wake.objects.filter(status="pending", attempts=0, lease_until=None)
+    assert untouched.count() == 3  # the other three, left to the worker

@@ -49,12 +49,12 @@ def _forget_deleted(sender: Any, instance: Any, using: str, **kwargs: Any) -> No
 
 def _give_back_counts(sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
     """A user deleted takes their session owners and conversations with them, which a
-    cascade deletes without asking the rows: they are deleted first, their quota counts with
-    them."""
-    from .models import Conversation, OwnedQuerySet, SessionOwner
+    cascade deletes without asking the rows: their quota counts are given back first."""
+    from .models import Conversation, SessionOwner
+    from .models.quotas import give_back_rows
 
     for model in (SessionOwner, Conversation):
-        OwnedQuerySet(model, using=using).filter(user=instance.pk).delete()
+        give_back_rows(model._base_manager.using(using).filter(user=instance.pk))
 
 
 def _adopt_on_login(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:

@@ -40,6 +40,8 @@ from .base import ReadOnlyAdmin, opened_or_why
 from .handover import handover_panel, handover_view
 from .transcripts import TIMELINE_LENGTH, agent_graph, session_transcript
 
+#: The most due wakes "Fire the selected sessions' due wakes now" fires in one request.
+FIRED_AT_ONCE = 1000
 #: The latest messages a search looks at for the words searched (the log is the largest
 #: table: the data's search column is what scales).
 TRANSCRIPT_SEARCH = 200
@@ -343,11 +345,10 @@ class SessionAdmin(ReadOnlyAdmin):
         due = Q(status=Wake.Status.PENDING, due_at__lte=timezone.now())
         chosen = work_of_sessions(queryset.values_list("id", flat=True))
         due &= Q(session_id__in=chosen["session_id__in"])
-        wakes = [
-            wake
-            for bucket in chosen["bucket__in"]
-            for wake in claim(Wake, due, 1000, buckets=[bucket])
-        ]
+        wakes: list[Wake] = []
+        for bucket in chosen["bucket__in"]:
+            if len(wakes) < FIRED_AT_ONCE:
+                wakes += claim(Wake, due, FIRED_AT_ONCE - len(wakes), buckets=[bucket])
         for wake in wakes:
             fire_wake(wake)
         self.message_user(

@@ -505,6 +505,14 @@ class OwnedQuerySet(TenantQuerySet[_Row]):
                 count_more(key, using, keys[key])
             return rows
 
+    def bulk_update(self, objs: Iterable[_Row], fields: Any, *args: Any, **kwargs: Any) -> int:
+        if getattr(self.model, "counted_as", None) is not None and OWNER_CHANGES & set(fields):
+            raise TypeError(
+                f"{self.model.__name__} rows are counted against their owner's quota: give "
+                "them another owner with update() or save(), which move their counts"
+            )
+        return super().bulk_update(objs, fields, *args, **kwargs)
+
     def update(self, **kwargs: Any) -> int:
         if getattr(self.model, "counted_as", None) is None or not OWNER_CHANGES & set(kwargs):
             return super().update(**kwargs)
@@ -547,9 +555,15 @@ class Owned(Tenanted):
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         if self.counted_as is None:
             return super().delete(*args, **kwargs)
-        using = kwargs.get("using") or self._state.db or router.db_for_write(type(self))
-        rows: OwnedQuerySet[Owned] = OwnedQuerySet(type(self), using=using).filter(pk=self.pk)
-        return delete_counted(rows, models.QuerySet.delete)  # type: ignore[no-any-return]
+        if self.pk is None:
+            return super().delete(*args, **kwargs)  # Django says why it cannot
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        rows: OwnedQuerySet[Any] = OwnedQuerySet(type(self), using=using).filter(pk=self.pk)
+        if isinstance(self, SessionOwner):  # read on the session's shard alone
+            rows = rows.filter(session_id=self.session_id)
+        deleted = delete_counted(rows, models.QuerySet.delete)
+        self.pk = None
+        return deleted  # type: ignore[no-any-return]
 
 
 class SessionOwner(Owned):

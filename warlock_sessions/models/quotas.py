@@ -66,8 +66,13 @@ def count_more(key: str | None, using: str, count: int = 1) -> None:
     """``count`` rows more on ``key``, in one statement (an upsert), inside the insert's
     transaction. It locks the counter to the transaction's end, so claims of one owner that
     race are counted one after the other."""
-    if key is None or not count:
-        return
+    if key is not None and count:
+        _add(key, using, count)
+
+
+def _add(key: str, using: str, count: int) -> int:
+    """Add ``count`` to ``key``'s counter (made if there is none), locking it to the
+    transaction's end: its count now. ``count`` 0 only locks it."""
     connection = connections[using]
     quote = connection.ops.quote_name
     table, column = quote(OwnerTally._meta.db_table), quote("count")
@@ -75,9 +80,10 @@ def count_more(key: str | None, using: str, count: int = 1) -> None:
         cursor.execute(
             f"INSERT INTO {table} ({quote('key')}, {column}) VALUES (%s, %s) "
             f"ON CONFLICT ({quote('key')}) DO UPDATE SET {column} = {table}.{column} + "
-            f"EXCLUDED.{column}",
+            f"EXCLUDED.{column} RETURNING {column}",
             [key, count],
         )
+        return int(cursor.fetchone()[0])
 
 
 def check_quota(row: Owned, limit: int | None, using: str) -> None:
@@ -123,55 +129,92 @@ def written_on(rows: Any) -> str:
     return str(rows._db or router.db_for_write(rows.model))
 
 
-def owners_of(rows: Any) -> dict[tuple[Any, str, str], list[Any]]:
-    """The keys of ``rows`` by owner (their user's id, visitor key and tenant), the owners
-    in the order of their counters' keys: two writers lock counters in one order."""
+def owners_of(rows: Any) -> dict[tuple[Any, str, str], list[list[Any]]]:
+    """The keys of ``rows`` by owner (their user's id, visitor key and tenant), in batches of
+    at most :data:`BATCH`; the owners in the order of their counters' keys, so two writers
+    lock counters in one order."""
     grouped: dict[tuple[Any, str, str], list[Any]] = defaultdict(list)
     for pk, *owner in rows.values_list("pk", *OWNER_FIELDS).order_by():
         grouped[(owner[0], owner[1], owner[2])].append(pk)
     kind = rows.model.counted_as
-    return dict(sorted(grouped.items(), key=lambda item: tally_key(kind, *item[0]) or ""))
+    return {
+        owner: [keys[start : start + BATCH] for start in range(0, len(keys), BATCH)]
+        for owner, keys in sorted(grouped.items(), key=lambda item: tally_key(kind, *item[0]) or "")
+    }
 
 
 def delete_counted(rows: Any, delete: Callable[[Any], tuple[int, dict[str, int]]]) -> Any:
-    """Delete ``rows`` (a queryset of a counted model) with ``delete`` (Django's own), owner
-    by owner, each giving back what that delete took: two deletes of one row give back one,
-    and a row whose owner changed meanwhile (a login adopting it) is read again."""
-    using, kind, label = written_on(rows), rows.model.counted_as, rows.model._meta.label
+    """Delete ``rows`` (a queryset of a counted model) with ``delete`` (Django's own) in one
+    transaction on the database they are written on, owner by owner, each delete giving back
+    what it took: two deletes of one row at once give back one. A row a delete missed
+    because its owner changed meanwhile (a login adopting it) is read again, at most
+    :data:`PASSES` times."""
+    rows = rows.using(written_on(rows))
+    using, kind, label = rows.db, rows.model.counted_as, rows.model._meta.label
     total: Counter[str] = Counter()
-    while owners := owners_of(rows):
-        for (user_id, visitor, tenant), keys in owners.items():
-            theirs = rows.filter(pk__in=keys, user_id=user_id, anonymous_key=visitor, tenant=tenant)
-            with transaction.atomic(using=using):
-                _, deleted = delete(theirs)
-                give_back(tally_key(kind, user_id, visitor, tenant), using, deleted.get(label, 0))
-            total.update(deleted)
-        rows = rows.filter(pk__in=[key for keys in owners.values() for key in keys])
+    pending = rows
+    with transaction.atomic(using=using):
+        for _ in range(PASSES):
+            missed: list[Any] = []
+            for (user_id, visitor, tenant), batches in owners_of(pending).items():
+                theirs = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
+                for keys in batches:
+                    _, deleted = delete(rows.filter(pk__in=keys, **theirs))
+                    count = deleted.get(label, 0)
+                    give_back(tally_key(kind, user_id, visitor, tenant), using, count)
+                    total.update(deleted)
+                    missed += keys if count < len(keys) else []
+            if not missed:
+                break
+            pending = rows.filter(pk__in=missed)
     return sum(total.values()), dict(total)
 
 
 def update_counted(rows: Any, changes: dict[str, Any], update: Callable[..., int]) -> int:
     """``update(theirs, **changes)`` of ``rows`` (a queryset of a counted model) owner by
-    owner, when ``changes`` gives them another owner (``user``, ``anonymous_key``,
-    ``tenant``: a visitor's rows adopted at login, rows given to a tenant): each moves the
-    count of the rows it changed from the old owner's counter to the new one's. A row whose
-    owner changed meanwhile is left as it is. How many rows were changed."""
-    using, kind = written_on(rows), rows.model.counted_as
+    owner, in one transaction, when ``changes`` gives them another owner (``user``,
+    ``anonymous_key``, ``tenant``, each a value: a visitor's rows adopted at login, rows given
+    to a tenant): each moves the count of the rows it changed from the old owner's counter to
+    the new one's. A row whose owner changed meanwhile is left as it is. How many rows were
+    changed."""
+    if any(hasattr(value, "resolve_expression") for value in changes.values()):
+        raise TypeError(
+            f"{rows.model.__name__} rows are counted against their owner's quota: give them "
+            "another owner by value, not by an expression"
+        )
+    rows = rows.using(written_on(rows))
+    using, kind = rows.db, rows.model.counted_as
     changed = 0
-    for (user_id, visitor, tenant), keys in owners_of(rows).items():
-        theirs = rows.filter(pk__in=keys, user_id=user_id, anonymous_key=visitor, tenant=tenant)
-        now = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
-        for field, value in changes.items():
-            if field in ("user", "user_id"):
-                now["user_id"] = getattr(value, "pk", value)
-            elif field in now:
-                now[field] = value
-        with transaction.atomic(using=using):
-            count = update(theirs, **changes)
-            give_back(tally_key(kind, user_id, visitor, tenant), using, count)
-            count_more(tally_key(kind, *now.values()), using, count)
-        changed += count
+    with transaction.atomic(using=using):
+        for (user_id, visitor, tenant), batches in owners_of(rows).items():
+            now = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
+            for field, value in changes.items():
+                now["user_id" if field == "user" else field] = getattr(value, "pk", value)
+            before = tally_key(kind, user_id, visitor, tenant)
+            after = tally_key(kind, now["user_id"], now["anonymous_key"], now["tenant"])
+            theirs = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
+            for keys in batches:
+                count = update(rows.filter(pk__in=keys, **theirs), **changes)
+                moves = [(before, -count), (after, count)]
+                for key, by in sorted(moves, key=lambda move: move[0] or ""):  # one order
+                    (count_more if by > 0 else give_back)(key, using, abs(by))
+                changed += count
     return changed
+
+
+def give_back_rows(rows: Any) -> None:
+    """The counts of ``rows`` (a queryset of a counted model) given back, ahead of a delete
+    that will not ask the rows (a cascade's: a user's deletion, ``apps``)."""
+    using, kind = written_on(rows), rows.model.counted_as
+    for (user_id, visitor, tenant), batches in owners_of(rows.using(using)).items():
+        count = sum(len(keys) for keys in batches)
+        give_back(tally_key(kind, user_id, visitor, tenant), using, count)
+
+
+#: How many keys one delete or update names.
+BATCH = 500
+#: How often a delete reads again what its owner changed under it.
+PASSES = 3
 
 
 def save_counted(row: Owned, save: Callable[[], None], options: dict[str, Any]) -> None:
@@ -186,7 +229,7 @@ def save_counted(row: Owned, save: Callable[[], None], options: dict[str, Any]) 
     with transaction.atomic(using=using):
         stored = None
         if row.pk is not None and not options.get("force_insert"):
-            rows = type(row)._base_manager.using(using).filter(pk=row.pk)
+            rows = type(row)._base_manager.using(using).filter(pk=row.pk).select_for_update()
             stored = rows.values_list(*OWNER_FIELDS).first()
         save()
         if stored is None:
@@ -205,30 +248,41 @@ OWNER_CHANGES = frozenset({"user", "user_id", "anonymous_key", "tenant"})
 def recount(model_rows: dict[str, Any], using: str) -> int:
     """Set every counter to the rows there are (``warlock_recount_quotas``: after rows were
     written or deleted by hand, with raw SQL, or restored): how many it corrected.
-    ``model_rows`` maps each kind to its model's rows. Each owner's counter is locked before
-    their rows are counted, so a claim meanwhile waits and then counts on the right number;
-    an owner whose rows are all gone loses their counter."""
-    owners: dict[str, tuple[Any, tuple[Any, str, str]]] = {}
-    for kind, rows in model_rows.items():
-        for owner in rows.using(using).values_list(*OWNER_FIELDS).distinct().order_by():
-            key = tally_key(kind, *owner)
-            if key is not None:
-                owners[key] = (rows, owner)
+    ``model_rows`` maps each kind to its model's rows. Each owner's counter is locked (made,
+    if need be) before their rows are counted, so a claim meanwhile waits for it and then
+    counts on the right number. Counters whose owner has no rows go last, in one transaction
+    that locks them all and then looks again for their owners: one whose owner made a row
+    meanwhile is kept."""
+    owners = _owners_by_key(model_rows, using)
     tallies = OwnerTally.objects.using(using)
     corrected = 0
-    for key in sorted(set(owners) | set(tallies.values_list("key", flat=True))):
+    for key, (rows, theirs) in sorted(owners.items()):
         with transaction.atomic(using=using):
-            stored = tallies.select_for_update().filter(key=key).values_list("count", flat=True)
-            count = stored.first()
-            real = 0
-            if key in owners:
-                rows, (user_id, visitor, tenant) = owners[key]
-                theirs = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
-                real = rows.using(using).filter(**theirs).count()
-            if (count or 0) == real and (count is None) == (real == 0):
-                continue
-            corrected += 1
-            tallies.filter(key=key).delete()
+            count = _add(key, using, 0)  # locked, made at 0 if need be
+            real = rows.using(using).filter(**theirs).count()
+            if count != real:
+                corrected += 1
             if real:
-                tallies.create(key=key, count=real)
+                tallies.filter(key=key).update(count=real)
+            else:  # their rows went meanwhile
+                tallies.filter(key=key).delete()
+    with transaction.atomic(using=using):
+        stray = sorted(set(tallies.values_list("key", flat=True)) - set(owners))
+        for key in stray:
+            _add(key, using, 0)  # locked
+        gone = [key for key in stray if key not in _owners_by_key(model_rows, using)]
+        corrected += tallies.filter(key__in=gone).delete()[0]
     return corrected
+
+
+def _owners_by_key(model_rows: dict[str, Any], using: str) -> dict[str, tuple[Any, dict[str, Any]]]:
+    owners = {}
+    for kind, rows in model_rows.items():
+        for user_id, visitor, tenant in (
+            rows.using(using).values_list(*OWNER_FIELDS).order_by().distinct()
+        ):
+            key = tally_key(kind, user_id, visitor, tenant)
+            if key is not None:
+                theirs = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
+                owners[key] = (rows, theirs)
+    return owners
