@@ -5,6 +5,7 @@ left behind to forget); the socket then asks the thread's, and the end is the sa
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -29,7 +30,8 @@ from warlock_sessions.claims import (
     usage,
 )
 from warlock_sessions.errors import QuotaExceededError
-from warlock_sessions.models import SessionEvent, SessionOwner
+from warlock_sessions.models import OwnerTally, SessionEvent, SessionOwner
+from warlock_sessions.models.quotas import tally_key
 from warlock_sessions.permissions import VISITOR_KEY
 from warlock_sessions.stores import DjangoStore
 from warlock_sessions.tenancy import tenant_scope
@@ -217,3 +219,29 @@ async def test_an_id_another_tenant_uses_is_never_claimed(claims: Thread | Loop)
     rows = SessionOwner.objects.using(ALIAS).order_by("session_id")
     owners = await in_thread(lambda: list(rows.values_list("session_id", "tenant")))
     assert owners == [("mine", "acme"), ("theirs", "globex")]
+
+
+async def test_claims_at_once_stop_at_the_quota_and_count_once(claims: Thread | Loop) -> None:
+    """Twelve claims of one owner at once under a quota of 5, and six of one id: the owner's
+    counter decides each, exactly (``models.quotas``)."""
+
+    async def claim(session_id: str) -> str:
+        try:
+            return "claimed" if await claims.claim(session_id, quota=5) else "used"
+        except QuotaExceededError:
+            return "refused"
+
+    many = await asyncio.gather(*(claim(f"many-{n}") for n in range(12)))
+    assert sorted(many) == ["claimed"] * 5 + ["refused"] * 7
+    assert await in_thread(lambda: tally_of(VISITOR)) == 5
+    await in_thread(lambda: SessionOwner.objects.using(ALIAS).all().delete())
+    one = await asyncio.gather(*(claim("one") for _ in range(6)))
+    assert sorted(one) == ["claimed"] + ["used"] * 5
+    assert await in_thread(lambda: owners_of("one")) == [VISITOR]
+    assert await in_thread(lambda: tally_of(VISITOR)) == 1
+
+
+def tally_of(visitor_key: str) -> int:
+    key = tally_key("sessions", None, visitor_key, "")
+    counts = OwnerTally.objects.using(ALIAS).filter(key=key).values_list("count", flat=True)
+    return counts.first() or 0
