@@ -9,7 +9,14 @@ from django.db import connections
 
 from tests.host.conftest import needs_postgres
 from tests.partitioned import HOT_TABLES, PRIMARY_KEYS, partitioned
-from warlock_sessions.models import SessionEvent
+from warlock_sessions.models import (
+    OutboundMessage,
+    OwnerTally,
+    SessionEvent,
+    Wake,
+    bucket_of,
+)
+from warlock_sessions.models.quotas import tally_key
 
 pytestmark = [
     needs_postgres,
@@ -46,7 +53,38 @@ def test_the_keys_go_back_and_forth_with_the_rows_kept() -> None:
             for table, columns in PRIMARY_KEYS.items()
             if table != "warlock_owner_tallies"
         }
+        rows_of_the_code_before()
     finally:
         call_command("migrate", "warlock_sessions", database="postgres", verbosity=0)
     assert primary_keys() == PRIMARY_KEYS
     assert list(events.values_list("session_id", "seq")) == [("s1", 1)]
+    # Migration 0024 gave each wake and outbox row its session's bucket, and counted owners.
+    for model in (Wake, OutboundMessage):
+        rows = model.objects.using("postgres").values_list("session_id", "bucket")
+        assert sorted(rows) == [(id, bucket_of(id)) for id in ("old-a", "old-b")]
+    tallies = OwnerTally.objects.using("postgres").values_list("key", "count")
+    assert dict(tallies) == {tally_key("sessions", None, "v1", ""): 2}
+
+
+def rows_of_the_code_before(alias: str = "postgres") -> None:
+    """Wakes, outbox rows and owners as the code of migration 0019 wrote them."""
+    with connections[alias].cursor() as cursor:
+        for session_id in ("old-a", "old-b"):
+            cursor.execute(
+                "INSERT INTO warlock_sessions_wake (key, session_id, attempts, last_error, "
+                "created_at, agent, due_at, status) "
+                "VALUES ('w', %s, 0, '', CURRENT_TIMESTAMP, '', CURRENT_TIMESTAMP, 'pending')",
+                [session_id],
+            )
+            cursor.execute(
+                "INSERT INTO warlock_sessions_outboundmessage (key, session_id, attempts, "
+                "last_error, created_at, kind, text, after_ms, payload, status, deliver_after) "
+                "VALUES ('m', %s, 0, '', CURRENT_TIMESTAMP, 'ai', 'hi', 0, '{}', 'pending', "
+                "CURRENT_TIMESTAMP)",
+                [session_id],
+            )
+            cursor.execute(
+                "INSERT INTO warlock_sessions_sessionowner (session_id, anonymous_key, "
+                "created_at) VALUES (%s, 'v1', CURRENT_TIMESTAMP)",
+                [session_id],
+            )

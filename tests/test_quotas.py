@@ -23,7 +23,15 @@ from rest_framework.test import APIClient
 from tests.snapshots.conftest import needs_postgres
 from warlock_sessions.erasure import Person, erase
 from warlock_sessions.host.retention import Retention, prune
-from warlock_sessions.models import Conversation, OwnerTally, Session, SessionOwner
+from warlock_sessions.models import (
+    Conversation,
+    OutboundMessage,
+    OwnerTally,
+    Session,
+    SessionOwner,
+    Wake,
+    bucket_of,
+)
 from warlock_sessions.models.quotas import tally_key
 from warlock_sessions.permissions import VISITOR_KEY, adopt_visitor_sessions
 
@@ -222,3 +230,18 @@ def test_counters_wrong_after_raw_sql_are_recounted() -> None:
     assert tallies() == recounted() == {tally_key("sessions", None, "v", ""): 2}
     call_command("warlock_recount_quotas", stdout=out)
     assert out.getvalue().splitlines()[-1] == "corrected 0 quota counter(s)"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0024_fills_the_buckets_and_counts_the_owners_on_sqlite() -> None:
+    from tests.test_distribution_keys import rows_of_the_code_before
+
+    try:
+        call_command("migrate", "warlock_sessions", "0019", verbosity=0)
+        rows_of_the_code_before("default")
+    finally:
+        call_command("migrate", "warlock_sessions", verbosity=0)
+    for model in (Wake, OutboundMessage):
+        rows = model.objects.values_list("session_id", "bucket")
+        assert sorted(rows) == [(id, bucket_of(id)) for id in ("old-a", "old-b")]
+    assert tallies() == recounted() == {tally_key("sessions", None, "v1", ""): 2}
