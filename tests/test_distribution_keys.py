@@ -88,3 +88,24 @@ def rows_of_the_code_before(alias: str = "postgres") -> None:
                 "created_at) VALUES (%s, 'v1', CURRENT_TIMESTAMP)",
                 [session_id],
             )
+
+
+def test_a_citus_database_without_claims_by_bucket_fails_the_checks() -> None:
+    from django.core.checks import run_checks
+    from django.test import override_settings
+
+    def ids(claim_by_bucket: bool) -> list[str]:
+        with override_settings(WARLOCK_SESSIONS={"CLAIM_BY_BUCKET": claim_by_bucket}):
+            return [message.id for message in run_checks(databases=["postgres"])]
+
+    assert "warlock_sessions.E035" not in ids(False)  # plain PostgreSQL
+    with connections["postgres"].cursor() as cursor:  # what Citus installs, as it names it
+        cursor.execute(
+            "CREATE FUNCTION citus_version() RETURNS text LANGUAGE sql AS $$ SELECT 'x' $$"
+        )
+    try:
+        assert "warlock_sessions.E035" in ids(False)
+        assert "warlock_sessions.E035" not in ids(True)
+    finally:
+        with connections["postgres"].cursor() as cursor:
+            cursor.execute("DROP FUNCTION citus_version()")

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
-from django.db import router
+from django.db import DatabaseError, connections, router
 from django.urls import URLResolver, get_resolver
 
 # The packages that say what their settings must name (conf.expect): imported here, so every
@@ -553,3 +553,40 @@ def _check_agents(configured: dict[str, Any]) -> list[CheckMessage]:
 
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+#: Whether the database is Citus: the function its extension installs.
+CITUS = "SELECT to_regproc('citus_version') IS NOT NULL"
+
+
+@register(Tags.database)
+def check_claims_on_citus(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """On Citus (``migrate``, ``check --database``), the worker must claim a bucket at a
+    time: a claim over every bucket takes row locks on several shards, which Citus refuses,
+    so no wake would fire and no message would go."""
+    if configured_settings().get("CLAIM_BY_BUCKET") is True:
+        return []
+    messages: list[CheckMessage] = []
+    for alias in databases or ():
+        connection = connections[alias]
+        if connection.vendor != "postgresql":
+            continue
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(CITUS)
+                citus = bool(cursor.fetchone()[0])
+        except DatabaseError:  # an unreachable database is another check's to report
+            continue
+        if citus:
+            messages.append(
+                Error(
+                    f"DATABASES[{alias!r}] is Citus, and CLAIM_BY_BUCKET is off: the "
+                    "worker's claims of due wakes and messages lock rows on several shards, "
+                    "which Citus refuses.",
+                    hint='Set WARLOCK_SESSIONS["CLAIM_BY_BUCKET"] = True (docs/scaling.md).',
+                    id="warlock_sessions.E035",
+                )
+            )
+    return messages
