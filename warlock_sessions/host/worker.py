@@ -81,7 +81,9 @@ def claim(
     free = due & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     rows = model._default_manager.using(using).filter(free).order_by(order, "pk")
     if buckets is not None:
-        rows = rows.filter(bucket__in=sorted(buckets))
+        # One bucket by equality: what a distributed database routes to one shard.
+        one = len(buckets) == 1
+        rows = rows.filter(bucket=next(iter(buckets))) if one else rows.filter(bucket__in=buckets)
     if connections[using].vendor == "postgresql":
         if one_session:  # the session of the first free row, picked as the rows are locked
             first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
@@ -173,16 +175,25 @@ def _lease_in_one_statement(
     meta = rows.model._meta
     quote = connection.ops.quote_name
     pk, bucket = quote(meta.pk.column), quote("bucket")
-    mine = "" if buckets is None else f"{bucket} = ANY(%s) AND "
+    mine, chosen = _of_buckets(buckets, bucket)
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {quote('lease_until')} = %s "
         f"WHERE {mine}({bucket}, {pk}) IN ({inner} FOR UPDATE SKIP LOCKED) "
         f"RETURNING {bucket}, {quote('session_id')}, {pk}"
     )
-    chosen = [] if buckets is None else [sorted(buckets)]
     with connection.cursor() as cursor:
         cursor.execute(sql, [lease_until, *chosen, *params])
         return [(row[0], row[1], row[2]) for row in cursor.fetchall()]
+
+
+def _of_buckets(buckets: Collection[int] | None, column: str) -> tuple[str, list[Any]]:
+    """The claim's own condition on ``buckets`` and its parameters: equality for one (what a
+    distributed database routes to one shard)."""
+    if buckets is None:
+        return "", []
+    if len(buckets) == 1:
+        return f"{column} = %s AND ", [next(iter(buckets))]
+    return f"{column} = ANY(%s) AND ", [sorted(buckets)]
 
 
 def _give_up_or_retry(
