@@ -106,6 +106,8 @@ def test_a_citus_database_without_claims_by_bucket_fails_the_checks() -> None:
     try:
         assert "warlock_sessions.E035" in ids(False)
         assert "warlock_sessions.E035" not in ids(True)
+        with override_settings(WARLOCK_SESSIONS=["not", "a", "dict"]):  # E005's, not a crash
+            assert "warlock_sessions.E035" not in [m.id for m in run_checks(databases=["postgres"])]
     finally:
         with connections["postgres"].cursor() as cursor:
             cursor.execute("DROP FUNCTION citus_version()")

@@ -566,10 +566,15 @@ def check_claims_on_citus(
     """On Citus (``migrate``, ``check --database``), the worker must claim a bucket at a
     time: a claim over every bucket takes row locks on several shards, which Citus refuses,
     so no wake would fire and no message would go."""
-    if configured_settings().get("CLAIM_BY_BUCKET") is True:
+    if not databases:
+        return []
+    try:
+        if configured_settings().get("CLAIM_BY_BUCKET") is True:
+            return []
+    except SettingError:  # check_settings reports it
         return []
     messages: list[CheckMessage] = []
-    for alias in databases or ():
+    for alias in databases:
         connection = connections[alias]
         if connection.vendor != "postgresql":
             continue
