@@ -80,10 +80,7 @@ def claim(
     lease_until = now + timedelta(seconds=warlock_settings.LEASE_SECONDS)
     free = due & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     rows = model._default_manager.using(using).filter(free).order_by(order, "pk")
-    if buckets is not None:
-        # One bucket by equality: what a distributed database routes to one shard.
-        one = len(buckets) == 1
-        rows = rows.filter(bucket=next(iter(buckets))) if one else rows.filter(bucket__in=buckets)
+    rows = _in_buckets(rows, buckets)
     if connections[using].vendor == "postgresql":
         if one_session:  # the session of the first free row, picked as the rows are locked
             first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
@@ -184,6 +181,18 @@ def _lease_in_one_statement(
     with connection.cursor() as cursor:
         cursor.execute(sql, [lease_until, *chosen, *params])
         return [(row[0], row[1], row[2]) for row in cursor.fetchall()]
+
+
+def _in_buckets(
+    rows: models.QuerySet[RowT], buckets: Collection[int] | None
+) -> models.QuerySet[RowT]:
+    """``rows`` of ``buckets`` (all without): one bucket by equality, what a distributed
+    database routes to one shard."""
+    if buckets is None:
+        return rows
+    if len(buckets) == 1:
+        return rows.filter(bucket=next(iter(buckets)))
+    return rows.filter(bucket__in=buckets)
 
 
 def _of_buckets(buckets: Collection[int] | None, column: str) -> tuple[str, list[Any]]:
