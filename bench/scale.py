@@ -65,11 +65,10 @@ def configure(url: str) -> None:
 
 
 def bucket_sql(session: str) -> str:
-    """A wake's or outbox row's bucket (``models.bucket_of``) in SQL, of the session id
-    ``session`` (an SQL expression)."""
-    from warlock_sessions.models import WORK_BUCKETS
+    """A wake's or outbox row's bucket, of the session id ``session`` (an SQL expression)."""
+    from warlock_sessions.models import bucket_sql
 
-    return f"get_byte(decode(md5({session}), 'hex'), 0) %% {WORK_BUCKETS}"
+    return bucket_sql(session)
 
 
 def sql(statement: str, params: list[Any] | None = None) -> None:

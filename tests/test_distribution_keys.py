@@ -15,6 +15,7 @@ from warlock_sessions.models import (
     SessionEvent,
     Wake,
     bucket_of,
+    bucket_sql,
 )
 from warlock_sessions.models.quotas import tally_key
 
@@ -111,3 +112,10 @@ def test_a_citus_database_without_claims_by_bucket_fails_the_checks() -> None:
     finally:
         with connections["postgres"].cursor() as cursor:
             cursor.execute("DROP FUNCTION citus_version()")
+
+
+def test_the_bucket_in_sql_is_the_bucket_in_python() -> None:
+    ids = [f"s{n}" for n in range(500)] + ["", "ação-✓", "a" * 200, "x y/z"]
+    with connections["postgres"].cursor() as cursor:
+        cursor.execute(f"SELECT id, {bucket_sql('id')} FROM unnest(%s::text[]) AS id", [ids])
+        assert dict(cursor.fetchall()) == {id: bucket_of(id) for id in ids}

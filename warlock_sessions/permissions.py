@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from django.contrib.auth.models import AnonymousUser
-from django.db import IntegrityError, router, transaction
+from django.db import router
 from django.http.request import HttpHeaders
 from rest_framework.permissions import BasePermission, BasePermissionMetaclass
 
@@ -29,7 +29,7 @@ from .models import (
     SessionOwner,
     SessionQuerySet,
 )
-from .models.quotas import check_quota
+from .models.quotas import create_counted
 
 #: Actions that write a raw blob or remove a session: never an end user's.
 ADMIN_ACTIONS = {"update": "change", "partial_update": "change", "destroy": "delete"}
@@ -159,15 +159,10 @@ def claim_owner(request: Any, session_id: str) -> SessionOwner | None:
     else owns it already (or won a concurrent claim) return ``None`` and let the policy
     decide. ``QuotaExceededError`` when they own ``MAX_SESSIONS_PER_OWNER`` sessions already.
     ``request`` is a DRF request or anything with ``user`` and ``session``."""
-    owner = owner_fields(request)
     using = router.db_for_write(SessionOwner) or "default"
-    try:
-        with transaction.atomic(using=using):  # the row and its count, or neither
-            row = SessionOwner.objects.using(using).create(session_id=session_id, **owner)
-            check_quota(row, warlock_settings.MAX_SESSIONS_PER_OWNER, using)
-            return row
-    except IntegrityError:
-        return None
+    limit = warlock_settings.MAX_SESSIONS_PER_OWNER
+    row = create_counted(SessionOwner, using, limit, session_id=session_id, **owner_fields(request))
+    return row if isinstance(row, SessionOwner) else None
 
 
 def owner_fields(request: Any) -> dict[str, Any]:

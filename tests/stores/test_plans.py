@@ -15,7 +15,7 @@ from django.db import connections
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from warlock_sessions.models import WORK_BUCKETS, OutboundMessage, Session, SessionEvent, Wake
+from warlock_sessions.models import OutboundMessage, Session, SessionEvent, Wake, bucket_sql
 
 from .conftest import needs_postgres
 
@@ -24,8 +24,8 @@ pytestmark = [needs_postgres, pytest.mark.django_db(databases=["postgres"])]
 SESSIONS, EVENTS, WAKES, OUTBOX = 20_000, 100_000, 20_000, 40_000
 
 
-#: A row's bucket (``models.bucket_of``) in SQL, for session ``'s' || g``.
-BUCKET = f"get_byte(decode(md5('s' || g), 'hex'), 0) %% {WORK_BUCKETS}"
+#: A row's bucket in SQL, for session ``'s' || g``.
+BUCKET = bucket_sql("'s' || g")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from ..conf import warlock_settings
 from ..encryption import message_place, open_json, pending_place, seal_json, sealing
 from ..errors import ConversationConflictError, SessionExistsError
 from ..models import Conversation, ConversationMessage, tenant_of_parent
-from ..models.quotas import check_quota
+from ..models.quotas import check_quota, create_counted
 from ..redaction import redact_value
 from .seen import seen_histories
 from .stores import RECORD_PREFIX, RECORD_TYPE, kept_text
@@ -74,15 +74,10 @@ class DjangoConversationStore:
         ``MAX_CONVERSATIONS_PER_OWNER``; one made meanwhile is left as it is), then its
         header (``None`` if it was deleted in between)."""
         now = timezone.now()
-        try:
-            with transaction.atomic(using=self.using):  # the row and its count, or neither
-                row = Conversation.objects.using(self.using).create(
-                    id=id, created_at=now, updated_at=now, **self.owner
-                )
-                self._check_quota(row)
-        except IntegrityError:
-            pass  # made meanwhile, by this owner or another: the policy decides on it
-        return self.header(id)
+        limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER
+        fields = {"id": id, "created_at": now, "updated_at": now, **self.owner}
+        create_counted(Conversation, self.using, limit, **fields)
+        return self.header(id)  # the policy decides on one made meanwhile
 
     def load(self, id: str) -> dict[str, Any] | None:
         header = self.header(id)
@@ -184,12 +179,6 @@ class DjangoConversationStore:
         record["version"] = 1
         return row
 
-    def _check_quota(self, row: Conversation) -> None:
-        """``QuotaExceededError`` if ``row``, just made for this store's owner, is one more
-        than ``MAX_CONVERSATIONS_PER_OWNER`` allows (inside its insert's transaction)."""
-        if self.owner:
-            check_quota(row, warlock_settings.MAX_CONVERSATIONS_PER_OWNER, self.using)
-
     def _add(self, id: str, messages: list[dict[str, Any]], start: int) -> int | None:
         """Insert the rows: the id of the last one, where the database says (``None`` if it
         does not, or there are none)."""
@@ -273,7 +262,8 @@ class DjangoConversationStore:
         again for the fork (their JSON text unchanged)."""
         try:
             with transaction.atomic(using=self.using):
-                self._check_quota(self._insert(target))
+                limit = warlock_settings.MAX_CONVERSATIONS_PER_OWNER
+                check_quota(self._insert(target), limit, self.using)
                 copied = self._copy(record["id"], target["id"], n)
                 if copied != n or self._version(record["id"]) != record["version"]:
                     # the source moved (a truncate, a turn elsewhere) since it was read

@@ -80,7 +80,7 @@ def claim(
     lease_until = now + timedelta(seconds=warlock_settings.LEASE_SECONDS)
     free = due & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
     rows = model._default_manager.using(using).filter(free).order_by(order, "pk")
-    rows = _in_buckets(rows, buckets)
+    rows = rows.filter(**_of_buckets(buckets)[0])
     if connections[using].vendor == "postgresql":
         if one_session:  # the session of the first free row, picked as the rows are locked
             first, params = rows.values("session_id")[:1].query.get_compiler(using).as_sql()
@@ -172,7 +172,8 @@ def _lease_in_one_statement(
     meta = rows.model._meta
     quote = connection.ops.quote_name
     pk, bucket = quote(meta.pk.column), quote("bucket")
-    mine, chosen = _of_buckets(buckets, bucket)
+    _, operator, chosen = _of_buckets(buckets)
+    mine = f"{bucket} {operator} AND " if operator else ""
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {quote('lease_until')} = %s "
         f"WHERE {mine}({bucket}, {pk}) IN ({inner} FOR UPDATE SKIP LOCKED) "
@@ -183,26 +184,17 @@ def _lease_in_one_statement(
         return [(row[0], row[1], row[2]) for row in cursor.fetchall()]
 
 
-def _in_buckets(
-    rows: models.QuerySet[RowT], buckets: Collection[int] | None
-) -> models.QuerySet[RowT]:
-    """``rows`` of ``buckets`` (all without): one bucket by equality, what a distributed
-    database routes to one shard."""
+def _of_buckets(buckets: Collection[int] | None) -> tuple[dict[str, Any], str, list[Any]]:
+    """How a claim names ``buckets`` (all without): one bucket by equality, what a
+    distributed database routes to one shard. As an ORM filter, and as the SQL operator on
+    the bucket column with its parameters."""
     if buckets is None:
-        return rows
+        return {}, "", []
     if len(buckets) == 1:
-        return rows.filter(bucket=next(iter(buckets)))
-    return rows.filter(bucket__in=buckets)
-
-
-def _of_buckets(buckets: Collection[int] | None, column: str) -> tuple[str, list[Any]]:
-    """The claim's own condition on ``buckets`` and its parameters: equality for one (what a
-    distributed database routes to one shard)."""
-    if buckets is None:
-        return "", []
-    if len(buckets) == 1:
-        return f"{column} = %s AND ", [next(iter(buckets))]
-    return f"{column} = ANY(%s) AND ", [sorted(buckets)]
+        (only,) = buckets
+        return {"bucket": only}, "= %s", [only]
+    chosen = sorted(buckets)
+    return {"bucket__in": chosen}, "= ANY(%s)", [chosen]
 
 
 def _give_up_or_retry(

@@ -306,6 +306,12 @@ def bucket_of(session_id: str) -> int:
     return hashlib.md5(session_id.encode(), usedforsecurity=False).digest()[0] % WORK_BUCKETS
 
 
+def bucket_sql(session_id: str) -> str:
+    """:func:`bucket_of` in PostgreSQL, of the SQL expression ``session_id``: for rows written
+    by SQL (a seed, a backfill). Held to the same answers (tests/test_distribution_keys.py)."""
+    return f"mod(get_byte(decode(md5({session_id}), 'hex'), 0), {WORK_BUCKETS})"
+
+
 def work_of(session_id: str) -> dict[str, Any]:
     """The filter of one session's wakes or outbox rows, with their bucket: read on its shard."""
     return {"bucket": bucket_of(session_id), "session_id": session_id}

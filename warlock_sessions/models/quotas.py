@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from django.db import connections, models, router, transaction
+from django.db import IntegrityError, connections, models, router, transaction
 from django.db.models import F
 from django.utils.translation import gettext_lazy as _
 
@@ -98,6 +98,21 @@ def check_quota(row: Owned, limit: int | None, using: str) -> None:
         raise QuotaExceededError(row.counted_as or "", limit)
 
 
+def create_counted(
+    model: type[Owned], using: str, limit: int | None, **fields: Any
+) -> Owned | None:
+    """A new row of ``model`` (a counted one) and its count, or neither: ``None`` when a row
+    of its key exists already (made meanwhile, by this owner or another),
+    ``QuotaExceededError`` when its owner has ``limit`` rows already."""
+    try:
+        with transaction.atomic(using=using):
+            row = model._default_manager.using(using).create(**fields)
+            check_quota(row, limit, using)
+            return row
+    except IntegrityError:
+        return None
+
+
 def refuse_uncounted_conflicts(model: type[models.Model], options: dict[str, Any]) -> None:
     """``TypeError`` for a bulk insert of counted rows that may skip some: which it skipped
     is not known, so their count could not be."""
@@ -129,18 +144,25 @@ def written_on(rows: Any) -> str:
     return str(rows._db or router.db_for_write(rows.model))
 
 
-def owners_of(rows: Any) -> dict[tuple[Any, str, str], list[list[Any]]]:
-    """The keys of ``rows`` by owner (their user's id, visitor key and tenant), in batches of
-    at most :data:`BATCH`; the owners in the order of their counters' keys, so two writers
+def by_owner(rows: Any) -> Iterator[tuple[dict[str, Any], list[Any], Any]]:
+    """``rows`` (a queryset of a counted model) owner by owner, in batches of at most
+    :data:`BATCH` keys: the owner (``OWNER_FIELDS``), the batch's keys, and the batch's rows
+    still that owner's. Owners come in the order of their counters' keys, so two writers
     lock counters in one order."""
-    grouped: dict[tuple[Any, str, str], list[Any]] = defaultdict(list)
+    grouped: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for pk, *owner in rows.values_list("pk", *OWNER_FIELDS).order_by():
-        grouped[(owner[0], owner[1], owner[2])].append(pk)
+        grouped[tuple(owner)].append(pk)
     kind = rows.model.counted_as
-    return {
-        owner: [keys[start : start + BATCH] for start in range(0, len(keys), BATCH)]
-        for owner, keys in sorted(grouped.items(), key=lambda item: tally_key(kind, *item[0]) or "")
-    }
+    for owner in sorted(grouped, key=lambda owner: tally_key(kind, *owner) or ""):
+        keys, theirs = grouped[owner], dict(zip(OWNER_FIELDS, owner, strict=True))
+        for start in range(0, len(keys), BATCH):
+            batch = keys[start : start + BATCH]
+            yield theirs, batch, rows.filter(pk__in=batch, **theirs)
+
+
+def counter_of(rows: Any, owner: dict[str, Any]) -> str | None:
+    """The counter of ``owner`` (``OWNER_FIELDS``) for the kind of ``rows``."""
+    return tally_key(rows.model.counted_as, *(owner[field] for field in OWNER_FIELDS))
 
 
 def delete_counted(rows: Any, delete: Callable[[Any], tuple[int, dict[str, int]]]) -> Any:
@@ -150,20 +172,18 @@ def delete_counted(rows: Any, delete: Callable[[Any], tuple[int, dict[str, int]]
     because its owner changed meanwhile (a login adopting it) is read again, at most
     :data:`PASSES` times."""
     rows = rows.using(written_on(rows))
-    using, kind, label = rows.db, rows.model.counted_as, rows.model._meta.label
+    using, label = rows.db, rows.model._meta.label
     total: Counter[str] = Counter()
     pending = rows
     with transaction.atomic(using=using):
         for _ in range(PASSES):
             missed: list[Any] = []
-            for (user_id, visitor, tenant), batches in owners_of(pending).items():
-                theirs = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
-                for keys in batches:
-                    _, deleted = delete(rows.filter(pk__in=keys, **theirs))
-                    count = deleted.get(label, 0)
-                    give_back(tally_key(kind, user_id, visitor, tenant), using, count)
-                    total.update(deleted)
-                    missed += keys if count < len(keys) else []
+            for owner, keys, theirs in by_owner(pending):
+                _, deleted = delete(theirs)
+                count = deleted.get(label, 0)
+                give_back(counter_of(rows, owner), using, count)
+                total.update(deleted)
+                missed += keys if count < len(keys) else []
             if not missed:
                 break
             pending = rows.filter(pk__in=missed)
@@ -183,32 +203,27 @@ def update_counted(rows: Any, changes: dict[str, Any], update: Callable[..., int
             "another owner by value, not by an expression"
         )
     rows = rows.using(written_on(rows))
-    using, kind = rows.db, rows.model.counted_as
+    new = {
+        ("user_id" if field == "user" else field): getattr(value, "pk", value)
+        for field, value in changes.items()
+    }
     changed = 0
-    with transaction.atomic(using=using):
-        for (user_id, visitor, tenant), batches in owners_of(rows).items():
-            now = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
-            for field, value in changes.items():
-                now["user_id" if field == "user" else field] = getattr(value, "pk", value)
-            before = tally_key(kind, user_id, visitor, tenant)
-            after = tally_key(kind, now["user_id"], now["anonymous_key"], now["tenant"])
-            theirs = {"user_id": user_id, "anonymous_key": visitor, "tenant": tenant}
-            for keys in batches:
-                count = update(rows.filter(pk__in=keys, **theirs), **changes)
-                moves = [(before, -count), (after, count)]
-                for key, by in sorted(moves, key=lambda move: move[0] or ""):  # one order
-                    (count_more if by > 0 else give_back)(key, using, abs(by))
-                changed += count
+    with transaction.atomic(using=rows.db):
+        for owner, _keys, theirs in by_owner(rows):
+            count = update(theirs, **changes)
+            moves = [(counter_of(rows, owner), -count), (counter_of(rows, owner | new), count)]
+            for key, by in sorted(moves, key=lambda move: move[0] or ""):  # one order
+                (count_more if by > 0 else give_back)(key, rows.db, abs(by))
+            changed += count
     return changed
 
 
 def give_back_rows(rows: Any) -> None:
     """The counts of ``rows`` (a queryset of a counted model) given back, ahead of a delete
     that will not ask the rows (a cascade's: a user's deletion, ``apps``)."""
-    using, kind = written_on(rows), rows.model.counted_as
-    for (user_id, visitor, tenant), batches in owners_of(rows.using(using)).items():
-        count = sum(len(keys) for keys in batches)
-        give_back(tally_key(kind, user_id, visitor, tenant), using, count)
+    rows = rows.using(written_on(rows))
+    for owner, keys, _rows in by_owner(rows):
+        give_back(counter_of(rows, owner), rows.db, len(keys))
 
 
 #: How many keys one delete or update names.

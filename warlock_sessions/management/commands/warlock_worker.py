@@ -44,8 +44,8 @@ class Command(BaseCommand):
             "--shard",
             metavar="K/N",
             default=None,
-            help="claim only the wakes and messages of the sessions in shard K of N (0/2 and "
-            "1/2 split them between two workers); all of them by default",
+            help="claim only the wakes and messages of the sessions in shard K of N, N up to 32 "
+            "(0/2 and 1/2 split them between two workers); all of them by default",
         )
 
     @for_every_tenant  # the operator's: over every tenant
