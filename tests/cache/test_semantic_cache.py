@@ -259,7 +259,13 @@ def test_what_the_attack_found_is_a_miss(first: str, second: str) -> None:
     cache.chat(call(model, first, context="Your order is on its way."))
     assert cache.chat(call(model, second, context="Your order is on its way.")).cached == ""
     reasons = set(cache.stats.refusals)
-    assert reasons & {"refers-back", "mismatch-numbers", "mismatch-negation", "mismatch-wording"}
+    assert reasons & {
+        "refers-back",
+        "mismatch-numbers",
+        "mismatch-negation",
+        "mismatch-wording",
+        "mismatch-order",
+    }
 
 
 def test_the_same_question_after_another_order_is_a_miss() -> None:
@@ -346,3 +352,40 @@ def test_two_servers_or_two_temperatures_are_two_keys() -> None:
     assert key() == key()
     assert key() != key(url="http://127.0.0.1:2/v1")
     assert key() != key(temperature=0.9)
+
+
+class LeakyStore(MemoryCacheStore):
+    """A store with the bugs defence in depth is for: every read answers with whatever
+    entry was stored last, whatever namespace, scope or key it was asked for."""
+
+    def get(self, namespace: str, scope: str, key: str) -> Any:
+        return self._last
+
+    def similar(self, namespace: str, scope: str, vector: list[float], top_k: int = 3) -> Any:
+        return [(1.0, self._last)]
+
+    def put(self, entry: Any) -> None:
+        self._last = dict(entry)
+        super().put(entry)
+
+
+def test_an_entry_a_store_returns_is_checked_again_before_it_is_served() -> None:
+    """A store's bug or a colliding key must not serve another caller's answer: the entry
+    is held to the call's namespace, scope, key, shape and expiry."""
+    model, store = CountingModel(), LeakyStore()
+    cache = SemanticCache(store=store, embedder=OfflineEmbedder(), threshold=0.5)
+    cache.chat(call(model, "What is my current account balance today?", "alice"))
+    stolen = cache.chat(call(model, "What is my current account balance today?", "bob"))
+    assert stolen.cached == "" and stolen.text == "answer 2"
+    other_question = cache.chat(call(model, "Where is the nearest branch of the bank?", "bob"))
+    assert other_question.cached == "" and other_question.text == "answer 3"
+    store._last = {**store._last, "expiresAt": 1.0}  # expired, and returned all the same
+    expired = cache.chat(call(model, "Where is the nearest branch of the bank?", "bob"))
+    assert expired.cached == "" and expired.text == "answer 4"
+    store._last = {**store._last, "reply": {**store._last["reply"], "shape": "another"}}
+    reshaped = cache.chat(call(model, "Where is the nearest branch of the bank?", "bob"))
+    assert reshaped.cached == ""
+    assert cache.stats.refusals["store-mismatch"] >= 6
+    honest = SemanticCache(store=MemoryCacheStore())
+    honest.chat(call(model, "Where is the nearest branch of the bank?", "bob"))
+    assert honest.chat(call(model, "Where is the nearest branch of the bank?", "bob")).cached

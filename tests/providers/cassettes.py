@@ -48,8 +48,13 @@ class Recorder(httpx.BaseTransport):
         self.inner.close()
 
 
-def save(name: str, exchanges: list[dict[str, Any]], outcome: dict[str, Any]) -> Path:
-    path = CASSETTES / f"{name}.json"
+def save(
+    name: str,
+    exchanges: list[dict[str, Any]],
+    outcome: dict[str, Any],
+    directory: Path = CASSETTES,
+) -> Path:
+    path = directory / f"{name}.json"
     path.write_text(
         json.dumps({"exchanges": exchanges, "outcome": outcome}, ensure_ascii=False, indent=1)
         + "\n"
@@ -57,8 +62,8 @@ def save(name: str, exchanges: list[dict[str, Any]], outcome: dict[str, Any]) ->
     return path
 
 
-def load(name: str) -> dict[str, Any]:
-    cassette: dict[str, Any] = json.loads((CASSETTES / f"{name}.json").read_text())
+def load(name: str, directory: Path = CASSETTES) -> dict[str, Any]:
+    cassette: dict[str, Any] = json.loads((directory / f"{name}.json").read_text())
     return cassette
 
 

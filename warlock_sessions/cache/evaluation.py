@@ -5,7 +5,7 @@ scored as the cache would score it: both embedded in their context, their cosine
 cache's refusals applied (a short question, or numbers, negations or opposites that differ,
 is never a hit whatever its score). At a threshold, a *hit* is a pair scored at or above it
 and not refused; precision is the share of hits that are right, recall the share of right
-pairs that hit, and the false-hit rate the share of wrong pairs that hit, with its 95 %
+pairs that hit, and the false-hit rate the share of wrong pairs that hit, each with its 95 %
 Wilson interval (what the labelled set can say about traffic like it).
 """
 
@@ -21,8 +21,10 @@ from typing import Any
 from ..providers.embedders import Embedder
 from .questions import mismatch, refers_back, too_short
 
-#: The labelled set that ships with the package: paraphrases, near misses (numbers,
-#: negations, opposites, other objects) and unrelated pairs, in English and Portuguese.
+#: The labelled set that ships with the package, in English and Portuguese: the same
+#: question reordered or reworded, paraphrases, near misses (numbers, negations, persons or
+#: things swapped, opposite directions, another thing) and unrelated pairs; where each part
+#: came from is docs/cache.md#the-labelled-set.
 SHIPPED_PAIRS = Path(__file__).with_name("pairs.jsonl")
 
 
@@ -31,6 +33,7 @@ class ScoredPair:
     same: bool
     score: float
     refused: str | None  # why the cache would never serve it, whatever the threshold
+    kind: str = ""  # what the pair tests ("reorder", "numbers", ...), where the set says
 
 
 @dataclass(frozen=True)
@@ -40,16 +43,26 @@ class Point:
     recall: float
     false_hits: int
     negatives: int
+    hits: int = 0
+    positives: int = 0
 
     @property
     def false_hit_rate(self) -> float:
         return self.false_hits / self.negatives if self.negatives else 0.0
 
+    @property
+    def precision_interval(self) -> tuple[float, float]:
+        return wilson(self.hits - self.false_hits, self.hits)
+
+    @property
+    def recall_interval(self) -> tuple[float, float]:
+        return wilson(self.hits - self.false_hits, self.positives)
+
 
 def read_pairs(path: str | Path) -> Iterator[dict[str, Any]]:
     """The pairs of a JSON-lines file: ``{"question", "candidate", "same"}``, with an
     optional ``context`` (the last assistant turn before the question, and before the
-    candidate too unless ``candidate_context`` says otherwise)."""
+    candidate too unless ``candidate_context`` says otherwise) and ``kind``."""
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -67,17 +80,31 @@ def read_pairs(path: str | Path) -> Iterator[dict[str, Any]]:
         yield pair
 
 
-def score_pairs(
-    pairs: Iterable[dict[str, Any]], embedder: Embedder, *, paraphrases: bool = False
-) -> list[ScoredPair]:
-    scored = []
+def _contexts(pair: dict[str, Any]) -> tuple[str, str]:
+    context = str(pair.get("context") or "")
+    return context, str(pair.get("candidate_context", context) or "")
+
+
+def pair_scores(pairs: Iterable[dict[str, Any]], embedder: Embedder) -> list[float]:
+    """Each pair's similarity, as the cache scores it: both questions embedded in their
+    context, then the dot product of the two unit vectors."""
+    scores = []
     for pair in pairs:
-        context = str(pair.get("context") or "")
-        other_context = str(pair.get("candidate_context", context) or "")
+        context, other_context = _contexts(pair)
+        first = embedder.embed(f"{context}\n{pair['question']}".strip())
+        second = embedder.embed(f"{other_context}\n{pair['candidate']}".strip())
+        scores.append(sum(a * b for a, b in zip(first, second, strict=True)))
+    return scores
+
+
+def judged(
+    pairs: Iterable[dict[str, Any]], scores: Iterable[float], *, paraphrases: bool = False
+) -> list[ScoredPair]:
+    """The pairs with their scores and the refusal the cache's checks would give each."""
+    scored = []
+    for pair, score in zip(pairs, scores, strict=True):
+        context, other_context = _contexts(pair)
         question, candidate = pair["question"], pair["candidate"]
-        first = embedder.embed(f"{context}\n{question}".strip())
-        second = embedder.embed(f"{other_context}\n{candidate}".strip())
-        score = sum(a * b for a, b in zip(first, second, strict=True))
         refused = None
         if too_short(question):
             refused = "short-question"
@@ -86,8 +113,15 @@ def score_pairs(
         else:
             why = mismatch(question, candidate, context, other_context, paraphrases=paraphrases)
             refused = None if why is None else f"mismatch-{why}"
-        scored.append(ScoredPair(pair["same"], score, refused))
+        scored.append(ScoredPair(pair["same"], score, refused, str(pair.get("kind") or "")))
     return scored
+
+
+def score_pairs(
+    pairs: Iterable[dict[str, Any]], embedder: Embedder, *, paraphrases: bool = False
+) -> list[ScoredPair]:
+    listed = list(pairs)
+    return judged(listed, pair_scores(listed, embedder), paraphrases=paraphrases)
 
 
 def curve(scored: list[ScoredPair], thresholds: Iterable[float]) -> list[Point]:
@@ -95,12 +129,27 @@ def curve(scored: list[ScoredPair], thresholds: Iterable[float]) -> list[Point]:
     negatives = len(scored) - positives
     points = []
     for threshold in thresholds:
-        hits = [pair for pair in scored if pair.refused is None and pair.score >= threshold]
+        hits = [pair for pair in scored if served(pair, threshold)]
         right = sum(pair.same for pair in hits)
         precision = right / len(hits) if hits else 1.0
         recall = right / positives if positives else 0.0
-        points.append(Point(threshold, precision, recall, len(hits) - right, negatives))
+        points.append(
+            Point(threshold, precision, recall, len(hits) - right, negatives, len(hits), positives)
+        )
     return points
+
+
+def served(pair: ScoredPair, threshold: float) -> bool:
+    return pair.refused is None and pair.score >= threshold
+
+
+def by_kind(scored: list[ScoredPair], threshold: float) -> dict[str, tuple[int, int]]:
+    """For each kind of pair, how many the cache serves at ``threshold``, of how many."""
+    counts: dict[str, tuple[int, int]] = {}
+    for pair in scored:
+        hits, total = counts.get(pair.kind or "-", (0, 0))
+        counts[pair.kind or "-"] = (hits + served(pair, threshold), total + 1)
+    return dict(sorted(counts.items()))
 
 
 def best_threshold(points: list[Point], precision: float) -> Point | None:

@@ -34,7 +34,7 @@ from ..providers.chat import ChatModel, ChatReply, Message, OnDelta, ToolSchema,
 from ..providers.embedders import Embedder
 from ..redaction import is_personal
 from ..tenancy import current as current_tenant
-from .base import CacheStore, Entry, now
+from .base import CacheStore, Entry, live, now
 from .questions import mismatch, refers_back, too_short
 
 logger = logging.getLogger("warlock_sessions.cache")
@@ -229,7 +229,7 @@ class SemanticCache:
             storable=True,
         )
         entry = self._read(lambda: self.store.get(namespace, scope, found.key))
-        if entry is not None:
+        if entry is not None and self._servable(found, entry, exact=True):
             return self._hit(found, entry, "exact")
         nearest = None
         if self.threshold is not None:
@@ -328,6 +328,8 @@ class SemanticCache:
         for score, entry in ranked:
             if not score >= self.threshold:  # NaN is no match either
                 break
+            if not self._servable(found, entry, exact=False):
+                continue
             why = self._mismatch(found, entry, self.paraphrases)
             if why is not None:
                 self.stats.refuse(f"mismatch-{why}")
@@ -335,6 +337,24 @@ class SemanticCache:
             self._hit(found, entry, "similar")
             return float(score)
         return float(ranked[0][0]) if ranked else None
+
+    def _servable(self, found: Lookup, entry: Any, *, exact: bool) -> bool:
+        """Whether an entry the store returned is one this call may be served: of its
+        namespace and scope, live, and (an exact hit) of its key and shape. A store checks
+        this too; checked again here, a store's bug or a colliding key serves nobody another
+        caller's answer."""
+        reply = entry.get("reply") if isinstance(entry, dict) else None
+        servable = (
+            isinstance(reply, dict)
+            and (entry.get("namespace"), entry.get("scope")) == (found.namespace, found.scope)
+            and (entry.get("expiresAt") is None or _number(entry.get("expiresAt")))
+            and live(entry, now())
+            and (not exact or (entry.get("key"), reply.get("shape")) == (found.key, found.shape))
+        )
+        if not servable:
+            self.stats.refuse("store-mismatch")
+            logger.warning("the cache store returned an entry this call may not be served")
+        return servable
 
     @staticmethod
     def _mismatch(found: Lookup, entry: Entry, paraphrases: bool) -> str | None:

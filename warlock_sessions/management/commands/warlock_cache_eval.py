@@ -9,11 +9,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...cache.evaluation import (
     SHIPPED_PAIRS,
+    Point,
+    ScoredPair,
     best_threshold,
+    by_kind,
     curve,
+    judged,
+    pair_scores,
     read_pairs,
-    score_pairs,
-    wilson,
 )
 from ...providers.embedders import Embedder, OfflineEmbedder
 from ...tenancy import for_every_tenant
@@ -22,7 +25,8 @@ from ...tenancy import for_every_tenant
 class Command(BaseCommand):
     help = (
         "Score labelled pairs of questions as the semantic cache would, print the precision "
-        "and recall at each threshold, and the highest-recall threshold at a precision."
+        "and recall at each threshold, and the highest-recall threshold at a precision, with "
+        "95 % intervals, in each mode."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -43,29 +47,46 @@ class Command(BaseCommand):
             "--dimensions", type=int, default=256, help="the offline embedder's (256)"
         )
         parser.add_argument(
-            "--paraphrases",
-            action="store_true",
-            help="score as SemanticCache(paraphrases=True) does (other words may differ)",
+            "--mode",
+            choices=("rewordings", "paraphrases", "both"),
+            default="both",
+            help="score as SemanticCache() does (rewordings), as SemanticCache(paraphrases="
+            "True) does, or both (the default)",
+        )
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            help="report this threshold (yours) instead of the best at --precision",
         )
 
     @for_every_tenant  # the operator's: over every tenant
     def handle(self, *args: Any, **options: Any) -> None:
         if not 0 < options["precision"] <= 1:
             raise CommandError("--precision is above 0 and at most 1")
+        if options["threshold"] is not None and not 0 < options["threshold"] <= 1:
+            raise CommandError("--threshold is above 0 and at most 1")
         embedder = self._embedder(options)
         try:
-            pairs = read_pairs(options["pairs"])
-            scored = score_pairs(pairs, embedder, paraphrases=options["paraphrases"])
+            pairs = list(read_pairs(options["pairs"]))
+            scores = pair_scores(pairs, embedder)
         except (OSError, ValueError) as error:
             raise CommandError(f"{options['pairs']}: {error}") from None
-        if not scored:
+        if not pairs:
             raise CommandError(f"{options['pairs']} holds no pairs")
-        positives = sum(pair.same for pair in scored)
+        positives = sum(pair["same"] for pair in pairs)
+        self.stdout.write(
+            f"{len(pairs)} pairs ({positives} same, {len(pairs) - positives} different), "
+            f"embedder {embedder.name}"
+        )
+        modes = ("rewordings", "paraphrases") if options["mode"] == "both" else (options["mode"],)
+        for mode in modes:
+            scored = judged(pairs, scores, paraphrases=mode == "paraphrases")
+            self._report(mode, scored, options)
+
+    def _report(self, mode: str, scored: list[ScoredPair], options: dict[str, Any]) -> None:
         refused = sum(pair.refused is not None for pair in scored)
         self.stdout.write(
-            f"{len(scored)} pairs ({positives} same, {len(scored) - positives} different; "
-            f"{refused} refused by the cache's checks whatever the score), embedder "
-            f"{embedder.name}"
+            f"\nmode {mode}: {refused} pairs refused by the cache's checks whatever the score"
         )
         points = curve(scored, [step / 100 for step in range(30, 100)])
         self.stdout.write("threshold  precision  recall  false hits")
@@ -74,19 +95,23 @@ class Command(BaseCommand):
                 f"{point.threshold:9.2f}  {point.precision:9.3f}  {point.recall:6.3f}  "
                 f"{point.false_hits}/{point.negatives}"
             )
-        best = best_threshold(points, options["precision"])
-        if best is None:
+        if options["threshold"] is not None:
+            chosen: Point | None = curve(scored, [options["threshold"]])[0]
+        else:
+            chosen = best_threshold(points, options["precision"])
+        if chosen is None:
             self.stdout.write(
                 f"No threshold holds precision {options['precision']:.2f} with any recall: "
                 "use exact repeats only (no threshold), or a better embedder."
             )
             return
-        low, high = wilson(best.false_hits, best.negatives)
-        self.stdout.write(
-            f"threshold {best.threshold:.2f}: precision {best.precision:.3f}, recall "
-            f"{best.recall:.3f}, false hits {best.false_hits}/{best.negatives} "
-            f"(rate {best.false_hit_rate:.3f}, 95 % interval {low:.3f}-{high:.3f})"
-        )
+        self.stdout.write(_summary(chosen))
+        kinds = by_kind(scored, chosen.threshold)
+        if set(kinds) != {"-"}:
+            self.stdout.write(
+                "served by kind: "
+                + ", ".join(f"{kind} {hits}/{total}" for kind, (hits, total) in kinds.items())
+            )
 
     @staticmethod
     def _embedder(options: dict[str, Any]) -> Embedder:
@@ -99,3 +124,15 @@ class Command(BaseCommand):
         return OpenAICompatibleEmbedder(
             options["base_url"], options["model"], api_key=options["api_key"]
         )
+
+
+def _summary(point: Point) -> str:
+    def interval(bounds: tuple[float, float]) -> str:
+        return f"{bounds[0]:.3f}-{bounds[1]:.3f}"
+
+    return (
+        f"threshold {point.threshold:.2f}: precision {point.precision:.3f} "
+        f"({interval(point.precision_interval)}), recall {point.recall:.3f} "
+        f"({interval(point.recall_interval)}), false hits {point.false_hits}/{point.negatives}"
+        " (95 % intervals)"
+    )

@@ -1,0 +1,139 @@
+"""What the similarity step reads of a question (warlock_sessions/cache/questions.py): the
+same question reordered or reworded passes; another number, negation, person, role or
+order of the people in it does not, however close the two embed."""
+
+from __future__ import annotations
+
+import pytest
+
+from warlock_sessions.cache.questions import mismatch, read, refers_back, too_short
+
+SERVED = [
+    # a time, place or condition phrase moved
+    ("Please book a table for 2 people tonight", "Tonight please book a table for 2 people"),
+    ("Can I pay by card at the front desk?", "At the front desk, can I pay by card?"),
+    ("I was charged twice for my order last week", "Last week I was charged twice for my order"),
+    (
+        "If I cancel my booking, do I get a refund for the desk?",
+        "Do I get a refund for the desk if I cancel my booking?",
+    ),
+    (
+        "how can I export my data as CSV from the dashboard",
+        "from the dashboard how can I export my data as CSV",
+    ),
+    ("Transfer 50 euros from savings to checking", "Transfer 50 euros to checking from savings"),
+    (
+        "Quero reservar uma mesa para 2 pessoas hoje à noite",
+        "Hoje à noite quero reservar uma mesa para 2 pessoas",
+    ),
+    (
+        "Posso levar o meu cão para o quarto do hotel?",
+        "Para o quarto do hotel posso levar o meu cão?",
+    ),
+    ("Por favor enviem a fatura para o meu email", "Enviem a fatura para o meu email, por favor"),
+    # reworded: fillers, inflections, contractions, case
+    ("How do I reset my password?", "how can I reset my password"),
+    ("Does the room have a balcony?", "Do the rooms have balconies?"),
+    ("Aceitam cartão de crédito?", "Aceitam cartões de crédito?"),
+    ("How do I add a new team member?", "how to add new team members"),
+    ("Como cancelo a minha assinatura?", "Como faço para cancelar minha assinatura?"),
+    ("How much does it cost to stream in 4K?", "how much does it cost to stream in 4K"),
+]
+
+REFUSED = [
+    (
+        "Please book a table for 2 people tonight",
+        "Please book a table for 6 people tonight",
+        "numbers",
+    ),
+    ("2 adults and 3 children for dinner", "3 adults and 2 children for dinner", "order"),
+    ("Is breakfast included in the rate?", "Isn't breakfast included in the rate?", "negation"),
+    ("Does Ana owe Bia money?", "Does Bia owe Ana money?", "order"),
+    ("Is Porto bigger than Lisbon?", "Is Lisbon bigger than Porto?", "order"),
+    ("Flights from Lisbon to Porto on Friday", "Flights from Porto to Lisbon on Friday", "order"),
+    ("flights from Lisbon on Friday", "flights to Lisbon on Friday", "order"),
+    ("Voos de Lisboa para o Porto amanhã", "Voos do Porto para Lisboa amanhã", "order"),
+    ("Convert 10 USD to EUR for my trip", "Convert 10 EUR to USD for my trip", "order"),
+    (
+        "Can I swap my Tuesday class for a Thursday class?",
+        "Can I swap my Thursday class for a Tuesday class?",
+        "order",
+    ),
+    (
+        "Posso trocar a aula de terça pela de quinta?",
+        "Posso trocar a aula de quinta pela de terça?",
+        "order",
+    ),
+    ("Can my son use my account?", "Can I use my son's account?", "order"),
+    (
+        "Can my wife collect the parcel sent to me?",
+        "Can I collect the parcel sent to my wife?",
+        "order",
+    ),
+    (
+        "Transfer the membership from my husband to me",
+        "Transfer the membership from me to my husband",
+        "order",
+    ),
+    ("Can you call me when the car is ready?", "Can I call you when the car is ready?", "order"),
+    (
+        "O tosador pode me ligar quando o cão estiver pronto?",
+        "Posso ligar para o tosador quando o cão estiver pronto?",
+        "order",
+    ),
+    ("Meu chefe pode ver minha conta?", "Eu posso ver a conta do meu chefe?", "order"),
+    (
+        "Can I transfer my ticket to my friend?",
+        "Can my friend transfer his ticket to me?",
+        "wording",
+    ),
+    (
+        "Does Vodafone charge me for calls to NOS?",
+        "Does NOS charge me for calls to Vodafone?",
+        "order",
+    ),
+    (
+        "How do I enable two factor authentication?",
+        "How do I disable two factor authentication?",
+        "wording",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "candidate"), SERVED)
+def test_the_same_question_reordered_or_reworded_is_served(question: str, candidate: str) -> None:
+    assert mismatch(question, candidate) is None, read(question)
+    assert mismatch(candidate, question) is None, read(candidate)
+
+
+@pytest.mark.parametrize(("question", "candidate", "why"), REFUSED)
+def test_a_near_miss_is_refused_with_its_reason(question: str, candidate: str, why: str) -> None:
+    assert mismatch(question, candidate) == why, (read(question), read(candidate))
+    assert mismatch(candidate, question) == why
+
+
+def test_a_short_question_is_served_only_after_the_same_assistant_turn() -> None:
+    question = "Do I need an appointment?"
+    assert not too_short(question)
+    assert (
+        mismatch(question, question, "The dentist opens at 9.", "The dentist opens at 9.") is None
+    )
+    assert (
+        mismatch(question, question, "The dentist opens at 9.", "The pharmacy opens at 9.")
+        == "context"
+    )
+    assert too_short("and the price?") and too_short("sim")
+
+
+def test_words_that_point_at_nothing_said_before_do_not_refer_back() -> None:
+    assert not refers_back("How long does it take to ship to Porto?")
+    assert not refers_back("Can I pick up my order in store this afternoon?")
+    assert refers_back("Can you cancel it for me?") and refers_back("e esse?")
+
+
+def test_a_long_text_is_compared_in_its_own_order_only() -> None:
+    """Past MAX_PHRASES phrases no phrase moves: the search stays small on any input."""
+    long = ", ".join(f"item {word} in box" for word in "abcdefghijklmnop")
+    moved = ", ".join(f"item {word} in box" for word in "bacdefghijklmnop")
+    assert mismatch(long, long) is None
+    assert mismatch(long, moved) == "order"
