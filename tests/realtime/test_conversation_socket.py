@@ -67,6 +67,19 @@ async def test_a_reply_streams_word_by_word_then_the_stored_result() -> None:
     await ana.disconnect()
 
 
+async def test_a_turn_without_a_channel_layer_ends_in_its_result_alone() -> None:
+    """Channels gives a socket no channel without a layer (none configured, or one away at
+    the handshake): the turn's notice to other tabs must not fail the frame after its
+    result (it did: an "error" frame followed every stored turn)."""
+    with override_settings(CHANNEL_LAYERS={}):
+        ana = await connected("/ws/conversations/c-alone/")
+        await ana.send_json_to({"type": "send", "input": "My name is Sara."})
+        frames = await until_result(ana)
+        assert frames[-1]["type"] == "result"
+        assert await ana.receive_nothing(timeout=0.3)
+        await ana.disconnect()
+
+
 async def test_a_stranger_is_shut_out() -> None:
     ana = await connected("/ws/conversations/mine/")
     await ana.send_json_to({"type": "send", "input": "hello"})

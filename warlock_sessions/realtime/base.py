@@ -64,6 +64,12 @@ class WarlockConsumer(FrameHandling):
     shutting_down = False
     channel_layer: Any  # None for a socket whose layer did not answer at the handshake
 
+    @property
+    def own_channel(self) -> str | None:
+        """This socket's channel, or ``None``: with no channel layer, or one that was away
+        when it connected, Channels gives a socket none (and so no group)."""
+        return getattr(self, "channel_name", None)
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """Channels' dispatch loop, except that a channel layer that cannot make this socket's
         channel (its server is down) leaves the socket without one, and that the client's

@@ -79,7 +79,7 @@ class ConversationConsumer(WarlockConsumer):
             await self.group_add(conversation_group(self.conversation_id))
 
     async def warlock_conversation_changed(self, message: dict[str, Any]) -> None:
-        if message.get("sender") != self.channel_name:
+        if message.get("sender") != self.own_channel:
             await self.send_json({"type": "changed"})
 
     def work_in_hand(self) -> list[asyncio.Future[Any]]:
@@ -166,6 +166,6 @@ class ConversationConsumer(WarlockConsumer):
                 raise run_failure(result.error)
             await self.send_json({"type": "result", **result_json(result, header)})
             await self.follow()  # it may see it now: it made it, if nobody had
-            await aconversation_changed(self.conversation_id, self.channel_name)
+            await aconversation_changed(self.conversation_id, self.own_channel or "")
         except Exception as error:
             await self.failed_frame(error)

@@ -248,9 +248,7 @@ class SessionConsumer(WarlockConsumer):
         await self.deliver(frames)
         # Then the session's other sockets, if there can be any: this one's client has its
         # frames already, whatever the layer takes.
-        # (A socket whose layer was away when it connected has no channel, and so no group.)
-        channel = getattr(self, "channel_name", None)
-        if not await self.company.alone(self.channel_layer, self.group, channel):
+        if not await self.company.alone(self.channel_layer, self.group, self.own_channel):
             await apush(self.session_id, hosted.events)
 
     async def apply(self, body: dict[str, Any]) -> HostedTurn | None:
