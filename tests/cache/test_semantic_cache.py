@@ -389,3 +389,45 @@ def test_an_entry_a_store_returns_is_checked_again_before_it_is_served() -> None
     honest = SemanticCache(store=MemoryCacheStore())
     honest.chat(call(model, "Where is the nearest branch of the bank?", "bob"))
     assert honest.chat(call(model, "Where is the nearest branch of the bank?", "bob")).cached
+
+
+class GarbledStore(MemoryCacheStore):
+    """A store whose reads come back malformed: each must cost a hit, never the answer."""
+
+    def __init__(self, rows: Any, entry: Any) -> None:
+        super().__init__()
+        self.rows, self.entry = rows, entry
+
+    def get(self, namespace: str, scope: str, key: str) -> Any:
+        return self.entry
+
+    def similar(self, namespace: str, scope: str, vector: list[float], top_k: int = 3) -> Any:
+        return self.rows
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [{"shape": "x"}, {"text": None, "shape": "x"}, {"text": "  ", "shape": "x"}],
+    ids=["no-text", "none-text", "blank-text"],
+)
+def test_an_entry_without_an_answer_is_not_served(reply: dict[str, Any]) -> None:
+    model = CountingModel()
+    store = GarbledStore([], None)
+    cache = SemanticCache(store=store)
+    found = cache.lookup(call(model, "Where is the nearest branch of the bank?", "bob"))
+    store.entry = {"namespace": found.namespace, "scope": found.scope, "key": found.key,
+                   "reply": {**reply, "shape": found.shape}, "expiresAt": None}  # fmt: skip
+    answer = cache.chat(call(model, "Where is the nearest branch of the bank?", "bob"))
+    assert answer.cached == "" and answer.text == "answer 1"
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[("0.9", {})], [(0.9, {}, "x")], {"a": 1}, [None], [(True, {})]],
+    ids=["text-score", "triple", "dict", "none", "bool-score"],
+)
+def test_malformed_similar_rows_are_a_miss_not_an_error(rows: Any) -> None:
+    model = CountingModel()
+    cache = SemanticCache(store=GarbledStore(rows, None), embedder=OfflineEmbedder(), threshold=0.5)
+    answer = cache.chat(call(model, "Where is the nearest branch of the city bank?", "bob"))
+    assert answer.text == "answer 1" and cache.stats.refusals["store-mismatch"] == 1

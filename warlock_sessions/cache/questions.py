@@ -73,7 +73,7 @@ NEGATIONS = _words(
 _PORTUGUESE = _words(
     "os uma da das dos em na nas para com que qual voce ele ela isso esse essa este "
     "esta nao sao tem pode obrigado ola tambem meu minha seu sua posso quero estou quando "
-    "onde como quanto quanta quantos quantas pelo pela nos"
+    "onde quanto quanta quantos quantas pelo pela"
 )
 _PORTUGUESE_LETTERS = frozenset("ãõçâêôáéíóú")
 
@@ -114,7 +114,7 @@ SUFFIXES = tuple(
         _words(
             "ations ation ments ment ings ing ies ied ers er ed es s ly e "
             "acoes acao amentos amento mente ando endo indo ados adas idos idas ado ada ido "
-            "ida ar ir as os a o oes aes ao"
+            "ida ar ir as os a o"
         ),
         key=len,
         reverse=True,
@@ -151,15 +151,16 @@ def stem(word: str) -> str:
         return bare[:-2] + "l"
     for suffix in SUFFIXES:
         if bare.endswith(suffix) and len(bare) - len(suffix) >= 4:
-            return _single(bare[: -len(suffix)])
+            stemmed = bare[: -len(suffix)]
+            return _single(stemmed) if suffix in ("ing", "ed") else stemmed
     if bare.endswith("s") and not bare.endswith("ss") and len(bare) > 3:  # "bags", "pets"
-        return _single(bare[:-1])
-    return _single(word)
+        return bare[:-1]
+    return word
 
 
 def _single(stemmed: str) -> str:
-    """A stem without its doubled last letter: "submitt", "cancell", "install" and "bill"
-    are "submit", "cancel", "instal" and "bil", whatever the inflection doubled."""
+    """A verb's stem without the last letter "-ing" and "-ed" double: "submitting" and
+    "cancelled" are "submit" and "cancel" (not "planner" "plan", nor "hammer" "ham")."""
     if len(stemmed) > 3 and stemmed[-1] == stemmed[-2] and stemmed[-1].isalpha():
         return stemmed[:-1]
     return stemmed
@@ -210,20 +211,25 @@ def negations(text: str) -> int:
 
 #: Words after which "it", "this" or "same" points at nothing said before: "how long does
 #: it take", "is it possible", "this morning", "at the same time".
-_POINTS_AT_NOTHING = _words(
-    "cost costs take takes possible necessary required allowed ok okay time day hora tempo dia"
-)
+_POINTS_AT_NOTHING = _words("cost costs take takes possible necessary required ok okay")
+_SAME = _words("time day hora tempo dia")
 
 
 def refers_back(text: str) -> bool:
-    """Whether ``text`` points back at the conversation ("cancel it"; not "this morning",
-    "how much does it cost")."""
+    """Whether ``text`` points back at the conversation ("cancel it", "does that cost
+    extra"; not "this morning", "at the same time", "how much does it cost")."""
     bare = [fold(word) for word in words(text)]
+    following = [*bare[1:], ""]
     return any(
-        word in REFERS_BACK
-        and (after >= len(bare) or bare[after] not in TIME_WORDS | _POINTS_AT_NOTHING)
-        for after, word in enumerate(bare, 1)
+        word in REFERS_BACK and not _points_at_nothing(word, then)
+        for word, then in zip(bare, following, strict=True)
     )
+
+
+def _points_at_nothing(word: str, following: str) -> bool:
+    if word == "it":
+        return following in _POINTS_AT_NOTHING
+    return following in TIME_WORDS or (word in ("same", "mesmo", "mesma") and following in _SAME)
 
 
 def too_short(text: str) -> bool:
@@ -298,7 +304,10 @@ CLAUSE_WORDS = {
         "eles elas fazem faz"
     ),
 }
+#: Prepositions of one meaning, as one word ("no", "na" and "num" are "em": "in").
+_PLACE_OF = {word: "em" for word in ("no", "na", "nos", "nas", "num", "numa")} | {"as": "a"}
 #: Words that start a phrase, which may move ("at the front desk", "pelo cartão"), by language.
+#: One without a role is a word of its phrase too: "inside the hotel" is not "outside".
 PREPOSITIONS = {
     "en": _words(
         "from since than to into onto for with by at in on of about via per during before after "
@@ -342,6 +351,8 @@ TIME_WORDS = _words(
 JOINERS = _words("and or if because while please e ou se porque enquanto , ; ! ?")
 #: The most phrases a reordering is searched through (a longer text must keep its order).
 MAX_PHRASES = 12
+#: The most words a reordering is searched through.
+MAX_WORDS_MOVED = 64
 
 _TOKENS = regex.compile(r"\d+(?:[.,:/-]\d+)*|[\p{L}\p{N}]+|[,;!?]")
 _CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"))
@@ -425,6 +436,8 @@ class _Cutter:
             pass
         elif folded in self.prepositions or token in ("à", "às"):
             self.close(self.roles.get(folded, ""), movable=True)
+            if folded not in self.roles and folded not in ("to", "para", "pra"):
+                self.words.append(f"~{_PLACE_OF.get(folded, folded)}")
         elif folded in self.clause_words:
             self.close(clause=True)
             if folded in PERSONS:  # "I", "you", "eu", "posso": a clause's subject
@@ -463,7 +476,7 @@ def moved(pieces: list[Phrase], target: list[Phrase]) -> bool:
     sequence = _sequence(target)
     if _sequence(pieces) == sequence:
         return True
-    if len(pieces) > MAX_PHRASES:
+    if len(pieces) > MAX_PHRASES or len(sequence) > MAX_WORDS_MOVED:
         return False
     landings, offset = set(), 0
     for phrase in target:
@@ -552,6 +565,8 @@ def mismatch(
     why = reordered(question, candidate)
     if why != "wording" or not paraphrases:
         return why
+    if numbers(question) != numbers(candidate):  # no phrase says what each number counts
+        return "numbers"
     return reworded(content_words(question), content_words(candidate))
 
 

@@ -49,6 +49,16 @@ CANDIDATES = 5
 MAX_TTL = 10 * 365 * 24 * 3600.0
 
 
+def _scored(row: object) -> bool:
+    """Whether ``row`` is what ``similar`` returns: a (score, entry) pair."""
+    return (
+        isinstance(row, tuple | list)
+        and len(row) == 2
+        and isinstance(row[0], int | float)
+        and not isinstance(row[0], bool)
+    )
+
+
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -325,6 +335,10 @@ class SemanticCache:
             self._read(lambda: self.store.similar(found.namespace, scope, vector, CANDIDATES)) or []
         )
         assert self.threshold is not None
+        if not isinstance(ranked, list) or not all(_scored(row) for row in ranked):
+            self.stats.refuse("store-mismatch")
+            logger.warning("the cache store's similar() returned what is not [(score, entry)]")
+            return None
         for score, entry in ranked:
             if not score >= self.threshold:  # NaN is no match either
                 break
@@ -346,6 +360,8 @@ class SemanticCache:
         reply = entry.get("reply") if isinstance(entry, dict) else None
         servable = (
             isinstance(reply, dict)
+            and isinstance(reply.get("text"), str)
+            and bool(reply["text"].strip())
             and (entry.get("namespace"), entry.get("scope")) == (found.namespace, found.scope)
             and (entry.get("expiresAt") is None or _number(entry.get("expiresAt")))
             and live(entry, now())
