@@ -18,10 +18,29 @@ from tests.cache.embedder_scenario import (
     pair_key,
 )
 from tests.providers import cassettes
-from warlock_sessions.cache.evaluation import SHIPPED_PAIRS, curve, judged, read_pairs
+from warlock_sessions.cache.evaluation import (
+    SHIPPED_PAIRS,
+    curve,
+    judged,
+    pair_scores,
+    read_pairs,
+)
 from warlock_sessions.providers.openai import OpenAICompatibleEmbedder
 
 from .conftest import LlamaServer
+
+
+class Remembering:
+    """An embedder that embeds each text once (the set repeats its questions)."""
+
+    def __init__(self, embedder: OpenAICompatibleEmbedder) -> None:
+        self.embedder, self.vectors = embedder, dict[str, list[float]]()
+        self.name, self.dimensions = embedder.name, embedder.dimensions
+
+    def embed(self, text: str) -> list[float]:
+        if text not in self.vectors:
+            self.vectors[text] = self.embedder.embed(text)
+        return self.vectors[text]
 
 
 def test_the_cache_scenario_against_the_real_embedder_is_recorded(e5: LlamaServer) -> None:
@@ -34,22 +53,10 @@ def test_the_cache_scenario_against_the_real_embedder_is_recorded(e5: LlamaServe
 
 
 def test_every_shipped_pair_is_scored_and_recorded(e5: LlamaServer) -> None:
-    embedder = OpenAICompatibleEmbedder(e5.url, E5_MODEL, timeout=30)
     pairs = list(read_pairs(SHIPPED_PAIRS))
-    vectors: dict[str, list[float]] = {}
-
-    def embedded(text: str) -> list[float]:
-        if text not in vectors:
-            vectors[text] = embedder.embed(text)
-        return vectors[text]
-
-    scores = {}
-    for pair in pairs:
-        context = str(pair.get("context") or "")
-        other = str(pair.get("candidate_context", context) or "")
-        first = embedded(f"{context}\n{pair['question']}".strip())
-        second = embedded(f"{other}\n{pair['candidate']}".strip())
-        scores[pair_key(pair)] = round(sum(a * b for a, b in zip(first, second, strict=True)), 5)
+    embedder = Remembering(OpenAICompatibleEmbedder(e5.url, E5_MODEL, timeout=30))
+    scored = pair_scores(pairs, embedder)
+    scores = {pair_key(pair): round(score, 5) for pair, score in zip(pairs, scored, strict=True)}
     for mode in (False, True):
         scored = judged(pairs, [scores[pair_key(pair)] for pair in pairs], paraphrases=mode)
         [point] = curve(scored, [E5_THRESHOLD])

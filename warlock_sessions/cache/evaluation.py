@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers.embedders import Embedder
-from .questions import mismatch, refers_back, too_short
+from .questions import mismatch, unaskable
 
 #: The labelled set that ships with the package, in English and Portuguese: the same
 #: question reordered or reworded, paraphrases, near misses (numbers, negations, persons or
@@ -105,12 +105,8 @@ def judged(
     for pair, score in zip(pairs, scores, strict=True):
         context, other_context = _contexts(pair)
         question, candidate = pair["question"], pair["candidate"]
-        refused = None
-        if too_short(question):
-            refused = "short-question"
-        elif refers_back(question):
-            refused = "refers-back"
-        else:
+        refused = unaskable(question)
+        if refused is None:
             why = mismatch(question, candidate, context, other_context, paraphrases=paraphrases)
             refused = None if why is None else f"mismatch-{why}"
         scored.append(ScoredPair(pair["same"], score, refused, str(pair.get("kind") or "")))

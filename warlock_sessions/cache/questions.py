@@ -236,6 +236,16 @@ def too_short(text: str) -> bool:
     return len(content_words(text)) < MIN_CONTENT_WORDS
 
 
+def unaskable(question: str) -> str | None:
+    """Why ``question`` is not looked up by similarity at all (``short-question``,
+    ``refers-back``), whatever it is compared with, or ``None``."""
+    if too_short(question):
+        return "short-question"
+    if refers_back(question):
+        return "refers-back"
+    return None
+
+
 #: Prefixes that turn a word into its opposite ("enable"/"disable", "ativar"/"desativar").
 NEGATING_PREFIXES = ("des", "dis", "non", "un", "in", "im", "de", "en")
 
@@ -579,4 +589,5 @@ __all__ = [
     "read",
     "refers_back",
     "too_short",
+    "unaskable",
 ]

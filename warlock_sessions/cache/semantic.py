@@ -35,7 +35,7 @@ from ..providers.embedders import Embedder
 from ..redaction import is_personal
 from ..tenancy import current as current_tenant
 from .base import CacheStore, Entry, live, now
-from .questions import mismatch, refers_back, too_short
+from .questions import mismatch, unaskable
 
 logger = logging.getLogger("warlock_sessions.cache")
 
@@ -315,11 +315,9 @@ class SemanticCache:
     def _similar(self, call: CacheCall, found: Lookup) -> float | None:
         """Looks the question up by similarity, setting ``found.hit`` on a hit; the best
         score seen."""
-        if too_short(found.question):
-            self.stats.refuse("short-question")
-            return None
-        if refers_back(found.question):
-            self.stats.refuse("refers-back")
+        unasked = unaskable(found.question)
+        if unasked is not None:
+            self.stats.refuse(unasked)
             return None
         assert self.embedder is not None and found.scope is not None
         try:
