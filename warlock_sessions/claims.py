@@ -38,6 +38,7 @@ from .models import Session as SessionRow
 from .models.quotas import tally_key
 from .permissions import claim_owner, used_by_another_tenant
 from .stores.base import Store
+from .stores.db import SaveCondition
 
 
 class Undecided(enum.Enum):
@@ -116,17 +117,13 @@ async def aclaim(
     """:func:`claim_new_session` for ``owner`` (``user_id``, ``anonymous_key``) in one
     statement on ``connection``: the owner row and its owner's count (``models.quotas``)
     together, or neither."""
-    tenant = tenancy.current()
-    sql = _statements(using, tenant is not None)
-    scope = [] if tenant is None else [tenant]
-    user_id, key = owner["user_id"], owner["anonymous_key"]
-    now = database(using).ops.adapt_datetimefield_value(timezone.now())
-    tally = tally_key("sessions", user_id, key, tenant or "")
-    limit = MAX_COUNT if quota is None else quota
-    params = [session_id] * 3 + [tally, limit, limit, session_id, user_id, key, now, *scope]
+    sql = _statements(using, tenancy.current() is not None)
     try:
         with database(using).wrap_database_errors:
-            cursor = await connection.execute(sql["claim"], params)
+            cursor = await connection.execute(
+                f"WITH {sql['claim']} SELECT {CLAIM_OUTCOME}",
+                _claim_params(session_id, owner, using, quota),
+            )
             claimed, used, logged = await cursor.fetchone()
     except IntegrityError:  # a claim of the same id committed meanwhile
         return UNDECIDED
@@ -139,6 +136,48 @@ async def aclaim(
     raise QuotaExceededError("sessions", quota or 0)
 
 
+def first_claim(
+    session_id: str, owner: dict[str, Any], using: str, quota: int | None = None
+) -> SaveCondition:
+    """:func:`aclaim`'s claim as the condition of a session's first save
+    (``Host.ahandle_first``): the claim, the quota's count and the first turn in one
+    statement, all or nothing. Its values are :func:`claimed_by`'s to read."""
+    sql = _statements(using, tenancy.current() is not None)
+    return SaveCondition(
+        ctes=sql["claim"],
+        params=_claim_params(session_id, owner, using, quota),
+        gate="claimed",
+        select=CLAIM_OUTCOME,
+    )
+
+
+def claimed_by(
+    outcome: tuple[Any, ...], session_id: str, owner: dict[str, Any]
+) -> SessionOwner | None:
+    """The owner row a :func:`first_claim` made, from the values it returned (``None``: it
+    made none, and the claim is to be decided as :func:`aclaim` decides it)."""
+    claimed = outcome[0] if outcome else None
+    return (
+        None if claimed is None else SessionOwner(pk=int(claimed), session_id=session_id, **owner)
+    )
+
+
+def _claim_params(
+    session_id: str, owner: dict[str, Any], using: str, quota: int | None
+) -> list[Any]:
+    """The claim's parameters, in the order of its statement's placeholders."""
+    tenant = tenancy.current()
+    user_id, key = owner["user_id"], owner["anonymous_key"]
+    now = database(using).ops.adapt_datetimefield_value(timezone.now())
+    tally = tally_key("sessions", user_id, key, tenant or "")
+    limit = MAX_COUNT if quota is None else quota
+    scope = [] if tenant is None else [tenant]
+    return [session_id] * 3 + [tally, limit, limit, session_id, user_id, key, now, *scope]
+
+
+#: What a claim returns: the new owner row's id (``NULL``: none), whether the id was used,
+#: and whether a log was left behind.
+CLAIM_OUTCOME = "(SELECT * FROM claimed), (SELECT used FROM used), (SELECT logged FROM used)"
 #: No quota, for the claim statement's comparisons.
 MAX_COUNT = 2**31 - 1
 #: The owner row's columns the claim statement fills, in the order of its parameters.
@@ -165,9 +204,9 @@ def _statements(using: str, tenant: bool) -> dict[str, str]:
         # The owner row of an id no session, log or owner uses yet (in any tenant), counted
         # on its owner's tally unless that holds the quota already; a claim of the same id
         # committed meanwhile fails the statement on the owner row's unique id, count and
-        # all. Then whether the id is used, and whether a log is left behind.
+        # all. Common table expressions, which CLAIM_OUTCOME reads.
         "claim": (
-            f"WITH used AS (SELECT EXISTS ({stored}) OR EXISTS ({owned}) AS used, "
+            f"used AS (SELECT EXISTS ({stored}) OR EXISTS ({owned}) AS used, "
             f"EXISTS ({logged}) AS logged), "
             f"counted AS (INSERT INTO {tallies} (key, count) SELECT %s, 1 FROM used "
             "WHERE NOT used.used AND NOT used.logged AND 0 < %s "
@@ -176,8 +215,7 @@ def _statements(using: str, tenant: bool) -> dict[str, str]:
             f"claimed AS (INSERT INTO {owners} ("
             + ", ".join(column[name] for name in claimed)
             + f") SELECT {', '.join(['%s'] * len(claimed))} FROM counted "
-            f"RETURNING {column['id']}) "
-            "SELECT (SELECT * FROM claimed), used.used, used.logged FROM used"
+            f"RETURNING {column['id']})"
         ),
         # Whether the session is stored, and its owner row (NULLs when it has none).
         "usage": (

@@ -22,6 +22,7 @@ from warlock_sessions.host import Host
 from warlock_sessions.models import SessionEvent, SessionOwner
 from warlock_sessions.permissions import VISITOR_KEY, OwnerOrStaff, SessionAccess
 from warlock_sessions.realtime.admission import SocketAccess
+from warlock_sessions.stores import DjangoStore
 
 from .test_session_socket import LAYERS, booking_begun, cookie_for, socket, until_turn
 
@@ -126,6 +127,25 @@ def claims_in_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+@pytest.fixture
+def apart(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What a first frame did on its own rather than in its turn's one statement: a claim
+    (``claim_on_loop``) or a load of the session."""
+    seen: list[str] = []
+
+    def noting(name: str, work: Any) -> Any:
+        async def noted(*args: Any, **kwargs: Any) -> Any:
+            seen.append(name)
+            return await work(*args, **kwargs)
+
+        return noted
+
+    monkeypatch.setattr(SocketAccess, "claim_on_loop", noting("claim", SocketAccess.claim_on_loop))
+    for load in ("aload", "aload_numbered"):
+        monkeypatch.setattr(DjangoStore, load, noting("load", getattr(DjangoStore, load)))
+    return seen
+
+
 def copy_user_to_postgres(username: str) -> None:
     user = User.objects.get(username=username)
     User.objects.using("postgres").get_or_create(pk=user.pk, username=username)
@@ -137,8 +157,9 @@ def owners_of(session_id: str) -> list[SessionOwner]:
 
 @pytest.mark.parametrize("username", [None, "ana"])
 async def test_a_chats_first_frame_claims_the_session_on_the_event_loop(
-    username: str | None, claims_in_threads: list[str]
+    username: str | None, claims_in_threads: list[str], apart: list[str]
 ) -> None:
+    """In its turn's own statement: no claim apart, and no load of a session not made yet."""
     cookie = await database_sync_to_async(cookie_for)(username)
     if username:  # the user's row on the app's database too, for the owner row to refer to
         await database_sync_to_async(copy_user_to_postgres)(username)
@@ -148,6 +169,7 @@ async def test_a_chats_first_frame_claims_the_session_on_the_event_loop(
     await chat.disconnect()
 
     assert claims_in_threads == []
+    assert apart == []  # the second turn starts from the copy its first saved
     assert MODEL.threads == [threading.get_ident()] * 2  # its first turn too
     [owner] = await database_sync_to_async(owners_of)("pg-claim")
     assert (owner.user_id is None) == (username is None) and bool(owner.anonymous_key) != bool(
@@ -263,12 +285,13 @@ async def test_a_policy_is_asked_about_the_claim_it_would_allow(
 
 def end_loop_connections() -> int:
     """End the backends whose last statement was one only the event loop's connections run
-    (the turn's combined save), as a restarted server or a network cut would."""
+    (a turn's combined save, a first turn's with its claim), as a restarted server or a
+    network cut would."""
     with connections["postgres"].cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE pid <> pg_backend_pid() AND datname = current_database() "
-            "AND query LIKE 'WITH saved AS%%'"
+            "AND (query LIKE 'WITH saved AS%%' OR query LIKE 'WITH used AS%%')"
         )
         return len(cursor.fetchall())
 

@@ -16,7 +16,7 @@ from ..encryption import sealing
 from ..engine.session import Session
 from ..models import OutboundMessage
 from ..stores.base import Store
-from ..stores.db import DjangoStore
+from ..stores.db import DjangoStore, SaveCondition
 from .records import FIRST_SEQ, TurnRecords, statement_parts, write_records
 
 
@@ -58,6 +58,16 @@ class LoopCommitter(Committer, Protocol):
     async def acommit(
         self, connection: Any, session: Session, expected: int, records: TurnRecords, *, agent: str
     ) -> tuple[Session, int]: ...
+
+    async def acommit_first(
+        self,
+        connection: Any,
+        session: Session,
+        records: TurnRecords,
+        condition: SaveCondition,
+        *,
+        agent: str,
+    ) -> tuple[tuple[Session, int] | None, tuple[Any, ...]]: ...
 
 
 class DatabaseCommitter:
@@ -131,6 +141,25 @@ class DatabaseCommitter:
         )
         saved, (first_seq,) = await self.store.arun_combined(connection, combined)
         return saved, first_seq
+
+    async def acommit_first(
+        self,
+        connection: Any,
+        session: Session,
+        records: TurnRecords,
+        condition: SaveCondition,
+        *,
+        agent: str,
+    ) -> tuple[tuple[Session, int] | None, tuple[Any, ...]]:
+        """A session's first save and its records, made only with ``condition``'s writes, in
+        one statement on ``connection``: the saved session and its first ``seq`` (``None``:
+        nothing was written), and the values of the condition's ``select``."""
+        parts, params = statement_parts(records, self.using)
+        combined = self.store.combined_save(
+            session, 0, parts, params, FIRST_SEQ, agent=agent, condition=condition
+        )
+        saved, (first_seq, *outcome) = await self.store.arun_first(connection, combined)
+        return (None if saved is None else (saved, first_seq)), tuple(outcome)
 
 
 class RecordsBesideCommitter:

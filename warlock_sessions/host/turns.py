@@ -30,6 +30,7 @@ from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
 from ..redaction import redact_value
 from ..stores import Store, default_store
+from ..stores.db import SaveCondition
 from ..tracing import Recorder, span
 from .commit import committer_for
 from .events import turn_events
@@ -230,6 +231,58 @@ class Host:
         if push:
             await apush(session_id, hosted.events)
         return hosted
+
+    async def ahandle_first(
+        self,
+        session_id: str,
+        input: Mapping[str, Any],
+        context: Any = None,
+        *,
+        condition: SaveCondition,
+        **turn_options: Any,
+    ) -> tuple[HostedTurn | None, tuple[Any, ...]]:
+        """The first turn of a session not stored yet, saved with ``condition``'s writes (the
+        claim of its id: ``claims.first_claim``) in one statement on the event loop, and only
+        if they are made: no load, no thread hop. Returns the turn, or ``None`` when nothing
+        was written (the condition did not hold, a session was stored meanwhile, the turn
+        changed nothing, or it cannot run on the loop: the caller then takes ``ahandle``'s way,
+        which decides alike), and the values of the condition's ``select`` (empty when no
+        statement ran). The events are not pushed: nobody else follows a session just made."""
+        committer = self.loop_committer
+        turn_input = turn_input_of(input)
+        with self._span(session_id, input) as traced:
+            async with session_lock(session_id):
+                if committer is None or not self._runs_on_loop():
+                    return None, ()
+                async with loop_connection(self.using) as connection:
+                    if connection is None:
+                        return None, ()
+                    hosted = self._compute(session_id, None, turn_input, context, turn_options)
+                    if not hosted.changed:
+                        return None, ()
+                    # The condition's claim finds no log under the id, or writes nothing.
+                    changes = self._records(
+                        session_id, hosted, 0, turn_input, 0 if sealing() else None
+                    )
+                    try:
+                        with _save_span(changes):
+                            made, outcome = await committer.acommit_first(
+                                connection,
+                                hosted.session,
+                                changes,
+                                condition,
+                                agent=self.agent_name,
+                            )
+                    except IntegrityError:  # a claim of the same id, or an event, meanwhile
+                        return None, ()
+            if made is None:
+                return None, outcome
+            saved, first_seq = made
+            hosted.session = saved
+            hosted.events = changes.numbered(first_seq)
+            announce(session_id=session_id, result=hosted, version=saved["version"])
+            _traced_turn(traced, hosted)
+            return hosted, outcome
 
     @contextmanager
     def _span(self, session_id: str, input: Mapping[str, Any]) -> Iterator[Recorder]:

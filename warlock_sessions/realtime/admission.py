@@ -15,8 +15,18 @@ from django.db import DatabaseError
 
 from .. import tenancy
 from ..backends.loop_connections import loop_connection, loop_connections_available
-from ..claims import UNDECIDED, aclaim, ausage, claim_new_session, release_claim, usage
+from ..claims import (
+    UNDECIDED,
+    aclaim,
+    ausage,
+    claim_new_session,
+    claimed_by,
+    first_claim,
+    release_claim,
+    usage,
+)
 from ..conf import warlock_settings
+from ..host import Host, HostedTurn
 from ..host.commit import committer_for
 from ..host.threads import in_worker_thread
 from ..models import SessionOwner
@@ -262,6 +272,31 @@ class SocketAccess:
             logger.warning("could not claim %r on the event loop", self.session_id, exc_info=True)
             return None
         return None if claim is UNDECIDED else claim
+
+    async def claimed_by_first_turn(
+        self, host: Host, turn_input: dict[str, Any], context: Any
+    ) -> tuple[HostedTurn, SessionOwner] | None:
+        """The first frame's claim, its quota's count and its turn in one statement on the
+        event loop (``claims.first_claim``), for an id nobody used at connect: the turn and
+        the owner row it made. ``None`` when they were not made so (nothing was written): the
+        claim and the turn then go their own ways (:meth:`claim_on_loop`, ``Host.ahandle``),
+        which decide alike (``tests/test_claims.py``)."""
+        fields, using = self.claimant, self.loop_alias()
+        if fields is None or using is None or not self.speaks:
+            return None
+        if self.identity_stored is not None and not await _succeeded(self.identity_stored):
+            return None  # claim_on_loop leaves it to the thread's claim
+        condition = first_claim(
+            self.session_id, fields, using, warlock_settings.MAX_SESSIONS_PER_OWNER
+        )
+        hosted, outcome = await host.ahandle_first(
+            self.session_id, turn_input, context, condition=condition
+        )
+        claim = claimed_by(outcome, self.session_id, fields)
+        if hosted is None or claim is None:
+            return None
+        self.claimant = self.identity_stored = None
+        return hosted, claim
 
     async def release(self, claim: SessionOwner) -> None:
         """Undo this socket's claim after its first turn failed; its next frame claims again."""

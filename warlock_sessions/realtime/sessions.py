@@ -264,6 +264,9 @@ class SessionConsumer(WarlockConsumer):
         claim = None
         try:
             if not self.following:
+                first = await self.first_turn(turn_input, context, agent)
+                if first is not None:
+                    return first
                 claim = await self.access.claim_on_loop()
                 if claim is None:
                     permitted, claim = await in_worker_thread(self.access.claimed)()
@@ -294,10 +297,34 @@ class SessionConsumer(WarlockConsumer):
             self.cursor.restart()
         return hosted
 
+    async def first_turn(
+        self, turn_input: dict[str, Any], context: Any, agent: str | None
+    ) -> HostedTurn | None:
+        """The first frame's claim and turn in one statement (``SocketAccess``), following
+        the session it makes as its first member; ``None``, following nothing again, when
+        they were not made so."""
+        host = self.host(agent if agent is not None else self.agent)
+        if self.access.claimant is None or not self.access.speaks or not host.may_run_on_loop:
+            return None
+        # Followed before the statement, as after a claim: a socket that joins once it is
+        # made must find this one in the group.
+        await self.follow([], first_member=True)
+        first = None
+        try:
+            first = await self.access.claimed_by_first_turn(host, turn_input, context)
+        finally:
+            if first is None:  # nothing made
+                await self.await_start()
+        return None if first is None else first[0]
+
     async def release(self, claim: SessionOwner) -> None:
-        """Undo this socket's claim after its first turn failed, and wait, as before it, for
-        the session to start (another tab may start it) or for its next frame to claim it."""
+        """Undo this socket's claim after its first turn failed (:meth:`await_start`)."""
         await self.access.release(claim)
+        await self.await_start()
+
+    async def await_start(self) -> None:
+        """Follow nothing, and wait, as before a claim, for the session to start (another tab
+        may start it) or for the next frame to claim it."""
         self.company.joined()  # its next claim may find the session another tab started
         await self.unfollow()
         log_follower().follow(self)

@@ -28,6 +28,20 @@ Plan = Generator[tuple[str, Sequence[Any]], Any, T]
 
 
 @dataclass(frozen=True)
+class SaveCondition:
+    """Writes a session's first save is made together with, and only if they are made (the
+    claim of its id: ``claims.first_claim``). ``ctes`` are common table expressions (taking
+    ``params``) that run before the save; the one named ``gate`` returns a row when they wrote,
+    and the save inserts the session only then. ``select`` is SQL whose values the statement
+    returns after the save's own."""
+
+    ctes: str
+    params: list[Any]
+    gate: str
+    select: str
+
+
+@dataclass(frozen=True)
 class CombinedSave:
     """A save and further writes as one statement, built by ``DjangoStore.combined_save``."""
 
@@ -110,6 +124,11 @@ class DjangoStore(Store):
             f", {agent} = CASE WHEN {agent} = '' THEN %s ELSE {agent} END"
         )
         placeholders = ", ".join(["%s"] * len(created))
+        # Typed, as VALUES would take them from the columns: a SELECT list reads text.
+        field_of = {field.name: field for field in meta.concrete_fields}
+        selected = ", ".join(
+            f"CAST(%s AS {field_of[name].cast_db_type(connection)})" for name in created
+        )
         of_tenant = f" AND {column['tenant']} = %s" if tenant else ""
         by_id = f"WHERE {column['id']} = %s"
         event = SessionEvent._meta
@@ -131,6 +150,9 @@ class DjangoStore(Store):
             "version": f"SELECT {column['version']} FROM {table} {by_id}{of_tenant}",
             "hold": f"SELECT 1 FROM {table} {by_id}{of_tenant} {connection.ops.for_update_sql()}",
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
+            # An insert made only if the condition's gate returned a row (its name follows).
+            "insert_gated": f"{insert} {table} ({insert_columns}) SELECT {selected} FROM ",
+            "insert_suffix": suffix,
             "update": (
                 f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s{of_tenant}"
             ),
@@ -252,6 +274,7 @@ class DjangoStore(Store):
         select: str,
         *,
         agent: str | None = None,
+        condition: SaveCondition | None = None,
     ) -> CombinedSave:
         """``save`` and further writes as one PostgreSQL statement, for :meth:`run_combined`
         (or :meth:`arun_combined`) to run, so they commit together with no transaction round
@@ -261,18 +284,27 @@ class DjangoStore(Store):
         saved row's ``version`` and ``tenant``) and must write only
         ``WHERE EXISTS (SELECT 1 FROM saved)``:
         on a conflict ``saved`` is empty and nothing is written. ``select`` is SQL evaluated
-        after the saved version in the final ``SELECT``.
+        after the saved version in the final ``SELECT``. A session's first save may be made
+        on a ``condition`` (run it with :meth:`arun_first`).
         """
         expected, save_params = self._prepare(session, expected_version, agent)
-        saved = self._scoped()[0]["insert" if expected == 0 else "update"]
+        sql = self._scoped()[0]
+        ctes = [] if condition is None else [condition.ctes]
+        if condition is None:
+            saved = sql["insert" if expected == 0 else "update"]
+        elif expected == 0:
+            saved = f"{sql['insert_gated']}{condition.gate} {sql['insert_suffix']}"
+            select = f"{select}, {condition.select}"
+        else:
+            raise ValueError("only a session's first save is made on a condition")
         version = self._sql["version_column"]
         tenant = self._sql["tenant_column"]
-        ctes = ", ".join([f"saved AS ({saved} RETURNING {version}, {tenant})", *parts])
+        ctes += [f"saved AS ({saved} RETURNING {version}, {tenant})", *parts]
         return CombinedSave(
             session=session,
             expected=expected,
-            statement=f"WITH {ctes} SELECT (SELECT {version} FROM saved), {select}",
-            values=[*save_params, *params],
+            statement=f"WITH {', '.join(ctes)} SELECT (SELECT {version} FROM saved), {select}",
+            values=[*(condition.params if condition else []), *save_params, *params],
         )
 
     def run_combined(self, combined: CombinedSave) -> tuple[Session, tuple[Any, ...]]:
@@ -293,6 +325,17 @@ class DjangoStore(Store):
         if row[0] is None:
             raise (yield from self._conflicted(combined.session["id"], combined.expected))
         return combined.saved(), tuple(row[1:])
+
+    async def arun_first(
+        self, connection: Any, combined: CombinedSave
+    ) -> tuple[Session | None, tuple[Any, ...]]:
+        """:meth:`arun_combined` for a first save made on a condition: the saved session, or
+        ``None`` when nothing was written (the condition's writes were not made, or a session
+        was stored under the id meanwhile: no conflict is raised), and the values of the
+        ``select`` and the condition's."""
+        with database(self.using).wrap_database_errors:
+            row = await (await connection.execute(combined.statement, combined.values)).fetchone()
+        return (None if row[0] is None else combined.saved()), tuple(row[1:])
 
     # A plan is the statements of one operation, each sent the row its predecessor read: run
     # by a Django cursor in a thread, or awaited on an event loop's connection, the same plan.
