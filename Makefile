@@ -108,6 +108,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m bench.snapshots
 	$(BIN)/python -m bench.conversations
 	$(BIN)/python -m bench.cache
+	$(BIN)/python -m bench.cache_index
 	$(BIN)/python -m bench.frameworks
 	$(BIN)/python -m bench.growth
 	# Full size takes about 8 minutes on 2 cores; WARLOCK_SCALE=0.01 runs it small.

@@ -217,6 +217,56 @@ async def session_chat(
             problems.append(("replies", index, len(checks.replies)))
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """A process's CPU time so far (with ``children``: that of its ended children too)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # ended meanwhile: its parent counts it now
+        return 0.0
+    used = (
+        int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    )
+    return used / TICKS
+
+
+def postgres_cpu() -> float:
+    """PostgreSQL's CPU time so far: its postmaster's, with its ended backends', and its
+    running processes'."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        name, rest = text.split("(", 1)[1].rsplit(")", 1)
+        if name != "postgres":
+            continue
+        parent = int(rest.split()[1])
+        postmaster = not _is_postgres(parent)
+        total += cpu_seconds(int(entry), children=postmaster)
+    return total
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip() == "postgres"
+    except OSError:
+        return False
+
+
+def cpu_now(server: subprocess.Popen[bytes]) -> tuple[float, float, float]:
+    """CPU seconds so far of the server, PostgreSQL and this client."""
+    return cpu_seconds(server.pid), postgres_cpu(), time.process_time()
+
+
 def rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
@@ -333,7 +383,12 @@ def throughput(
         runs: dict[str, list[dict[str, Any]]] = {"echo": [], "peer": [], "ours": [], "http": []}
         for kind in [*(["echo", "peer", "ours"] * rounds), "http"]:
             visitors = fresh_visitors(chats, returning=returning)
+            before = cpu_now(server)
             result = asyncio.run(run_load(kind, port, visitors))
+            result["cpu"] = [
+                (after - was) / result["done"] * 1e3
+                for after, was in zip(cpu_now(server), before, strict=True)
+            ]
             runs[kind].append(result)
             print(
                 f"{server_kind:<7} {'returning' if returning else 'new':<9} {layer:<7} "
@@ -372,6 +427,14 @@ def throughput(
         f"  (ours / peer, p99 without each chat's first message: "
         f"{later_tail['ours'] / later_tail['peer']:.2f}x)"
     )
+    for kind in ("peer", "ours"):
+        server_ms, postgres_ms, client_ms = (
+            statistics.median(run["cpu"][part] for run in runs[kind]) for part in range(3)
+        )
+        print(
+            f"  CPU per message, {kind}: server {server_ms:.2f} ms, PostgreSQL "
+            f"{postgres_ms:.2f} ms, client {client_ms:.2f} ms"
+        )
 
 
 def memory(layer: str, idle_chats: int) -> None:

@@ -4,6 +4,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
+from tests import pgvector
 from tests.partitioned import partition_hot_tables, partitioned
 from tests.services import REQUIRE_SERVICES, postgres_unreachable, redis_unreachable
 
@@ -48,6 +49,23 @@ def fresh_cache() -> None:
     from django.core.cache import cache
 
     cache.clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings: None, request: pytest.FixtureRequest
+) -> None:
+    """The ``pgvector`` alias's own server, started before the test databases are made when
+    a collected test asks for it (tests/pgvector.py)."""
+    from django.conf import settings
+
+    database = settings.DATABASES.get(pgvector.ALIAS)
+    if database is not None and any(
+        pgvector.ALIAS in (marker.kwargs.get("databases") or ())
+        for item in request.session.items
+        for marker in item.iter_markers("django_db")
+    ):
+        pgvector.start(database)
 
 
 @pytest.fixture(scope="session")

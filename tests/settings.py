@@ -3,6 +3,7 @@
 import os
 import tempfile
 
+from tests import pgvector
 from tests.services import postgres_database_settings, postgres_unreachable
 
 SECRET_KEY = "tests"
@@ -63,6 +64,10 @@ if postgres_unreachable() is None:
     # connections (tests/test_read_replica.py).
     replica: dict[str, object] = {**postgres_database_settings(), "TEST": {"MIRROR": "postgres"}}
     DATABASES["replica"] = replica  # type: ignore[assignment]
+if pgvector.available():
+    # PostgreSQL with pgvector, for PgVectorCacheStore: a server of the test process's own,
+    # started when a test first asks for this alias (tests/pgvector.py).
+    DATABASES["pgvector"] = pgvector.alias_settings()
 # Tests create users and the fuzz test sends generated Basic credentials: a fast hasher keeps
 # each from costing a PBKDF2 run.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -29,8 +29,8 @@ PUBLIC = {
     },
     "warlock_sessions.cache": {
         "CacheCall", "CacheStats", "CacheStore", "DjangoCacheStore", "FileCacheStore",
-        "MemoryCacheStore", "RedisCacheStore", "SemanticCache", "default_cache_store",
-        "semantic_cache",
+        "MemoryCacheStore", "PgVectorCacheStore", "RedisCacheStore", "SemanticCache",
+        "default_cache_store", "semantic_cache",
     },
     "warlock_sessions.host": {
         "Host", "HostedTurn", "Shard", "Worker", "deliver_due_messages", "group_name",

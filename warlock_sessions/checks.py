@@ -595,3 +595,42 @@ def check_claims_on_citus(
                 )
             )
     return messages
+
+
+@register(Tags.database)
+def check_cache_index(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """A ``PgVectorCacheStore`` ranks by a column and an index that ``warlock_cache_index``
+    makes, of the store's length (``migrate``, ``check --database``). A warning: ``migrate``
+    must still run, and the command needs its tables."""
+    if not databases:
+        return []
+    try:
+        name = "CACHE_STORE"
+        component = VALIDATORS[name](name, configured_settings().get(name, DEFAULTS[name]))
+    except SettingError:  # check_settings reports it
+        return []
+    from .cache.pgvector import PgVectorCacheStore, indexed_dimensions
+
+    if component is None or not issubclass(component.cls, PgVectorCacheStore):
+        return []
+    store = component.build()
+    if store.using not in databases or connections[store.using].vendor != "postgresql":
+        return []
+    try:
+        found = indexed_dimensions(store.using)
+    except DatabaseError:  # an unreachable database is another check's to report
+        return []
+    if found == store.dimensions:
+        return []
+    has = "no pgvector index" if found is None else f"an index of {found} dimensions"
+    return [
+        Warning(
+            f"{_setting(name)} is a PgVectorCacheStore of {store.dimensions} dimensions, and "
+            f"database {store.using!r} has {has}: its puts and lookups would fail.",
+            hint=f"Run manage.py warlock_cache_index --dimensions {store.dimensions} "
+            f"--database {store.using} (docs/cache.md#pgvector).",
+            id="warlock_sessions.W011",
+        )
+    ]

@@ -1,5 +1,5 @@
 """Every cache store the conformance suite runs on: memory (plain and bounded), file, Redis,
-and the Django database on SQLite and PostgreSQL."""
+the Django database on SQLite and PostgreSQL, and PostgreSQL with pgvector's index."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.pgvector import ALIAS as PGVECTOR
+from tests.pgvector import needs_pgvector, pgvector_db
 from tests.services import redis_keys
 from tests.snapshots.conftest import needs_postgres, needs_redis, postgres_db
 
@@ -23,6 +25,7 @@ CACHE_BACKENDS = [
         "django-sqlite", id="django-sqlite", marks=[pytest.mark.django_db(transaction=True)]
     ),
     pytest.param("django-postgres", id="django-postgres", marks=[needs_postgres, postgres_db]),
+    pytest.param("pgvector", id="pgvector", marks=[needs_pgvector, pgvector_db]),
 ]
 
 
@@ -39,6 +42,8 @@ def cache_factory(backend: str, tmp_path: Path) -> Iterator[CacheFactory]:
 
         with redis_keys("cache:") as (client, prefix):
             yield lambda: RedisCacheStore(client, prefix=prefix)
+    elif backend == "pgvector":
+        yield lambda: indexed_store(3)
     else:
         from warlock_sessions.cache import DjangoCacheStore
         from warlock_sessions.cache.db import scope_vectors
@@ -47,6 +52,22 @@ def cache_factory(backend: str, tmp_path: Path) -> Iterator[CacheFactory]:
         alias = "postgres" if backend == "django-postgres" else "default"
         yield lambda: DjangoCacheStore(using=alias)
         scope_vectors.clear()
+
+
+def indexed_store(dimensions: int, **options: Any) -> Any:
+    """A ``PgVectorCacheStore`` of ``dimensions`` on the pgvector database, its column and
+    index made for that length (a column of another length, an earlier test's, is dropped)."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    from warlock_sessions.cache.pgvector import PgVectorCacheStore, indexed_dimensions
+
+    found = indexed_dimensions(PGVECTOR)
+    if found is not None and found != dimensions:
+        with connections[PGVECTOR].cursor() as cursor:
+            cursor.execute("ALTER TABLE warlock_cache_entries DROP COLUMN embedding")
+    call_command("warlock_cache_index", dimensions=dimensions, database=PGVECTOR, verbosity=0)
+    return PgVectorCacheStore(using=PGVECTOR, dimensions=dimensions, **options)
 
 
 @pytest.fixture(params=CACHE_BACKENDS)

@@ -14,6 +14,7 @@ from .semantic import CacheCall, CacheStats, SemanticCache, semantic_cache
 
 if TYPE_CHECKING:
     from .db import DjangoCacheStore
+    from .pgvector import PgVectorCacheStore
     from .redis import RedisCacheStore
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "DjangoCacheStore",
     "FileCacheStore",
     "MemoryCacheStore",
+    "PgVectorCacheStore",
     "RedisCacheStore",
     "SemanticCache",
     "default_cache_store",
@@ -37,7 +39,8 @@ def default_cache_store() -> CacheStore | None:
 
 
 def kept_in_database(store: CacheStore | None) -> bool:
-    """Whether ``store`` keeps its answers in this app's tables (``DjangoCacheStore``)."""
+    """Whether ``store`` keeps its answers in this app's tables (``DjangoCacheStore``, and
+    ``PgVectorCacheStore``, which is one)."""
     if store is None:
         return False
     # Imported only with a store in hand: the module needs the [cache] extra's numpy.
@@ -52,6 +55,10 @@ def __getattr__(name: str) -> Any:
         from .db import DjangoCacheStore
 
         return DjangoCacheStore
+    if name == "PgVectorCacheStore":
+        from .pgvector import PgVectorCacheStore
+
+        return PgVectorCacheStore
     if name == "RedisCacheStore":
         from .redis import RedisCacheStore
 

@@ -118,7 +118,7 @@ class DjangoCacheStore(CacheStore):
         with transaction.atomic(using=self.using):
             replaced = self._rows(entry["namespace"], entry["scope"]).filter(key=entry["key"])
             self._removing(replaced)
-            CacheEntry.objects.using(self.using).create(
+            row = CacheEntry.objects.using(self.using).create(
                 namespace=entry["namespace"],
                 scope=entry["scope"],
                 key=entry["key"],
@@ -128,6 +128,10 @@ class DjangoCacheStore(CacheStore):
                 stored_at=datetime.fromtimestamp(entry["storedAt"], UTC),
                 expires_at=_moment(entry["expiresAt"]),
             )
+            self._stored(row, vector)
+
+    def _stored(self, row: CacheEntry, vector: list[float] | None) -> None:
+        """What a subclass keeps of a new row besides it, in the same transaction."""
 
     def _similar(
         self, namespace: str, scope: str, vector: list[float], top_k: int, at: float
