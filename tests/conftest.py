@@ -60,8 +60,10 @@ def django_db_modify_db_settings(
     from django.conf import settings
 
     database = settings.DATABASES.get(pgvector.ALIAS)
+    # Each xdist worker collects every test, so each starts a server of its own (a second).
     if database is not None and any(
-        pgvector.ALIAS in (marker.kwargs.get("databases") or ())
+        marker.kwargs.get("databases") == "__all__"
+        or pgvector.ALIAS in (marker.kwargs.get("databases") or ())
         for item in request.session.items
         for marker in item.iter_markers("django_db")
     ):

@@ -611,11 +611,18 @@ def check_cache_index(
         component = VALIDATORS[name](name, configured_settings().get(name, DEFAULTS[name]))
     except SettingError:  # check_settings reports it
         return []
-    from .cache.pgvector import PgVectorCacheStore, indexed_dimensions
-
-    if component is None or not issubclass(component.cls, PgVectorCacheStore):
+    if component is None:
         return []
-    store = component.build()
+    try:  # the module needs the [cache] extra's numpy, which a project without a cache lacks
+        from .cache.pgvector import PgVectorCacheStore, indexed_dimensions
+    except ImportError:
+        return []
+    if not issubclass(component.cls, PgVectorCacheStore):
+        return []
+    try:
+        store = component.build()
+    except ValueError:  # options it refuses: building it at start-up says so
+        return []
     if store.using not in databases or connections[store.using].vendor != "postgresql":
         return []
     try:

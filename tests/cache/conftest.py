@@ -43,7 +43,11 @@ def cache_factory(backend: str, tmp_path: Path) -> Iterator[CacheFactory]:
         with redis_keys("cache:") as (client, prefix):
             yield lambda: RedisCacheStore(client, prefix=prefix)
     elif backend == "pgvector":
+        from warlock_sessions.cache.db import scope_vectors
+
+        scope_vectors.clear()  # a question of another length is ranked from these
         yield lambda: indexed_store(3)
+        scope_vectors.clear()
     else:
         from warlock_sessions.cache import DjangoCacheStore
         from warlock_sessions.cache.db import scope_vectors
@@ -60,9 +64,9 @@ def indexed_store(dimensions: int, **options: Any) -> Any:
     from django.core.management import call_command
     from django.db import connections
 
-    from warlock_sessions.cache.pgvector import PgVectorCacheStore, indexed_dimensions
+    from warlock_sessions.cache.pgvector import PgVectorCacheStore, column_dimensions
 
-    found = indexed_dimensions(PGVECTOR)
+    found = column_dimensions(PGVECTOR)
     if found is not None and found != dimensions:
         with connections[PGVECTOR].cursor() as cursor:
             cursor.execute("ALTER TABLE warlock_cache_entries DROP COLUMN embedding")

@@ -195,24 +195,58 @@ def test_check_w011_says_when_the_index_is_missing_or_of_another_length() -> Non
         assert not [m for m in run_checks(databases=[ALIAS]) if m.id == "warlock_sessions.W011"]
 
 
-def test_a_lookup_is_planned_for_its_scope_even_as_a_prepared_statement(
+def test_a_lookup_plans_for_its_scope_and_keeps_its_settings_to_itself(
     store: PgVectorCacheStore,
 ) -> None:
-    """With ``prepare_threshold`` PostgreSQL may run a prepared statement's generic plan, made
-    for no scope in particular: on 100,000 answers in one scope it ranked them all exactly,
-    560 ms a lookup instead of 13 (bench/cache_index.py). Each lookup asks for a custom plan,
-    with the index's search settings, in its own transaction."""
+    """Each lookup asks for a custom plan (with ``prepare_threshold``, PostgreSQL may run a
+    prepared statement's generic plan, made for no scope: on 100,000 answers in one scope it
+    ranked them all exactly, 562 ms a lookup instead of 13, bench/cache_index.py) and the
+    index's settings, for its own transaction; inside a caller's transaction (a savepoint,
+    which a ``SET LOCAL`` outlives) they are put back afterwards."""
+    names = ("plan_cache_mode", "hnsw.iterative_scan", "hnsw.ef_search")
+
+    def shown(cursor: Any) -> dict[str, str]:
+        found = {}
+        for name in names:
+            cursor.execute(f"SHOW {name}")
+            found[name] = cursor.fetchone()[0]
+        return found
+
     with transaction.atomic(using=ALIAS), connections[ALIAS].cursor() as cursor:
         store._search_settings(cursor)
-        shown = {}
-        for name in ("plan_cache_mode", "hnsw.iterative_scan", "hnsw.ef_search"):
-            cursor.execute(f"SHOW {name}")
-            shown[name] = cursor.fetchone()[0]
-    assert shown == {
-        "plan_cache_mode": "force_custom_plan",
-        "hnsw.iterative_scan": "strict_order",
-        "hnsw.ef_search": "100",
+        assert shown(cursor) == {
+            "plan_cache_mode": "force_custom_plan",
+            "hnsw.iterative_scan": "strict_order",
+            "hnsw.ef_search": "100",
+        }
+    store.put(entry("k1", unit(np.eye(DIMENSIONS)[0])))
+    with connections[ALIAS].cursor() as cursor:
+        defaults = shown(cursor)
+        with transaction.atomic(using=ALIAS):  # the caller's own transaction
+            assert keys(store.similar("ns", "conversation:a", unit(np.eye(DIMENSIONS)[0]))) == [
+                "k1"
+            ]
+            assert shown(cursor) == defaults
+    assert defaults["plan_cache_mode"] == "auto"
+
+
+def test_an_index_missing_beside_a_column_of_another_length_is_refused() -> None:
+    """An earlier run stopped before its index: the column's own length decides."""
+    indexed_store(DIMENSIONS)
+    with connections[ALIAS].cursor() as cursor:
+        cursor.execute("DROP INDEX warlock_cache_hnsw")
+    assert indexed_dimensions(ALIAS) is None
+    with pytest.raises(CommandError, match="holds vectors of 32: for 384"):
+        call_command("warlock_cache_index", dimensions=384, database=ALIAS)
+
+
+def test_check_w011_is_quiet_without_a_cache_store_and_with_options_it_refuses() -> None:
+    bad = {
+        "CACHE_STORE": "warlock_sessions.cache.pgvector.PgVectorCacheStore",
+        "CACHE_STORE_OPTIONS": {"using": ALIAS, "dimensions": 4096},
     }
-    with connections[ALIAS].cursor() as cursor:  # and for that transaction alone
-        cursor.execute("SHOW plan_cache_mode")
-        assert cursor.fetchone()[0] == "auto"
+    for configured in ({}, bad):
+        with override_settings(WARLOCK_SESSIONS=configured):
+            from warlock_sessions.checks import check_cache_index
+
+            assert check_cache_index(databases=[ALIAS]) == []

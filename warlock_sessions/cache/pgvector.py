@@ -4,7 +4,7 @@ visitors: one scope of 100,000 answers).
 
 The column and the index are not a migration: the extension is not on every PostgreSQL, and
 an HNSW index wants the vectors' length fixed. ``manage.py warlock_cache_index --dimensions N``
-makes both (and fills the column from the rows already stored); check E036 says when they are
+makes both (and fills the column from the rows already stored); check W011 says when they are
 missing or of another length.
 
 A lookup is one statement: the scope's live entries nearest the question, by the index, with
@@ -35,6 +35,12 @@ INDEX = "warlock_cache_hnsw"
 FIELDS = ("namespace", "scope", "key", "question", "reply", "vector", "stored_at", "expires_at")
 #: Rows the column is filled from per statement when the index is made.
 FILL_BATCH = 1000
+#: What a lookup's search settings are put back to inside a caller's transaction (a
+#: ``SET LOCAL`` outlives the savepoint the lookup ran in).
+RESET_SETTINGS = (
+    "SET LOCAL hnsw.iterative_scan TO DEFAULT; SET LOCAL hnsw.ef_search TO DEFAULT; "
+    "SET LOCAL plan_cache_mode TO DEFAULT"
+)
 
 
 class PgVectorCacheStore(DjangoCacheStore):
@@ -78,11 +84,15 @@ class PgVectorCacheStore(DjangoCacheStore):
         if top_k < 1:
             return []
         query = vector_literal(vector)
-        with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
+        connection = connections[self.using]
+        nested = connection.in_atomic_block
+        with transaction.atomic(using=self.using), connection.cursor() as cursor:
             self._search_settings(cursor)
             found = self._nearest(cursor, namespace, scope, query, top_k, at, indexed=True)
             if len(found) < top_k:  # the scan's limit, or fewer live entries: rank them all
                 found = self._nearest(cursor, namespace, scope, query, top_k, at, indexed=False)
+            if nested:  # a SET LOCAL outlives a savepoint: the caller's transaction goes on
+                cursor.execute(RESET_SETTINGS)
         return found
 
     def _search_settings(self, cursor: Any) -> None:
@@ -142,13 +152,25 @@ def pgvector_version(using: str) -> tuple[int, ...] | None:
     return None if row is None else tuple(int(part) for part in row[0].split(".")[:3])
 
 
+def column_dimensions(using: str) -> int | None:
+    """The vector length of the cache's pgvector column (``None``: there is none)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attname = %s AND NOT attisdropped",
+            [_table(using), COLUMN],
+        )
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
 def indexed_dimensions(using: str) -> int | None:
     """The vector length of the cache's pgvector column and its HNSW index (``None``: either
     is missing)."""
     with connections[using].cursor() as cursor:
         cursor.execute(
             "SELECT a.atttypmod, (SELECT count(*) FROM pg_indexes "
-            "WHERE tablename = %s AND indexname = %s) "
+            "WHERE schemaname = current_schema() AND tablename = %s AND indexname = %s) "
             "FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attname = %s "
             "AND NOT a.attisdropped",
             [CacheEntry._meta.db_table, INDEX, _table(using), COLUMN],
@@ -176,8 +198,8 @@ def make_index(using: str, dimensions: int) -> int:
         cursor.execute(
             f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {COLUMN} vector({dimensions})"
         )
-    found = indexed_dimensions(using)
-    if found is not None and found != dimensions:
+    found = column_dimensions(using)
+    if found != dimensions:
         raise ValueError(
             f"the cache's {COLUMN} column holds vectors of {found}: for {dimensions}, drop it "
             f"first (ALTER TABLE {table} DROP COLUMN {COLUMN}) and make the index again"

@@ -211,7 +211,7 @@ class Host:
         turn_options: Mapping[str, Any],
     ) -> HostedTurn:
         async with session_lock(session_id):
-            if self._runs_on_loop():
+            if self.runs_on_loop():
                 async with loop_connection(self.using) as connection:
                     if connection is not None:
                         on_loop = await self._on_loop(
@@ -247,12 +247,14 @@ class Host:
         was written (the condition did not hold, a session was stored meanwhile, the turn
         changed nothing, or it cannot run on the loop: the caller then takes ``ahandle``'s way,
         which decides alike), and the values of the condition's ``select`` (empty when no
-        statement ran). The events are not pushed: nobody else follows a session just made."""
+        statement ran). The events are not pushed: nobody else follows a session just made.
+        The turn is computed before the condition is known to hold: where it does not, the
+        caller's way computes it again."""
         committer = self.loop_committer
         turn_input = turn_input_of(input)
         with self._span(session_id, input) as traced:
             async with session_lock(session_id):
-                if committer is None or not self._runs_on_loop():
+                if committer is None or not self.runs_on_loop():
                     return None, ()
                 async with loop_connection(self.using) as connection:
                     if connection is None:
@@ -273,7 +275,9 @@ class Host:
                                 condition,
                                 agent=self.agent_name,
                             )
-                    except IntegrityError:  # a claim of the same id, or an event, meanwhile
+                    except IntegrityError:  # the id claimed or its session stored meanwhile
+                        return None, ()
+                    except (OperationalError, InterfaceError):  # as _on_loop: the thread's way
                         return None, ()
             if made is None:
                 return None, outcome
@@ -302,7 +306,8 @@ class Host:
             )
             yield traced
 
-    def _runs_on_loop(self) -> bool:
+    def runs_on_loop(self) -> bool:
+        """Whether ``ahandle`` may run a turn on the event loop now (see its docstring)."""
         return self.may_run_on_loop and not any(
             signal.receivers and signal.has_listeners(sender)  # the first test is the cheap one
             for signal, sender in self._signals_sent()
@@ -336,7 +341,7 @@ class Host:
         # A sealed log is numbered from a load: a remembered copy does not say its last seq.
         remembered = last_saved is not None and not sealing()
         committer = self.loop_committer
-        assert committer is not None  # _runs_on_loop checked it
+        assert committer is not None  # runs_on_loop checked it
         last_seq = None
         try:
             if remembered:

@@ -125,9 +125,18 @@ class DjangoStore(Store):
         )
         placeholders = ", ".join(["%s"] * len(created))
         # Typed, as VALUES would take them from the columns: a SELECT list reads text.
+        # The text columns cast without their length, so a value too long fails the insert
+        # as VALUES would make it fail, rather than being cut to fit.
         field_of = {field.name: field for field in meta.concrete_fields}
         selected = ", ".join(
-            f"CAST(%s AS {field_of[name].cast_db_type(connection)})" for name in created
+            "CAST(%s AS "
+            + (
+                connection.ops.cast_char_field_without_max_length
+                if field_of[name].get_internal_type() == "CharField"
+                else str(field_of[name].cast_db_type(connection))
+            )
+            + ")"
+            for name in created
         )
         of_tenant = f" AND {column['tenant']} = %s" if tenant else ""
         by_id = f"WHERE {column['id']} = %s"
@@ -150,9 +159,10 @@ class DjangoStore(Store):
             "version": f"SELECT {column['version']} FROM {table} {by_id}{of_tenant}",
             "hold": f"SELECT 1 FROM {table} {by_id}{of_tenant} {connection.ops.for_update_sql()}",
             "insert": f"{insert} {table} ({insert_columns}) VALUES ({placeholders}) {suffix}",
-            # An insert made only if the condition's gate returned a row (its name follows).
-            "insert_gated": f"{insert} {table} ({insert_columns}) SELECT {selected} FROM ",
-            "insert_suffix": suffix,
+            # An insert made only if the condition's gate returned a row (its name follows);
+            # no ON CONFLICT: a session stored meanwhile fails the statement, condition and
+            # all, rather than leaving the condition's writes without the session.
+            "insert_gated": f"INSERT INTO {table} ({insert_columns}) SELECT {selected} FROM ",
             "update": (
                 f"UPDATE {table} SET {assignments} {by_id} AND {column['version']} = %s{of_tenant}"
             ),
@@ -293,7 +303,7 @@ class DjangoStore(Store):
         if condition is None:
             saved = sql["insert" if expected == 0 else "update"]
         elif expected == 0:
-            saved = f"{sql['insert_gated']}{condition.gate} {sql['insert_suffix']}"
+            saved = f"{sql['insert_gated']}{condition.gate}"
             select = f"{select}, {condition.select}"
         else:
             raise ValueError("only a session's first save is made on a condition")
@@ -330,9 +340,9 @@ class DjangoStore(Store):
         self, connection: Any, combined: CombinedSave
     ) -> tuple[Session | None, tuple[Any, ...]]:
         """:meth:`arun_combined` for a first save made on a condition: the saved session, or
-        ``None`` when nothing was written (the condition's writes were not made, or a session
-        was stored under the id meanwhile: no conflict is raised), and the values of the
-        ``select`` and the condition's."""
+        ``None`` when nothing was written (the condition's writes were not made), and the
+        values of the ``select`` and the condition's. A session stored under the id meanwhile
+        fails the statement with ``IntegrityError``: nothing is written then either."""
         with database(self.using).wrap_database_errors:
             row = await (await connection.execute(combined.statement, combined.values)).fetchone()
         return (None if row[0] is None else combined.saved()), tuple(row[1:])

