@@ -32,9 +32,10 @@ from tests.snapshots.test_checkpoints import row
 from tests.test_erasure import Everything
 from warlock_sessions.cache import DjangoCacheStore
 from warlock_sessions.checkpoints import DjangoCheckpointStore
-from warlock_sessions.claims import _statements
+from warlock_sessions.claims import CLAIM_OUTCOME, _statements, first_claim
 from warlock_sessions.conversations import DjangoConversationStore, session
 from warlock_sessions.host import Host, deliver_due_messages, run_due_wakes
+from warlock_sessions.host.records import FIRST_SEQ, statement_parts
 from warlock_sessions.host.retention import Retention, prune
 from warlock_sessions.models import Session, SessionEvent, Wake
 from warlock_sessions.models.quotas import tally_key
@@ -210,8 +211,29 @@ def test_the_event_loops_claim_and_usage_each_read_one_partition() -> None:
     now = timezone.now()
     tally = tally_key("sessions", None, "visitor", "")
     claim = ["plans-l"] * 3 + [tally, 5, 5, "plans-l", None, "visitor", now]
-    assert not reads_several(sql["claim"], claim)
+    assert not reads_several(f"WITH {sql['claim']} SELECT {CLAIM_OUTCOME}", claim)
     assert not reads_several(sql["usage"], ["plans-l"] * 2)
+
+
+def test_a_first_turn_with_its_claim_reads_one_partition() -> None:
+    """The claim, the quota's count, the new session and its records in one statement
+    (``Host.ahandle_first``), ``EXPLAIN``ed as the event loop sends it."""
+    host = Host(timer_agent(), DjangoStore(using=ALIAS))
+    said = {"message": {"text": "I'd like to book", "id": "m1"}}
+    hosted = host._compute("plans-f", None, said, None, {})
+    changes = host._records("plans-f", hosted, 0, said)
+    parts, params = statement_parts(changes, ALIAS)
+    owner = {"user_id": None, "anonymous_key": "visitor"}
+    combined = host.store.combined_save(
+        hosted.session,
+        0,
+        parts,
+        params,
+        FIRST_SEQ,
+        condition=first_claim("plans-f", owner, ALIAS, 5),
+    )
+    assert "claimed" in combined.statement and changes.messages
+    assert not reads_several(combined.statement, combined.values)
 
 
 def test_a_cached_answer_is_stored_and_found_on_one_partition() -> None:
