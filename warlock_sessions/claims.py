@@ -127,8 +127,9 @@ async def aclaim(
             claimed, used, logged = await cursor.fetchone()
     except IntegrityError:  # a claim of the same id committed meanwhile
         return UNDECIDED
-    if claimed is not None:
-        return SessionOwner(pk=int(claimed), session_id=session_id, **owner)
+    made = claimed_by((claimed,), session_id, owner)
+    if made is not None:
+        return made
     if used:
         return None
     if logged:

@@ -178,25 +178,17 @@ class DjangoCacheStore(CacheStore):
         a row of another scope is never served, whatever ids a process kept."""
         if not ids:
             return {}
-        table = connection_ops(self.using).quote_name(CacheEntry._meta.db_table)
-        names = ("id", "namespace", "scope", "key", "question", "reply", "vector")
         with connections[self.using].cursor() as cursor:
             cursor.execute(
-                f"SELECT {', '.join(names)}, stored_at, expires_at FROM {table}"
+                f"SELECT {', '.join(ENTRY_COLUMNS)}, id FROM {entries_table(self.using)}"
                 f" WHERE scope = %s AND namespace = %s AND id IN ({', '.join(['%s'] * len(ids))})",
                 [scope, namespace, *ids],
             )
-            found = cursor.fetchall()
-        rows = {}
-        for row in found:
-            values = dict(zip(names, row, strict=False))
-            values["stored_at"], values["expires_at"] = _aware(row[-2]), _aware(row[-1])
-            rows[int(values["id"])] = values
-        return rows
+            return {int(row[-1]): entry_values(row) for row in cursor.fetchall()}
 
     def _stamp(self, namespace: str, scope: str) -> tuple[int, int]:
         """The scope's newest row id and its removals, in one round trip (two index reads)."""
-        entries = connection_ops(self.using).quote_name(CacheEntry._meta.db_table)
+        entries = entries_table(self.using)
         scopes = connection_ops(self.using).quote_name(CacheScope._meta.db_table)
         with connections[self.using].cursor() as cursor:
             cursor.execute(
@@ -281,6 +273,40 @@ def _joined(seen: ScopeMatrix, added: ScopeMatrix) -> ScopeMatrix:
     )
 
 
+def entries_table(using: str) -> str:
+    """The answers' table, quoted for raw SQL on ``using``."""
+    return str(connection_ops(using).quote_name(CacheEntry._meta.db_table))
+
+
+#: The columns a raw read of an answer selects first, in this order (:func:`entry_values`).
+ENTRY_COLUMNS = (
+    "namespace",
+    "scope",
+    "key",
+    "question",
+    "reply",
+    "vector",
+    "stored_at",
+    "expires_at",
+)
+
+
+def entry_values(row: Any) -> dict[str, Any]:
+    """A raw row whose first columns are :data:`ENTRY_COLUMNS`, as :func:`_entry` reads it."""
+    values = dict(zip(ENTRY_COLUMNS, row, strict=False))
+    values["stored_at"], values["expires_at"] = (
+        _aware(values["stored_at"]),
+        _aware(values["expires_at"]),
+    )
+    return values
+
+
+def stored_vector(stored: Any) -> list[float]:
+    """A vector as the ``vector`` column keeps it (little-endian float32), as numbers."""
+    values: list[float] = np.frombuffer(bytes(stored), np.float32).tolist()
+    return values
+
+
 def _entry(row: Any) -> Entry:
     """An entry from a row, a model instance or its ``values()``."""
     values = row if isinstance(row, dict) else row.__dict__
@@ -292,7 +318,7 @@ def _entry(row: Any) -> Entry:
         "key": values["key"],
         "question": values["question"],
         "reply": json.loads(reply) if isinstance(reply, str) else reply,
-        "vector": None if vector is None else np.frombuffer(bytes(vector), np.float32).tolist(),
+        "vector": None if vector is None else stored_vector(vector),
         "storedAt": _seconds(values["stored_at"]),
         "expiresAt": _seconds(values["expires_at"]),
     }

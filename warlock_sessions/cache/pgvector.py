@@ -16,14 +16,21 @@ which is how an index with a filter on top fails (pgvector's README, "Filtering"
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from django.db import connections, transaction
 
 from ..models import CacheEntry
 from .base import Entry
-from .db import DjangoCacheStore, _aware, _entry, _moment
+from .db import (
+    ENTRY_COLUMNS,
+    DjangoCacheStore,
+    _entry,
+    _moment,
+    entries_table,
+    entry_values,
+    stored_vector,
+)
 
 #: The oldest pgvector with iterative index scans.
 MIN_PGVECTOR = (0, 8, 0)
@@ -31,8 +38,6 @@ MIN_PGVECTOR = (0, 8, 0)
 MAX_INDEXED_DIMENSIONS = 2000
 COLUMN = "embedding"
 INDEX = "warlock_cache_hnsw"
-#: The row fields a lookup reads, in the order of its statement's columns.
-FIELDS = ("namespace", "scope", "key", "question", "reply", "vector", "stored_at", "expires_at")
 #: Rows the column is filled from per statement when the index is made.
 FILL_BATCH = 1000
 #: What a lookup's search settings are put back to inside a caller's transaction (a
@@ -71,7 +76,7 @@ class PgVectorCacheStore(DjangoCacheStore):
             return
         with connections[self.using].cursor() as cursor:
             cursor.execute(
-                f"UPDATE {_table(self.using)} SET {COLUMN} = %s::vector "
+                f"UPDATE {entries_table(self.using)} SET {COLUMN} = %s::vector "
                 "WHERE scope = %s AND id = %s",
                 [vector_literal(vector), row.scope, row.pk],
             )
@@ -122,26 +127,17 @@ class PgVectorCacheStore(DjangoCacheStore):
         distance = f"({COLUMN} <#> %s::vector)"
         order = distance if indexed else f"{distance} + 0"
         cursor.execute(
-            f"SELECT {', '.join(FIELDS)}, -{distance} FROM {_table(self.using)} "
+            f"SELECT {', '.join(ENTRY_COLUMNS)}, -{distance} FROM {entries_table(self.using)} "
             f"WHERE scope = %s AND namespace = %s AND {COLUMN} IS NOT NULL "
             f"AND (expires_at IS NULL OR expires_at > %s) ORDER BY {order} LIMIT %s",
             [query, scope, namespace, _moment(at), query, top_k],
         )
-        found = []
-        for row in cursor.fetchall():
-            values = dict(zip(FIELDS, row, strict=False))
-            values["stored_at"], values["expires_at"] = _aware(row[6]), _aware(row[7])
-            found.append((float(row[-1]), _entry(values)))
-        return found
+        return [(float(row[-1]), _entry(entry_values(row))) for row in cursor.fetchall()]
 
 
 def vector_literal(vector: list[float]) -> str:
     """``vector`` as pgvector's text form, cast with ``::vector`` (no adapter to register)."""
     return "[" + ",".join(format(float(value), ".8g") for value in vector) + "]"
-
-
-def _table(using: str) -> str:
-    return str(connections[using].ops.quote_name(CacheEntry._meta.db_table))
 
 
 def pgvector_version(using: str) -> tuple[int, ...] | None:
@@ -158,25 +154,23 @@ def column_dimensions(using: str) -> int | None:
         cursor.execute(
             "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
             "AND attname = %s AND NOT attisdropped",
-            [_table(using), COLUMN],
+            [entries_table(using), COLUMN],
         )
         row = cursor.fetchone()
     return None if row is None else int(row[0])
 
 
 def indexed_dimensions(using: str) -> int | None:
-    """The vector length of the cache's pgvector column and its HNSW index (``None``: either
-    is missing)."""
+    """The vector length of the cache's pgvector column when its HNSW index is there too
+    (``None``: either is missing)."""
     with connections[using].cursor() as cursor:
         cursor.execute(
-            "SELECT a.atttypmod, (SELECT count(*) FROM pg_indexes "
-            "WHERE schemaname = current_schema() AND tablename = %s AND indexname = %s) "
-            "FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attname = %s "
-            "AND NOT a.attisdropped",
-            [CacheEntry._meta.db_table, INDEX, _table(using), COLUMN],
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND tablename = %s AND indexname = %s",
+            [CacheEntry._meta.db_table, INDEX],
         )
-        row = cursor.fetchone()
-    return None if row is None or not row[1] else int(row[0])
+        indexed = cursor.fetchone() is not None
+    return column_dimensions(using) if indexed else None
 
 
 def make_index(using: str, dimensions: int) -> int:
@@ -185,7 +179,7 @@ def make_index(using: str, dimensions: int) -> int:
     that length): how many rows were filled. ``ValueError`` for a pgvector older than 0.8
     or a column of another length (the message says what to do)."""
     PgVectorCacheStore(using, dimensions)  # the same checks of the length
-    table = _table(using)
+    table = entries_table(using)
     with connections[using].cursor() as cursor:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
     version = pgvector_version(using) or (0,)
@@ -215,7 +209,7 @@ def make_index(using: str, dimensions: int) -> int:
 def _fill(using: str, dimensions: int) -> int:
     """Copy the stored vectors of ``dimensions`` not in the column yet into it, a batch at a
     time: how many."""
-    table = _table(using)
+    table = entries_table(using)
     filled, last = 0, 0
     while True:
         with connections[using].cursor() as cursor:
@@ -230,11 +224,6 @@ def _fill(using: str, dimensions: int) -> int:
             last = batch[-1][0]
             cursor.executemany(
                 f"UPDATE {table} SET {COLUMN} = %s::vector WHERE scope = %s AND id = %s",
-                [(vector_literal(_floats(vector)), scope, pk) for pk, scope, vector in batch],
+                [(vector_literal(stored_vector(vector)), scope, pk) for pk, scope, vector in batch],
             )
         filled += len(batch)
-
-
-def _floats(stored: bytes | memoryview) -> list[float]:
-    """A vector as ``DjangoCacheStore`` stores it (little-endian float32), as numbers."""
-    return [value for (value,) in struct.iter_unpack("<f", bytes(stored))]

@@ -273,6 +273,11 @@ class SocketAccess:
             return None
         return None if claim is UNDECIDED else claim
 
+    def may_claim_by_first_turn(self, host: Host) -> bool:
+        """Whether the next frame's claim may be made by its turn's statement: the id was
+        unused at connect, the client speaks, and ``host`` runs the turn on the event loop."""
+        return self.claimant is not None and self.speaks and host.runs_on_loop()
+
     async def claimed_by_first_turn(
         self, host: Host, turn_input: dict[str, Any], context: Any
     ) -> tuple[HostedTurn, SessionOwner] | None:
@@ -282,7 +287,7 @@ class SocketAccess:
         claim and the turn then go their own ways (:meth:`claim_on_loop`, ``Host.ahandle``),
         which decide alike (``tests/test_claims.py``)."""
         fields, using = self.claimant, self.loop_alias()
-        if fields is None or using is None or not self.speaks:
+        if fields is None or using is None or not self.may_claim_by_first_turn(host):
             return None
         if self.identity_stored is not None and not await _succeeded(self.identity_stored):
             return None  # claim_on_loop leaves it to the thread's claim

@@ -304,7 +304,7 @@ class SessionConsumer(WarlockConsumer):
         the session it makes as its first member; ``None``, following nothing again, when
         they were not made so."""
         host = self.host(agent if agent is not None else self.agent)
-        if self.access.claimant is None or not self.access.speaks or not host.runs_on_loop():
+        if not self.access.may_claim_by_first_turn(host):
             return None
         # Followed before the statement, as after a claim: a socket that joins once it is
         # made must find this one in the group.
