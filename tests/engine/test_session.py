@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import enum
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
@@ -14,6 +16,10 @@ from warlock_sessions.engine import assert_session, migrate_session, new_session
 from warlock_sessions.engine.isotime import iso_from_ms, ms_from_iso, to_iso
 from warlock_sessions.errors import InvalidSessionError
 from warlock_sessions.testing import T0, T0_MS, realistic_session, run_blob, session_blob
+
+
+class _Colour(enum.Enum):
+    RED = "red"
 
 
 def test_a_fresh_session_has_exactly_the_upstream_keys() -> None:
@@ -199,8 +205,6 @@ def test_a_row_written_before_integers_were_bounded_reads_back_exact() -> None:
 
 
 def test_an_action_detail_that_is_not_json_is_kept_as_text() -> None:
-    from decimal import Decimal
-
     from warlock_sessions.engine import Agent
     from warlock_sessions.engine.session import encode_session
     from warlock_sessions.providers import RuleModel
@@ -217,3 +221,97 @@ def test_an_action_detail_that_is_not_json_is_kept_as_text() -> None:
     line = next(line for line in dialogue.last.outcomes if line["kind"] == "do")  # type: ignore[union-attr]
     assert line["detail"] == "9.90"
     encode_session(dialogue.session, 2)  # type: ignore[arg-type]
+
+
+# -- json_text: the walk's judgement, at the encoder's speed ---------------------------------
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**65), max_value=2**65),
+    st.floats(),  # NaN and both infinities among them
+    st.text(),  # NUL and lone surrogates among them
+    st.uuids(),
+    st.sampled_from([_Colour.RED, Decimal("1.5"), b"raw", datetime(2026, 12, 7, tzinfo=UTC)]),
+)
+
+
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=4), inner, max_size=4),
+        st.dictionaries(st.integers(0, 3), inner, min_size=1, max_size=2),
+    ),
+    max_leaves=12,
+)
+
+
+def _wrapped(value: object, levels: int) -> object:
+    for level in range(levels):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@given(_VALUES, st.integers(min_value=0, max_value=4))
+def test_json_text_refuses_exactly_what_the_walk_refuses(value: object, extra: int) -> None:
+    """``json_text`` reads its checks off orjson's output; the walk is the rule. Values near
+    the depth limit are made by wrapping, so both sides of it are tried."""
+    import json
+
+    from warlock_sessions.engine.session import NotJsonError, json_problem, json_text
+
+    for checked in (value, _wrapped(value, 6 + extra)):
+        problem = json_problem(checked, depth=8)
+        if problem is None:
+            assert json.loads(json_text(checked, depth=8)) == json.loads(json.dumps(checked))
+        else:
+            with pytest.raises(NotJsonError) as refused:
+                json_text(checked, depth=8)
+            assert (refused.value.path, refused.value.why) == problem
+
+
+@pytest.mark.parametrize("levels", [99, 100, 101])
+def test_json_text_takes_values_exactly_as_deep_as_the_limit(levels: int) -> None:
+    from warlock_sessions.engine.session import MAX_JSON_DEPTH, NotJsonError, json_text
+
+    for innermost in ([], {}, [1], {"a": None}):
+        value = _wrapped(innermost, levels - 1)
+        if levels <= MAX_JSON_DEPTH:
+            assert json_text(value).count("[") + json_text(value).count("{") == levels
+        else:
+            with pytest.raises(NotJsonError, match=f"nests deeper than {MAX_JSON_DEPTH}"):
+                json_text(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"a": ["x\x00"]}, (".a[0]", "contains a NUL character")),
+        ({"a": float("nan")}, (".a", "is nan, which JSON cannot represent")),
+        ([float("-inf")], ("[0]", "is -inf, which JSON cannot represent")),
+        (
+            {"c": _Colour.RED},
+            (".c", "is a _Colour (<_Colour.RED: 'red'>), which is not a JSON value"),
+        ),
+        ({1: "a"}, ("", "has the non-text key 1")),
+        (
+            {"n": 2**64},
+            (".n", "is 18446744073709551616, an integer beyond 64 bits, which JSON readers round"),
+        ),
+        ({"a": "\udc00"}, (".a", "contains a lone surrogate, which is not text")),
+    ],
+)
+def test_json_text_names_what_it_refuses(value: object, problem: tuple[str, str]) -> None:
+    from warlock_sessions.engine.session import NotJsonError, json_text
+
+    with pytest.raises(NotJsonError) as refused:
+        json_text(value)
+    assert (refused.value.path, refused.value.why) == problem
+
+
+def test_json_text_writes_tuples_and_a_spelled_out_nul_as_json_does() -> None:
+    from warlock_sessions.engine.session import json_text
+
+    assert json_text({"t": (1, "\\u0000"), "é": 1.5}) == '{"t":[1,"\\\\u0000"],"é":1.5}'

@@ -498,6 +498,41 @@ def json_problem(value: Any, depth: int = MAX_JSON_DEPTH) -> tuple[str, str] | N
     return None
 
 
+class NotJsonError(ValueError):
+    """A value ``json_text`` refuses: ``path`` (``.state.items[2]``, empty for the value
+    itself) and ``why`` are ``json_problem``'s."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path.lstrip('.') or 'the value'} {why}")
+        self.path = path
+        self.why = why
+
+
+def json_text(value: Any, depth: int = MAX_JSON_DEPTH) -> str:
+    """``value`` as compact JSON text when ``json_problem`` finds nothing in it, else
+    ``NotJsonError`` naming the first problem.
+
+    The same judgement as walking the value first, at a third of the cost on a snapshot of a
+    few kilobytes: orjson refuses what the walk would (other types, non-text keys, integers
+    beyond 64 bits, lone surrogates), and three checks in C catch what it writes silently.
+    A NaN, an enum or a UUID does not read back equal to itself; a NUL shows as ``\\u0000``;
+    and with two spaces of indent per level, a line indented ``2 * depth`` spaces holds a
+    member of a container nested ``depth`` deep, where nothing deeper may start. Any doubt
+    (a tuple reads back as a list, a text may spell ``\\u0000`` literally) is settled by the
+    walk."""
+    try:
+        text = orjson.dumps(value, default=_refuse_unknown_type, option=_ORJSON_OPTIONS)
+    except TypeError as error:  # orjson.JSONEncodeError: the walk names where and why
+        refused = json_problem(value, depth) or ("", f"is not JSON ({error})")
+        raise NotJsonError(*refused) from None
+    indented = orjson.dumps(value, option=orjson.OPT_INDENT_2 | _ORJSON_OPTIONS)
+    if b"\\u0000" in text or b"\n" + b" " * (2 * depth) in indented or orjson.loads(text) != value:
+        problem = json_problem(value, depth)
+        if problem is not None:
+            raise NotJsonError(*problem)
+    return text.decode()
+
+
 def _not_json_error(session_id: str, blob: Any) -> InvalidSessionError | None:
     """Walk ``blob`` and describe its first non-JSON value with its path, if it has one."""
     problem = json_problem(blob)

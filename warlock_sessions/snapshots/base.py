@@ -22,7 +22,7 @@ from typing import Any
 from ..backends.keyed import KeyedStore, check_key
 from ..conf import Expected, expect
 from ..encryption import SEALED, is_sealed, open_json, open_text, seal_text, sealing, snapshot_place
-from ..engine.session import json_problem
+from ..engine.session import NotJsonError, json_text
 from ..errors import ConditionalSaveUnsupportedError, SnapshotConflictError, SnapshotCorruptError
 
 # The snapshot stores' errors live in errors.py; importable from here as before.
@@ -38,11 +38,10 @@ def encode_snapshot(snapshot: object) -> tuple[str, str]:
         raise InvalidSnapshotError(f"a snapshot is a JSON object, not {type(snapshot).__name__}")
     key = check_key(snapshot.get("runId"))
     kept: dict[str, Any] = redact_value(snapshot)
-    problem = json_problem(kept)
-    if problem is not None:
-        path, why = problem
-        raise InvalidSnapshotError(f"snapshot {key!r}: {path.lstrip('.') or 'the value'} {why}")
-    text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json_text(kept)
+    except NotJsonError as problem:
+        raise InvalidSnapshotError(f"snapshot {key!r}: {problem}") from None
     if not sealing():
         return key, text
     # What stores, retention and erasure select rows by stays in the clear; every other key
