@@ -41,6 +41,7 @@ class FakeAgent:
     raises: BaseException | None = None
     crash_after_tool: bool = False
     durable: SnapshotStore | None = None
+    history_window: int | None = None
     barrier: threading.Barrier | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
     tools_ran: list[str] = field(default_factory=list)

@@ -182,3 +182,25 @@ def test_the_cache_holds_what_the_database_gives_back(backend: str) -> None:
     assert loaded is not None and loaded["messages"] == [
         {"role": "user", "content": "mine", "ids": [1, 2]}
     ]
+
+
+def test_a_windowed_send_reads_only_its_window_and_never_caches_part_of_a_history(
+    backend: str,
+) -> None:
+    store = conversation_rows(backend)
+    chat = session("windowed", store, FakeAgent())
+    for index in range(30):
+        chat.send(f"q{index}")
+    seen_histories.clear()  # another process, or this one restarted
+    agent = FakeAgent(history_window=4)
+    windowed = session("windowed", store, agent)
+    reads = message_reads(store, lambda: windowed.send("q30"))
+    assert len(reads) == 1 and "LIMIT 4" in reads[0]
+    said = [m["content"] for m in agent.calls[-1]["history"]]
+    assert said == ["q28", "Hello there", "q29", "Hello there"]
+    assert seen_histories.get((store.using, "windowed")) is None
+    history = chat.history()  # a whole load reads every row, not the window it just wrote
+    assert len(history) == 62 and history[-2]["content"] == "q30"
+    windowed.send("q31")  # seen whole now: the window comes from what this process saw
+    said = [m["content"] for m in agent.calls[-1]["history"]]
+    assert said == ["q29", "Hello there", "q30", "Hello there"]

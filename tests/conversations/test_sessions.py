@@ -443,3 +443,69 @@ def test_a_second_resume_elsewhere_is_refused_before_the_agent_runs(backend: str
     assert outcome["first"] is not None and outcome["first"].error is None
     stored = first.load()
     assert stored is not None and stored["turns"] == 1 and "pending" not in stored
+
+
+# -- a history window --------------------------------------------------------------------------
+
+
+def _said(messages: list[dict[str, Any]]) -> list[Any]:
+    return [message.get("content") for message in messages]
+
+
+def test_a_windowed_agent_is_given_the_newest_turns_and_every_message_stays(
+    make_store: SnapshotFactory,
+) -> None:
+    """On every conversation store: the window starts at a user message (a tool result is
+    never given without its call), and a turn is stored after every earlier message."""
+    agent = FakeAgent(use_tool=True, history_window=5)
+    chat = session("windowed", make_store(), agent)
+    for text in ("q1", "q2", "q3"):
+        chat.send(text)
+    # Each turn is four messages (user, tool call, tool result, reply): the last five of
+    # eight start at a tool call, so the agent is given the newest whole turn.
+    assert _said(agent.calls[-1]["history"]) == ["q2", "", "42", "Hello there"]
+    assert _said(chat.history()) == [
+        said for turn in ("q1", "q2", "q3") for said in (turn, "", "42", "Hello there")
+    ]
+    chat.send("q4")
+    assert _said(agent.calls[-1]["history"]) == ["q3", "", "42", "Hello there"]
+    assert [m["content"] for m in chat.history() if m["role"] == "user"] == ["q1", "q2", "q3", "q4"]
+    narrow = FakeAgent(history_window=2)
+    session("windowed", chat.store, narrow).send("q5")
+    assert narrow.calls[-1]["history"] == []  # no user message among the newest two
+    assert len(chat.history()) == 18
+
+
+def test_a_windowed_agent_that_rewrites_its_history_replaces_only_what_it_was_given(
+    make_store: SnapshotFactory,
+) -> None:
+    class Summarising(FakeAgent):
+        def execute(self, input: Any, *, history: list[dict[str, Any]], **options: Any) -> Any:
+            summary = [{"role": "user", "content": f"summary of {len(history)}"}] if history else []
+            return super().execute(input, history=summary, **options)
+
+    chat = session("rewritten-window", make_store(), FakeAgent())
+    for text in ("q1", "q2", "q3"):
+        chat.send(text)
+    session("rewritten-window", chat.store, Summarising(history_window=4)).send("q4")
+    assert _said(chat.history()) == ["q1", "Hello there", "summary of 4", "q4", "Hello there"]
+
+
+def test_a_windowed_agent_resumes_a_crashed_turn_after_every_earlier_message(
+    make_store: SnapshotFactory,
+) -> None:
+    durable = MemorySnapshotStore()
+    chat = session("resumed-window", make_store(), FakeAgent(history_window=2))
+    for text in ("q1", "q2"):
+        chat.send(text)
+    record = chat.records.load(chat.id, window=2)
+    assert record is not None
+    given = record["messages"][-2:]
+    chat.records.set_pending(record, {"runId": "agent-9", "input": "q3", "startedAt": "x"})
+    FakeAgent(durable=durable)._checkpoint(
+        "agent-9", [*given, {"role": "user", "content": "q3"}], "running"
+    )
+    resumed = session("resumed-window", chat.store, FakeAgent(durable=durable, history_window=2))
+    result = resumed.resume()
+    assert result is not None and result.error is None
+    assert _said(chat.history()) == ["q1", "Hello there", "q2", "Hello there", "q3", "Hello there"]

@@ -82,6 +82,31 @@ def test_items_round_trip_exactly_in_order(alias: str) -> None:
     assert ConversationMessage.objects.using(alias).filter(conversation_id="sdk-1").count() == 6
 
 
+def test_a_limited_read_reads_only_its_rows_and_the_runner_appends_after_every_item(
+    alias: str,
+) -> None:
+    """The runner reads ``get_items(limit)`` and appends its turn: on a long session the read
+    is the newest rows alone, and the append goes after every stored item."""
+    from django.test.utils import CaptureQueriesContext
+
+    from warlock_sessions.conversations.seen import seen_histories
+
+    session = WarlockSession("sdk-long", using=alias, session_settings={"limit": 2})
+    for index in range(20):
+        run(session.add_items([{"role": "user", "content": f"q{index}"}]))
+    seen_histories.clear()  # another process, or this one restarted
+    with CaptureQueriesContext(connections[alias]) as queries:
+        assert run(session.get_items()) == [
+            {"role": "user", "content": "q18"},
+            {"role": "user", "content": "q19"},
+        ]
+    reads = [q["sql"] for q in queries.captured_queries if "conversation_messages" in q["sql"]]
+    assert len(reads) == 1 and "LIMIT 2" in reads[0]
+    run(session.add_items([{"role": "user", "content": "q20"}]))
+    said = [item["content"] for item in run(session.get_items(limit=-1))]
+    assert said == [f"q{index}" for index in range(21)]
+
+
 def test_limits_pop_clear_and_isolation(alias: str) -> None:
     session = WarlockSession("sdk-2", using=alias, session_settings={"limit": 2})
     other = WarlockSession("sdk-3", using=alias)

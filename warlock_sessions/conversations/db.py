@@ -48,7 +48,8 @@ class DjangoConversationStore:
     not grow with the history. ``truncate`` deletes the tail; a history the agent rewrote
     (compaction) is stored anew. ``load`` reads the header, and only the message rows this
     process has not seen (``seen.py``); the messages it returns are shared with that cache:
-    read them, copy one to change it."""
+    read them, copy one to change it. With a ``window`` (an agent's ``history_window``) a
+    load reads the newest rows only, and a turn adds after the rows it did not read."""
 
     def __init__(self, using: str | None = None, owner: Mapping[str, Any] | None = None) -> None:
         """``owner``: the ``user`` or ``anonymous_key`` the conversations this store creates
@@ -79,17 +80,21 @@ class DjangoConversationStore:
         create_counted(Conversation, self.using, limit, **fields)
         return self.header(id)  # the policy decides on one made meanwhile
 
-    def load(self, id: str) -> dict[str, Any] | None:
+    def load(self, id: str, window: int | None = None) -> dict[str, Any] | None:
         header = self.header(id)
         if header is None:
             seen_histories.forget((self.using, id))
             return None
         created = _iso(header.created_at)
+        stamp = (header.version, created)
+        offset, messages = (
+            (0, self._history(id, stamp)) if window is None else self._tail(id, stamp, window)
+        )
         record: dict[str, Any] = {
             "runId": f"{RECORD_PREFIX}{id}",
             "type": RECORD_TYPE,
             "id": id,
-            "messages": self._history(id, (header.version, created)),
+            "messages": messages,
             "turns": header.turns,
             "createdAt": created,
             "updatedAt": _iso(header.updated_at),
@@ -99,7 +104,32 @@ class DjangoConversationStore:
             record["forkedFrom"] = header.forked_from
         if header.pending is not None:
             record["pending"] = header.opened_pending
+        if offset:
+            record["offset"] = offset
         return record
+
+    def _tail(
+        self, id: str, stamp: tuple[int, str], window: int
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """The newest ``window`` messages at ``stamp`` and how many come before them: from
+        what this process saw if nothing moved since, else one read of the newest rows,
+        whatever the length of the history. Only a whole history is kept as seen."""
+        key = (self.using, id)
+        seen = seen_histories.get(key)
+        if seen is not None and seen.stamp == stamp:
+            offset = max(0, len(seen.messages) - window)
+            return offset, list(seen.messages[offset:])
+        rows = list(
+            self._messages(id)
+            .order_by("-position")
+            .values_list("id", "position", "message")[:window]
+        )
+        rows.reverse()
+        messages = [_opened(id, position, message) for _, position, message in rows]
+        offset = rows[0][1] if rows else 0
+        if offset == 0:
+            self._remember(key, stamp, messages, rows[-1][0] if rows else None)
+        return offset, messages
 
     def _history(self, id: str, stamp: tuple[int, str]) -> list[dict[str, Any]]:
         """The messages at ``stamp``: as this process last saw them if nothing moved since,
@@ -145,9 +175,13 @@ class DjangoConversationStore:
 
     def _saw(self, record: dict[str, Any], last_row: int | None) -> None:
         """What this process wrote is what it saw (``record["messages"]`` must be the
-        store's own objects, as stored)."""
+        store's own objects, as stored), when it holds the whole history."""
+        key = (self.using, record["id"])
+        if record.get("offset"):
+            seen_histories.forget(key)
+            return
         stamp = (record["version"], record["createdAt"])
-        self._remember((self.using, record["id"]), stamp, record["messages"], last_row)
+        self._remember(key, stamp, record["messages"], last_row)
 
     def _last_row_kept(self, record: dict[str, Any]) -> int | None:
         """The last row id seen for the record before its header moved (its rows did not)."""
@@ -232,13 +266,14 @@ class DjangoConversationStore:
         added: list[dict[str, Any]] | None,
     ) -> None:
         messages, added = redact_value(messages), redact_value(added)
+        offset = record.get("offset", 0)  # rows a windowed load left out: kept as they are
         with transaction.atomic(using=self.using):
             self._update(record, pending=None, turns=F("turns") + 1)
-            if added is None:  # the agent rewrote the history (compaction)
-                self._messages(record["id"]).delete()
-                last_row = self._add(record["id"], messages, 0)
+            if added is None:  # the agent rewrote the history it read (compaction)
+                self._messages(record["id"]).filter(position__gte=offset).delete()
+                last_row = self._add(record["id"], messages, offset)
             else:
-                last_row = self._add(record["id"], added, len(record["messages"]))
+                last_row = self._add(record["id"], added, offset + len(record["messages"]))
                 if not added:
                     last_row = self._last_row_kept(record)
         # The store's own copies, as they read back, never the agent's objects: what it

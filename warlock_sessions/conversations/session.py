@@ -64,6 +64,18 @@ def session(
     return ConversationSession(id, store, agent, lock)
 
 
+def window_start(messages: list[dict[str, Any]], window: int | None) -> int:
+    """Where the history an agent is given starts: at the first user message among the last
+    ``window`` messages (a turn's start, so no tool result comes without its call), or at
+    the start with no window. ``len(messages)`` when no user message is among them."""
+    if window is None:
+        return 0
+    start = max(0, len(messages) - window)
+    while start < len(messages) and messages[start].get("role") != "user":
+        start += 1
+    return start
+
+
 def split_tool_pair(messages: list[dict[str, Any]], n: int) -> bool:
     """Whether keeping ``messages[:n]`` would keep a tool call without its result."""
     kept = messages[:n]
@@ -103,7 +115,8 @@ class ConversationSession:
         return copy.deepcopy(self.records.load(self.id))
 
     def history(self) -> list[dict[str, Any]]:
-        """A copy of the messages the agent sees next turn (``[]`` before the first)."""
+        """A copy of the conversation's messages (``[]`` before the first); an agent with a
+        ``history_window`` is given only the newest of them."""
         record = self.load()
         return list(record["messages"]) if record else []
 
@@ -144,8 +157,19 @@ class ConversationSession:
             raise TypeError("a conversation session owns its history: send() takes no history=")
         return {"session_id": self.id, **options}
 
+    def _window(self) -> int | None:
+        """The agent's ``history_window``: how many of the newest messages it is given."""
+        window: int | None = getattr(self.agent, "history_window", None)
+        return window
+
+    def _given(self, record: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        """The history the agent is given (its messages are shared: the agent copies), and
+        where in the record's messages it starts."""
+        start = window_start(record["messages"], self._window())
+        return record["messages"][start:], start
+
     def _begin(self, input: Any) -> tuple[dict[str, Any], str]:
-        record = self.records.load(self.id) or new_record(self.id)
+        record = self.records.load(self.id, window=self._window()) or new_record(self.id)
         if not record["messages"] and not record["turns"]:
             # A new conversation, perhaps under the id of one deleted in bulk: nothing a
             # semantic cache kept for that one may answer this one.
@@ -158,21 +182,21 @@ class ConversationSession:
 
     def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
         record, run_id = self._begin(input)
-        history = list(record["messages"])  # its messages are shared: the agent copies
+        history, start = self._given(record)
         self.records.idle()  # the model may take seconds
         try:
-            result = self.agent.execute(input, history=history, run_id=run_id, **options)
+            result = self.agent.execute(input, history=list(history), run_id=run_id, **options)
         except BaseException:
             self._drop_pending(record)
             raise
-        return self._settle(record, result, history)
+        return self._settle(record, result, history, start)
 
     def _stream(self, input: Any, options: dict[str, Any], out: EventStream) -> AgentResult:
         record, run_id = self._begin(input)
-        history = list(record["messages"])  # its messages are shared: the agent copies
+        history, start = self._given(record)
         self.records.idle()
         try:
-            events = self.agent.stream(input, history=history, run_id=run_id, **options)
+            events = self.agent.stream(input, history=list(history), run_id=run_id, **options)
             if isinstance(events, EventStream):  # straight from the agent's thread
                 events.forward(lambda event: None if event is None else out.put(event))
             else:
@@ -182,10 +206,10 @@ class ConversationSession:
         except BaseException:
             self._drop_pending(record)
             raise
-        return self._settle(record, result, history)
+        return self._settle(record, result, history, start)
 
     def _resume(self, options: dict[str, Any]) -> AgentResult | None:
-        record = self.records.load(self.id)
+        record = self.records.load(self.id, window=self._window())
         if record is None or "pending" not in record:
             return None
         pending = record["pending"]
@@ -207,7 +231,7 @@ class ConversationSession:
         except BaseException:
             self._unclaim(record, pending)
             raise
-        return self._settle(record, result, record["messages"])
+        return self._settle(record, result, *self._given(record))
 
     def _unclaim(self, record: dict[str, Any], pending: dict[str, Any]) -> None:
         """A resume that raised keeps the pending mark, without its claim: a resume may be
@@ -218,14 +242,21 @@ class ConversationSession:
             logger.warning("could not release the resume claim of %s", self.key, exc_info=True)
 
     def _settle(
-        self, record: dict[str, Any], result: AgentResult, history: list[dict[str, Any]]
+        self,
+        record: dict[str, Any],
+        result: AgentResult,
+        history: list[dict[str, Any]],
+        start: int,
     ) -> AgentResult:
+        """Store the turn: what the agent returned follows what it was not given, so a
+        windowed agent's turn (and its compaction) keeps every earlier message."""
         if result.error is not None:
             self._drop_pending(record)
             return result
         added = appended(history, result.messages)
+        messages = [*record["messages"][:start], *result.messages]
         check_lease()  # a lock lost while the agent ran: the next holder's turn stands
-        self.records.append_turn(record, result.messages, added)  # a failure keeps the mark
+        self.records.append_turn(record, messages, added)  # a failure keeps the mark
         return result
 
     def _drop_pending(self, record: dict[str, Any]) -> None:

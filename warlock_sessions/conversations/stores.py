@@ -29,8 +29,11 @@ RECORD_PREFIX = "session:"
 
 
 class ConversationStore(Protocol):
-    def load(self, id: str) -> dict[str, Any] | None:
-        """The whole record (header and messages), a copy, or ``None``."""
+    def load(self, id: str, window: int | None = None) -> dict[str, Any] | None:
+        """The whole record (header and messages), a copy, or ``None``. With ``window``, a
+        store may read only the newest ``window`` messages: ``offset`` is then how many it
+        left out (``append_turn`` writes after them, and a rewritten history replaces only
+        what was read)."""
         ...
 
     def create(self, record: dict[str, Any]) -> None:
@@ -101,7 +104,8 @@ class RecordConversationStore:
     def __init__(self, store: SnapshotStore) -> None:
         self.store = store
 
-    def load(self, id: str) -> dict[str, Any] | None:
+    def load(self, id: str, window: int | None = None) -> dict[str, Any] | None:
+        """The whole record, however small the ``window``: it is one read either way."""
         key = f"{RECORD_PREFIX}{id}"
         record: dict[str, Any] | None
         if self.store.versioned:

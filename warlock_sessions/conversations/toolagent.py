@@ -87,7 +87,9 @@ def is_summary(message: Message) -> bool:
 class ToolAgent:
     """``model``: a chat model; ``system_prompt``: added on every run, never stored;
     ``tools``: ``Tool`` objects or annotated functions; ``compaction``: a ``Compaction`` (or
-    its fields as a dict); ``durable``: a snapshot store, or ``True`` for
+    its fields as a dict); ``history_window``: how many of the conversation's newest messages
+    a session gives it (from the first user message among them; every message stays
+    stored, and a store reads only those); ``durable``: a snapshot store, or ``True`` for
     ``WARLOCK_SESSIONS["SNAPSHOT_STORE"]``; ``max_trips``: model calls a run may make;
     ``version``: yours, part of the signature that resume checks."""
 
@@ -99,6 +101,7 @@ class ToolAgent:
         *,
         name: str = "assistant",
         compaction: Compaction | Mapping[str, Any] | None = None,
+        history_window: int | None = None,
         durable: SnapshotStore | bool | None = None,
         max_trips: int = 8,
         version: str | None = None,
@@ -109,6 +112,8 @@ class ToolAgent:
             raise ValueError("an agent needs a name")
         if type(max_trips) is not int or max_trips < 1:
             raise ValueError("max_trips is a whole number above 0")
+        if history_window is not None and (type(history_window) is not int or history_window < 1):
+            raise ValueError("history_window is a whole number of messages above 0, or None")
         self.model = model
         self.system_prompt = system_prompt
         self.name = name
@@ -121,6 +126,8 @@ class ToolAgent:
         self.compaction = (
             Compaction(**compaction) if isinstance(compaction, Mapping) else compaction
         )
+        #: What a conversation session gives the agent of its history (``session.py``).
+        self.history_window = history_window
         self.durable = self._durable_store(durable)
         self.max_trips = max_trips
         self.max_attachment_bytes = max_attachment_bytes

@@ -119,10 +119,14 @@ class WarlockSession(SessionABC):
     # -- in a worker thread -------------------------------------------------------------------
 
     def _items(self, limit: int | None) -> list[Any]:
-        record = self._read = self._store.load(self.session_id)
-        items = record["messages"] if record else []
         count = resolve_session_limit(limit, self.session_settings)
-        if count is not None and count >= 0:  # a negative limit is none, as the SDK's own
+        if count is not None and count < 0:  # a negative limit is none, as the SDK's own
+            count = None
+        # With a limit the row store reads only the newest rows; an append after them
+        # writes at their place all the same (the record's ``offset``).
+        record = self._read = self._store.load(self.session_id, window=count or None)
+        items = record["messages"] if record else []
+        if count is not None:
             items = items[-count:] if count else []
         # The store keeps its copy for its next read: the caller gets its own, made the way
         # JSON is (as stored; deepcopy took five times as long).
