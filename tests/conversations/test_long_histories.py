@@ -204,3 +204,15 @@ def test_a_windowed_send_reads_only_its_window_and_never_caches_part_of_a_histor
     windowed.send("q31")  # seen whole now: the window comes from what this process saw
     said = [m["content"] for m in agent.calls[-1]["history"]]
     assert said == ["q29", "Hello there", "q30", "Hello there"]
+
+
+@pytest.mark.parametrize("window", [0, -1, True])
+def test_a_window_of_no_messages_is_refused_not_read_as_the_whole_history(
+    backend: str, window: Any
+) -> None:
+    store = conversation_rows(backend)
+    session("no-window", store, FakeAgent()).send("q1")
+    seen_histories.clear()
+    with pytest.raises(ValueError, match="a window is a whole number of messages above 0"):
+        store.load("no-window", window=window)
+    assert seen_histories.get((store.using, "no-window")) is None

@@ -491,21 +491,50 @@ def test_a_windowed_agent_that_rewrites_its_history_replaces_only_what_it_was_gi
     assert _said(chat.history()) == ["q1", "Hello there", "summary of 4", "q4", "Hello there"]
 
 
-def test_a_windowed_agent_resumes_a_crashed_turn_after_every_earlier_message(
-    make_store: SnapshotFactory,
+@pytest.mark.parametrize(("crashed", "resuming"), [(None, 2), (2, None), (2, 4), (4, 2), (2, 2)])
+def test_a_crashed_windowed_turn_resumes_after_every_earlier_message(
+    make_store: SnapshotFactory, crashed: int | None, resuming: int | None
 ) -> None:
+    """The resumed run goes on from the history its send gave it, whatever window the
+    resuming agent has: nothing stored before it is lost or stored twice."""
     durable = MemorySnapshotStore()
-    chat = session("resumed-window", make_store(), FakeAgent(history_window=2))
-    for text in ("q1", "q2"):
+    chat = session("resumed-window", make_store(), FakeAgent())
+    for text in ("q1", "q2", "q3"):
         chat.send(text)
-    record = chat.records.load(chat.id, window=2)
-    assert record is not None
-    given = record["messages"][-2:]
-    chat.records.set_pending(record, {"runId": "agent-9", "input": "q3", "startedAt": "x"})
+    # What a process that died mid-run leaves: its pending mark and the run's snapshot.
+    sender = session("resumed-window", chat.store, FakeAgent(history_window=crashed))
+    _, run_id, history, _ = sender._begin("q4")
     FakeAgent(durable=durable)._checkpoint(
-        "agent-9", [*given, {"role": "user", "content": "q3"}], "running"
+        run_id, [*history, {"role": "user", "content": "q4"}], "running"
     )
-    resumed = session("resumed-window", chat.store, FakeAgent(durable=durable, history_window=2))
-    result = resumed.resume()
+    agent = FakeAgent(durable=durable, history_window=resuming)
+    result = session("resumed-window", chat.store, agent).resume()
     assert result is not None and result.error is None
-    assert _said(chat.history()) == ["q1", "Hello there", "q2", "Hello there", "q3", "Hello there"]
+    assert _said(chat.history()) == [
+        said for turn in ("q1", "q2", "q3", "q4") for said in (turn, "Hello there")
+    ]
+
+
+@pytest.mark.parametrize("window", [0, -1, 2.5, "3"])
+def test_a_history_window_that_is_not_a_number_of_messages_is_refused(
+    make_store: SnapshotFactory, window: Any
+) -> None:
+    chat = session("odd-window", make_store(), FakeAgent())
+    chat.send("q1")
+    with pytest.raises(ValueError, match="history_window of agent 'assistant'"):
+        session("odd-window", chat.store, FakeAgent(history_window=window)).send("q2")
+    assert _said(chat.history()) == ["q1", "Hello there"] and "pending" not in chat.load()  # type: ignore[operator]
+
+
+def test_a_store_of_the_first_protocol_still_serves_an_agent_without_a_window() -> None:
+    """``load(id)`` without ``window``: a store written before windows keeps working."""
+    from warlock_sessions.conversations.stores import RecordConversationStore
+
+    class FirstProtocol(RecordConversationStore):
+        def load(self, id: str) -> dict[str, Any] | None:  # type: ignore[override]
+            return super().load(id)
+
+    chat = session("first", FirstProtocol(MemorySnapshotStore()), FakeAgent())
+    chat.send("q1")
+    chat.send("q2")
+    assert _said(chat.history()) == ["q1", "Hello there", "q2", "Hello there"]

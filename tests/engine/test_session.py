@@ -22,6 +22,14 @@ class _Colour(enum.Enum):
     RED = "red"
 
 
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Size(enum.StrEnum):
+    LARGE = "large"
+
+
 def test_a_fresh_session_has_exactly_the_upstream_keys() -> None:
     assert new_session("s1") == {
         "id": "s1",
@@ -232,7 +240,16 @@ _SCALARS = st.one_of(
     st.floats(),  # NaN and both infinities among them
     st.text(),  # NUL and lone surrogates among them
     st.uuids(),
-    st.sampled_from([_Colour.RED, Decimal("1.5"), b"raw", datetime(2026, 12, 7, tzinfo=UTC)]),
+    st.sampled_from(
+        [
+            _Colour.RED,
+            _Level.HIGH,
+            _Size.LARGE,
+            Decimal("1.5"),
+            b"raw",
+            datetime(2026, 12, 7, tzinfo=UTC),
+        ]
+    ),
 )
 
 
@@ -296,6 +313,14 @@ def test_json_text_takes_values_exactly_as_deep_as_the_limit(levels: int) -> Non
             (".c", "is a _Colour (<_Colour.RED: 'red'>), which is not a JSON value"),
         ),
         ({1: "a"}, ("", "has the non-text key 1")),
+        (
+            {"l": [_Level.HIGH]},
+            (".l[0]", "is a _Level (<_Level.HIGH: 3>), which is not a JSON value"),
+        ),
+        (
+            {"s": _Size.LARGE},
+            (".s", "is a _Size (<_Size.LARGE: 'large'>), which is not a JSON value"),
+        ),
         (
             {"n": 2**64},
             (".n", "is 18446744073709551616, an integer beyond 64 bits, which JSON readers round"),

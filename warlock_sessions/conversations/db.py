@@ -81,6 +81,8 @@ class DjangoConversationStore:
         return self.header(id)  # the policy decides on one made meanwhile
 
     def load(self, id: str, window: int | None = None) -> dict[str, Any] | None:
+        if window is not None and (type(window) is not int or window < 1):
+            raise ValueError(f"a window is a whole number of messages above 0, not {window!r}")
         header = self.header(id)
         if header is None:
             seen_histories.forget((self.using, id))

@@ -159,30 +159,40 @@ class ConversationSession:
 
     def _window(self) -> int | None:
         """The agent's ``history_window``: how many of the newest messages it is given."""
-        window: int | None = getattr(self.agent, "history_window", None)
+        window = getattr(self.agent, "history_window", None)
+        if window is not None and (type(window) is not int or window < 1):
+            raise ValueError(
+                f"the history_window of agent {getattr(self.agent, 'name', '?')!r} is "
+                f"{window!r}: a whole number of messages above 0, or None"
+            )
         return window
 
-    def _given(self, record: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-        """The history the agent is given (its messages are shared: the agent copies), and
-        where in the record's messages it starts."""
-        start = window_start(record["messages"], self._window())
-        return record["messages"][start:], start
-
-    def _begin(self, input: Any) -> tuple[dict[str, Any], str]:
-        record = self.records.load(self.id, window=self._window()) or new_record(self.id)
+    def _begin(self, input: Any) -> tuple[dict[str, Any], str, list[dict[str, Any]], int]:
+        """The record, under a pending mark for a new run; the run's id; the history the
+        agent is given (its messages are shared: the agent copies) and where in the record's
+        messages it starts."""
+        window = self._window()
+        found = (
+            self.records.load(self.id)
+            if window is None
+            else self.records.load(self.id, window=window)
+        )
+        record = found or new_record(self.id)
         if not record["messages"] and not record["turns"]:
             # A new conversation, perhaps under the id of one deleted in bulk: nothing a
             # semantic cache kept for that one may answer this one.
             self._forget_cached()
+        start = window_start(record["messages"], window)
         run_id = new_run_id("agent")
         pending = {"runId": run_id, "input": input, "startedAt": now_iso()}
+        if record.get("offset", 0) + start:  # a resume gives back what this run was given
+            pending["historyFrom"] = record.get("offset", 0) + start
         check_lease()
         self.records.set_pending(record, pending)  # if this fails, the agent does not run
-        return record, run_id
+        return record, run_id, record["messages"][start:], start
 
     def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
-        record, run_id = self._begin(input)
-        history, start = self._given(record)
+        record, run_id, history, start = self._begin(input)
         self.records.idle()  # the model may take seconds
         try:
             result = self.agent.execute(input, history=list(history), run_id=run_id, **options)
@@ -192,8 +202,7 @@ class ConversationSession:
         return self._settle(record, result, history, start)
 
     def _stream(self, input: Any, options: dict[str, Any], out: EventStream) -> AgentResult:
-        record, run_id = self._begin(input)
-        history, start = self._given(record)
+        record, run_id, history, start = self._begin(input)
         self.records.idle()
         try:
             events = self.agent.stream(input, history=list(history), run_id=run_id, **options)
@@ -209,7 +218,7 @@ class ConversationSession:
         return self._settle(record, result, history, start)
 
     def _resume(self, options: dict[str, Any]) -> AgentResult | None:
-        record = self.records.load(self.id, window=self._window())
+        record = self.records.load(self.id)
         if record is None or "pending" not in record:
             return None
         pending = record["pending"]
@@ -231,7 +240,10 @@ class ConversationSession:
         except BaseException:
             self._unclaim(record, pending)
             raise
-        return self._settle(record, result, *self._given(record))
+        # The run continues from the history its send gave it, whatever the window is now.
+        given = pending.get("historyFrom", 0)
+        start = min(given, len(record["messages"])) if type(given) is int and given > 0 else 0
+        return self._settle(record, result, record["messages"][start:], start)
 
     def _unclaim(self, record: dict[str, Any], pending: dict[str, Any]) -> None:
         """A resume that raised keeps the pending mark, without its claim: a resume may be

@@ -8,6 +8,7 @@ The host loads it, hands it to ``turn()``, and saves what comes back with the ve
 from __future__ import annotations
 
 import json
+import marshal
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -510,27 +511,39 @@ class NotJsonError(ValueError):
 
 def json_text(value: Any, depth: int = MAX_JSON_DEPTH) -> str:
     """``value`` as compact JSON text when ``json_problem`` finds nothing in it, else
-    ``NotJsonError`` naming the first problem.
+    ``NotJsonError`` naming the first problem (``depth`` up to orjson's own limit, 254).
 
     The same judgement as walking the value first, at a third of the cost on a snapshot of a
     few kilobytes: orjson refuses what the walk would (other types, non-text keys, integers
-    beyond 64 bits, lone surrogates), and three checks in C catch what it writes silently.
-    A NaN, an enum or a UUID does not read back equal to itself; a NUL shows as ``\\u0000``;
-    and with two spaces of indent per level, a line indented ``2 * depth`` spaces holds a
-    member of a container nested ``depth`` deep, where nothing deeper may start. Any doubt
-    (a tuple reads back as a list, a text may spell ``\\u0000`` literally) is settled by the
-    walk."""
+    beyond 64 bits, lone surrogates), and checks in C catch what it writes silently. An
+    enum, a UUID or a subclass of a JSON type is not ``marshal``'s (which takes the exact
+    built-in types only); a NaN does not read back equal to itself; a NUL shows as
+    ``\\u0000``; and with two spaces of indent per level, a line indented ``2 * depth``
+    spaces holds a member of a container nested ``depth`` deep, where nothing deeper may
+    start. Any doubt (a tuple reads back as a list, a text may spell ``\\u0000`` literally)
+    is settled by the walk."""
     try:
         text = orjson.dumps(value, default=_refuse_unknown_type, option=_ORJSON_OPTIONS)
     except TypeError as error:  # orjson.JSONEncodeError: the walk names where and why
         refused = json_problem(value, depth) or ("", f"is not JSON ({error})")
         raise NotJsonError(*refused) from None
-    indented = orjson.dumps(value, option=orjson.OPT_INDENT_2 | _ORJSON_OPTIONS)
-    if b"\\u0000" in text or b"\n" + b" " * (2 * depth) in indented or orjson.loads(text) != value:
+    if depth < 1 or _doubtful(value, text, depth):
         problem = json_problem(value, depth)
         if problem is not None:
             raise NotJsonError(*problem)
     return text.decode()
+
+
+def _doubtful(value: Any, text: bytes, depth: int) -> bool:
+    """Whether orjson's ``text`` of ``value`` may hide what the walk refuses."""
+    try:
+        marshal.dumps(value, 2)
+    except ValueError:  # an enum, a UUID, a subclass: orjson writes them as their values
+        return True
+    indented = orjson.dumps(value, option=orjson.OPT_INDENT_2 | _ORJSON_OPTIONS)
+    return (
+        b"\\u0000" in text or b"\n" + b" " * (2 * depth) in indented or orjson.loads(text) != value
+    )
 
 
 def _not_json_error(session_id: str, blob: Any) -> InvalidSessionError | None:

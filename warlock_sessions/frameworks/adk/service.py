@@ -306,7 +306,8 @@ class WarlockSessionService(BaseSessionService):
         """What a session is kept as: its version, merged state, last update and latest
         events (``recent`` of them; all when ``None``)."""
         row = self._session_row(app_name, user_id, session_id)
-        record = self._store.load(session_id, window=recent or None) if row is not None else None
+        window = recent if recent and recent > 0 else None
+        record = self._store.load(session_id, window=window) if row is not None else None
         if row is None or record is None:
             return None
         events = record["messages"]
