@@ -40,6 +40,48 @@ SERVED = [
     ("How do I add a new team member?", "how to add new team members"),
     ("Como cancelo a minha assinatura?", "Como faço para cancelar minha assinatura?"),
     ("How much does it cost to stream in 4K?", "how much does it cost to stream in 4K"),
+    # a phrase moved before the subject, with no comma ("after 10 days | my package")
+    (
+        "My package still hasn't arrived after 10 days",
+        "After 10 days my package still hasn't arrived",
+    ),
+    (
+        "O estacionamento é gratuito para os hóspedes?",
+        "Para os hóspedes o estacionamento é gratuito?",
+    ),
+    ("A farmácia da praça abre aos domingos?", "aos domingos a farmácia da praça abre?"),
+    # a clause moved: "when", "quando"
+    (
+        "When the boiler stops working, who should I call?",
+        "Who should I call when the boiler stops working?",
+    ),
+    ("Quando chego à marina, onde registo o barco?", "Onde registo o barco quando chego à marina?"),
+    ("By post, when will my new card arrive?", "When will my new card arrive by post?"),
+    ("At what time does the kindergarten close?", "What time does the kindergarten close?"),
+    # two phrases with roles of their own, each moved
+    ("flights to paris on monday from porto", "flights from porto on monday to paris"),
+    # shouted, and capitals in a question typed in lower case
+    ("IF I MISS MY LESSON, DO I STILL HAVE TO PAY?", "Do I still have to pay if I miss my lesson?"),
+    ("NO PERÍODO DA TARDE tem aula de inglês?", "Tem aula de inglês no período da tarde?"),
+    ("Is there a Subway near the hotel?", "is there a subway near the hotel"),
+    # a word written as one, hyphenated or in two ("check-out", "home banking")
+    ("Where do I leave my luggage after checkout?", "Where do I leave my luggage after check-out?"),
+    ("Não consigo entrar no homebanking", "não consigo entrar no home banking"),
+    # spellings and inflections: British and American, European and Brazilian, plurals
+    ("Can I pay in instalments?", "Can I pay in installments?"),
+    ("Is the colour of the uniform navy?", "Is the color of the uniform navy?"),
+    ("Onde fica a óptica mais próxima?", "Onde fica a ótica mais próxima?"),
+    ("A que horas abre a piscina?", "A que horas abrem as piscinas?"),
+    ("A piscina abre ao sábado?", "A piscina abre aos sábados?"),
+    ("Can I pay for the cooking class by card?", "Can I pay for cooking classes by card?"),
+    ("I can't log in to my account", "I cannot log into my account"),
+    ("What's the deadline for submitting the form?", "What is the deadline to submit the form"),
+    ("Vocês aceitam cartão?", "Vcs aceitam cartão?"),
+    # "it" that points at nothing said before: the weather; "so that"
+    (
+        "If it rains, is the harbour cruise still running?",
+        "is the harbour cruise still running if it rains",
+    ),
 ]
 
 REFUSED = [
@@ -99,6 +141,34 @@ REFUSED = [
         "How do I disable two factor authentication?",
         "wording",
     ),
+    # a name in capitals, beside a question that writes capitals too
+    ("Is there a Subway near the hotel?", "Is there a subway near the hotel?", "wording"),
+    ("Onde fica a Caixa mais próxima?", "Onde fica a caixa mais próxima?", "wording"),
+    # roles moved with their phrases keep them; two phrases of one role do not move apart
+    ("flights to Paris on Monday from Porto", "flights to Porto on Monday from Paris", "order"),
+    (
+        "Transfer 20 euros to savings from checking",
+        "Transfer 20 euros to checking from savings",
+        "order",
+    ),
+    # a word joined only where the other writes it so; never a stopword with a word
+    ("Is the cinema a part of the mall?", "Is the cinema apart from the mall?", "wording"),
+    ("Não consigo entrar no homebanking", "não consigo entrar no home office", "wording"),
+    # a subject after a moved phrase is still the subject
+    (
+        "After 10 days my package has not arrived",
+        "After 10 days my parcel has not arrived",
+        "wording",
+    ),
+    (
+        "Para os hóspedes o estacionamento é gratuito?",
+        "Para o estacionamento os hóspedes são gratuitos?",
+        "order",
+    ),
+    # what the question word asks for: a place is not a time, nor a person
+    ("When is the checkout?", "Where is the checkout?", "wording"),
+    ("Onde é o check-in do voo?", "Quando é o check-in do voo?", "wording"),
+    ("Who do I call about a broken boiler?", "When do I call about a broken boiler?", "wording"),
 ]
 
 

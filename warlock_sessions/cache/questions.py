@@ -28,205 +28,58 @@ import regex
 
 from ..engine.text import fold
 from ..providers.embedders import plain_words
+from .words import (
+    APOSTROPHES,
+    NEGATIONS,
+    NUMBER_WORDS,
+    STOPWORDS,
+    content_words,
+    is_portuguese,
+    language,
+    negations,
+    numbers,
+    stem,
+    word_set,
+    words,
+)
 
 #: The fewest distinct content words a question needs to be looked up by similarity.
 MIN_CONTENT_WORDS = 2
 #: The fewest a question needs to be served after another assistant turn than its own.
 CONTEXT_FREE_WORDS = 3
 
-_WORDS = regex.compile(r"[\p{L}\p{N}]+")
-_NUMBERS = regex.compile(r"\d+(?:[.,:/-]\d+)*")
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-_NT = regex.compile(r"\w+n't\b")
-_NON = regex.compile(r"\bnon-\w")
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-STOPWORDS = _words(
-    # English
-    "a an the and or but if then so to of in on at by for with from about as into over "
-    "is are was were be been being am do does did have has had i me my you your he she it "
-    "we they them our their his her its this that these those there here what which who "
-    "whom whose when where why how can could would should will shall may might must please "
-    "just also too very really ok okay yes yeah yep sure thanks thank hi hello hey well "
-    "some any all much many s d ll ve re m want wanna like mine yours guys regarding"
-    # Portuguese (without accents: words are looked up so)
-    " o a os as um uma uns umas e ou mas se entao de do da dos das em no na nos nas por "
-    "para pra com que qual quais quem quando onde como porque por que eu me meu minha voce "
-    "voces ele ela eles elas nos nosso nossa isso isto esse essa este esta aquilo ser estar "
-    "e sao foi era tem ter ha pode podem poderia seria sim ok obrigado obrigada oi ola bom "
-    "boa muito muita ja so tambem favor ao aos pelo pela pelos pelas num numa "
-    "meus minhas teu tua teus tuas seu sua seus suas nossos nossas posso podia consigo quero "
-    "queria gostaria existe existem partir faco devo deve devemos ta"
-)
-
-NEGATIONS = _words(
-    "not never none nobody nothing nor neither without cannot cant dont doesnt didnt isnt "
-    "arent wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt neednt "
-    "shant mightnt aint nao nunca nem sem jamais nenhum nenhuma nada ninguem"
-)
-#: Words that only Portuguese uses among the stopwords: a text with one reads "no" as "in
-#: the" ("no restaurante"), one without as English's "no".
-_PORTUGUESE = _words(
-    "os uma da das dos em na nas para com que qual voce ele ela isso esse essa este "
-    "esta nao sao tem pode obrigado ola tambem meu minha seu sua posso quero estou quando "
-    "onde quanto quanta quantos quantas pelo pela"
-)
-_PORTUGUESE_LETTERS = frozenset("ãõçâêôáéíóú")
-
 #: Words that point back at the conversation: a question with one means something else
 #: after another turn, so it is not looked up by similarity.
-REFERS_BACK = _words(
+REFERS_BACK = word_set(
     "it its this that these those them they one ones same other another former latter "
     "above previous isso isto esse essa esses essas aquele aquela aquilo ele ela eles elas "
     "mesmo mesma outro outra outros outras anterior"
 )
 
 
-def _counted(words: str) -> dict[str, str]:
-    """Number words, from zero, as digits."""
-    return {word: str(value) for value, word in enumerate(words.split())}
-
-
-NUMBER_WORDS = {
-    **_counted("zero one two three four five six seven eight nine ten eleven twelve"),
-    **_counted("zero um dois tres quatro cinco seis sete oito nove dez onze doze"),
-    "duas": "2",
-    "hundred": "100",
-    "thousand": "1000",
-    "million": "1000000",
-    "cem": "100",
-    "cento": "100",
-    "mil": "1000",
-    "milhao": "1000000",
-    "milhoes": "1000000",
-}
-# "a"/"an" more often than 1: "one borrows", "uma mala" / "as malas" (1 in digits stays 1).
-for _article in ("one", "um"):
-    del NUMBER_WORDS[_article]
-
-#: Endings of inflected forms, longest first; a stem keeps at least four letters.
-SUFFIXES = tuple(
-    sorted(
-        _words(
-            "ations ation ments ment ings ing ies ied ers er ed es s ly e "
-            "acoes acao amentos amento mente ando endo indo ados adas idos idas ado ada ido "
-            "ida ar ir as os a o"
-        ),
-        key=len,
-        reverse=True,
-    )
-)
-
-
-def words(text: str) -> list[str]:
-    """The words of ``text``, case-folded, accents kept."""
-    return _WORDS.findall(unicodedata.normalize("NFC", text.casefold()))
-
-
-#: People whose last vowel is who they are, not an inflection: "o meu filho" is not "a
-#: minha filha" ("cancelo" and "cancelar" are one act).
-PEOPLE = _words(
-    "filho filha irmao irma tio tia neto neta sobrinho sobrinha primo prima amigo amiga "
-    "namorado namorada aluno aluna menino menina senhor senhora medico medica enfermeiro "
-    "enfermeira vizinho vizinha dono dona avo chefe moco moca rapaz rapariga"
-)
-
-
-def stem(word: str) -> str:
-    """``word`` without its inflection, judged by its accent-free spelling (a word with no
-    ending to take off keeps its accents; a person in ``PEOPLE`` keeps all but a plural's
-    "s")."""
-    bare = fold(word)
-    if bare in PEOPLE:  # with its accents: "avó" is not "avô"
-        return word
-    if bare.endswith("s") and bare[:-1] in PEOPLE:
-        return word[:-1]
-    if bare.endswith(("ies", "ied")) and len(bare) > 6:  # "balconies", "balcony"
-        return bare[:-3] + "y"
-    if bare.endswith("ais") and len(bare) > 5:  # "animais", "animal"
-        return bare[:-2] + "l"
-    for suffix in SUFFIXES:
-        if bare.endswith(suffix) and len(bare) - len(suffix) >= 4:
-            stemmed = bare[: -len(suffix)]
-            return _single(stemmed) if suffix in ("ing", "ed") else stemmed
-    if bare.endswith("s") and not bare.endswith("ss") and len(bare) > 3:  # "bags", "pets"
-        return bare[:-1]
-    return word
-
-
-def _single(stemmed: str) -> str:
-    """A verb's stem without the last letter "-ing" and "-ed" double: "submitting" and
-    "cancelled" are "submit" and "cancel" (not "planner" "plan", nor "hammer" "ham")."""
-    if len(stemmed) > 3 and stemmed[-1] == stemmed[-2] and stemmed[-1].isalpha():
-        return stemmed[:-1]
-    return stemmed
-
-
-def content_words(text: str) -> list[str]:
-    """The words that carry meaning (not stopwords, negations or numbers), stemmed, each
-    once, in the order they first appear."""
-    seen: list[str] = []
-    for word in words(text):
-        bare = fold(word)
-        if bare in STOPWORDS or bare in NEGATIONS or bare.isdigit() or bare in NUMBER_WORDS:
-            continue
-        stemmed = stem(word)
-        if stemmed not in seen:
-            seen.append(stemmed)
-    return seen
-
-
-def numbers(text: str) -> list[str]:
-    """The numbers of ``text`` in the order they appear: digits as written ("10.5", "05/03")
-    and number words as digits ("two" is "2")."""
-    found = [(match.start(), match.group()) for match in _NUMBERS.finditer(text)]
-    for match in _WORDS.finditer(text.casefold()):
-        bare = fold(match.group())
-        if bare in NUMBER_WORDS:
-            found.append((match.start(), NUMBER_WORDS[bare]))
-    return [number for _, number in sorted(found)]
-
-
-def _portuguese(bare: list[str], plain: str) -> bool:
-    """Whether a text's accent-free words (or its letters) are Portuguese's."""
-    return any(word in _PORTUGUESE for word in bare) or bool(_PORTUGUESE_LETTERS & set(plain))
-
-
-def negations(text: str) -> int:
-    """How many negations ``text`` holds ("not", "n't", "non-", "não", and "no" in a text
-    that is not Portuguese)."""
-    plain = text.translate(_APOSTROPHES).casefold()
-    bare = [fold(word) for word in _WORDS.findall(plain.replace("'", ""))]
-    count = sum(1 for word in bare if word in NEGATIONS)
-    count += sum(1 for found in _NT.findall(plain) if fold(found.replace("'", "")) not in NEGATIONS)
-    count += len(_NON.findall(plain))
-    if "no" in bare and not _portuguese(bare, plain):
-        count += bare.count("no")
-    return count
-
-
 #: Words after which "it", "this" or "same" points at nothing said before: "how long does
 #: it take", "is it possible", "this morning", "at the same time".
-_POINTS_AT_NOTHING = _words("cost costs take takes possible necessary required ok okay")
-_SAME = _words("time day hora tempo dia")
+_POINTS_AT_NOTHING = word_set(
+    "cost costs take takes possible necessary required ok okay rain rains raining snow snows "
+    "snowing"
+)
+_SAME = word_set("time day hora tempo dia")
 
 
 def refers_back(text: str) -> bool:
     """Whether ``text`` points back at the conversation ("cancel it", "does that cost
     extra"; not "this morning", "at the same time", "how much does it cost")."""
     bare = [fold(word) for word in words(text)]
-    following = [*bare[1:], ""]
+    following, previous = [*bare[1:], ""], ["", *bare[:-1]]
     return any(
-        word in REFERS_BACK and not _points_at_nothing(word, then)
-        for word, then in zip(bare, following, strict=True)
+        word in REFERS_BACK and not _points_at_nothing(word, then, before)
+        for word, then, before in zip(bare, following, previous, strict=True)
     )
 
 
-def _points_at_nothing(word: str, following: str) -> bool:
+def _points_at_nothing(word: str, following: str, previous: str) -> bool:
+    if word == "that" and previous == "so":  # "so that": a purpose, not a thing
+        return True
     if word == "it":
         return following in _POINTS_AT_NOTHING
     return following in TIME_WORDS or (word in ("same", "mesmo", "mesma") and following in _SAME)
@@ -304,12 +157,13 @@ STRICT_ROLES = frozenset({"from", "than", "before", "after", "until", "over", "u
 #: Words that start a clause, so end the phrase before them: "From the dashboard | how can I
 #: export my data", "Na pizzaria | tem opção sem glúten".
 CLAUSE_WORDS = {
-    "en": _words(
+    "en": word_set(
         "how what when where which who whom whose why can could would should will shall may "
         "might must do does did is are was were am have has had i you we they he she"
     ),
-    "pt": _words(
-        "como que qual quais quando onde quem posso pode podem podemos consigo quero queria "
+    "pt": word_set(
+        "como que qual quais quando onde quem quanto quanta quantos quantas posso pode podem "
+        "podemos consigo quero queria "
         "devo preciso tenho vou tem tens temos ha e sao esta estao eu voce voces nos ele ela "
         "eles elas fazem faz"
     ),
@@ -319,14 +173,24 @@ _PLACE_OF = {word: "em" for word in ("no", "na", "nos", "nas", "num", "numa")} |
 #: Words that start a phrase, which may move ("at the front desk", "pelo cartão"), by language.
 #: One without a role is a word of its phrase too: "inside the hotel" is not "outside".
 PREPOSITIONS = {
-    "en": _words(
+    "en": word_set(
         "from since than to into onto for with by at in on of about via per during before after "
         "until toward towards within inside outside through near around across under over above "
         "below"
     ),
-    "pt": _words(
+    "pt": word_set(
         "de da do dos das desde para pra ao aos em no na nos nas num numa com por pelo pela pelos "
         "pelas ate sobre entre apos antes depois durante acima abaixo"
+    ),
+}
+#: Words that start a noun phrase: after a phrase that a preposition or a time word started
+#: has its words, one starts the next ("for the guests | the parking", "após 10 dias | a
+#: minha encomenda").
+DETERMINERS = {
+    "en": word_set("the a an my your his her our their"),
+    "pt": word_set(
+        "o a os as um uma uns umas meu minha meus minhas teu tua teus tuas seu sua seus suas "
+        "nosso nossa nossos nossas"
     ),
 }
 #: Who a question is about, one name per person ("nos", "se" and "seu" are left out: each is
@@ -334,31 +198,53 @@ PREPOSITIONS = {
 #: his ticket to me?".
 PERSONS = {
     **dict.fromkeys(
-        _words(
+        word_set(
             "i me my mine myself eu mim meu minha meus minhas comigo posso podia poderia consigo "
             "quero queria gostaria devo preciso tenho vou"
         ),
         "me",
     ),
-    **dict.fromkeys(_words("you your yours yourself voce voces te ti teu tua contigo"), "you"),
-    **dict.fromkeys(_words("we us our ours nosso nossa nossos nossas"), "we"),
     **dict.fromkeys(
-        _words("he him his she her they them their ele ela eles elas dele dela deles delas lhe"),
+        word_set("you your yours yourself voce voces vc vcs te ti teu tua contigo"), "you"
+    ),
+    **dict.fromkeys(word_set("we us our ours nosso nossa nossos nossas"), "we"),
+    **dict.fromkeys(
+        word_set("he him his she her they them their ele ela eles elas dele dela deles delas lhe"),
         "they",
     ),
 }
 #: Times of day and days, each a phrase of its own ("tonight", "amanhã", "à noite", "last
 #: week").
-TIME_WORDS = _words(
+TIME_WORDS = word_set(
     "today tonight tomorrow yesterday now later soon asap morning afternoon evening night "
     "weekend weekends week month year last next monday tuesday wednesday thursday friday "
     "saturday sunday online offline abroad hoje amanha ontem agora logo cedo manha tarde "
     "noite semana mes ano proximo proxima passado passada segunda terca quarta quinta sexta "
     "sabado domingo"
 )
+#: What a question word asks for, where it asks one: "Where is the checkout?" is not "When
+#: is the checkout?" ("what", "which", "how" and their Portuguese ask no one thing).
+ASKS = {
+    **dict.fromkeys(("who", "whom", "quem"), "who"),
+    **dict.fromkeys(("where", "onde"), "where"),
+    **dict.fromkeys(("when", "quando"), "when"),
+    **dict.fromkeys(("why",), "why"),
+}
+QUESTION_WORDS = word_set(
+    "what which who whom whose where when why how qual quais quem onde quando porque como "
+    "quanto quanta quantos quantas"
+)
+#: English verbs that ask after a question word ("when does", "when will").
+AUXILIARIES = word_set(
+    "do does did is are was were will would can could should shall may might must has have had"
+)
+#: Words that start a clause that may move when they do not ask the question: "Who do I
+#: call | when the boiler stops?", "When the boiler stops, | who do I call?" (but "When does
+#: the pool open?").
+SUBORDINATORS = word_set("when quando")
 #: Words and marks that end a phrase and start one that may move: "2 adults and 3
 #: children", "Ana or Bia", "if the train is cancelled", a comma.
-JOINERS = _words("and or if because while please e ou se porque enquanto , ; ! ?")
+JOINERS = word_set("and or if because while please e ou se porque enquanto , ; ! ?")
 #: The most phrases a reordering is searched through (a longer text must keep its order).
 MAX_PHRASES = 12
 #: The most words a reordering is searched through.
@@ -368,6 +254,16 @@ _TOKENS = regex.compile(r"\d+(?:[.,:/-]\d+)*|[\p{L}\p{N}]+|[,;!?]")
 _CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"))
 _NOT = regex.compile(r"n't\b")
 _POR_FAVOR = regex.compile(r"\bpor favor\b", regex.IGNORECASE)  # "please", not "by favour"
+_HYPHENATED = regex.compile(r"\p{L}+(?:-\p{L}+)+")
+_TWO_WORDS = regex.compile(r"\b(\p{L}+) (?=(\p{L}+)\b)")
+_SENTENCE_END = regex.compile(r"[.!?:]\s*|^\W+")
+#: "for" and a verb's "-ing" with its object: a purpose, as "to" and the verb ("the deadline
+#: for submitting the form" / "the deadline to submit the form"; not "for cooking classes").
+_FOR_DOING = regex.compile(
+    r"\bfor (\p{L}{3,}ing)(?=\s+(?:the|a|an|my|your|our|their|his|her)\b)",
+    regex.IGNORECASE,
+)
+_INTO = regex.compile(r"\b(in|on)to\b", regex.IGNORECASE)  # "log into" is "log in to"
 
 
 class Phrase(NamedTuple):
@@ -401,6 +297,7 @@ class _Cutter:
 
     def __init__(self, language: str) -> None:
         self.roles, self.prepositions = ROLES[language], PREPOSITIONS[language]
+        self.determiners = DETERMINERS[language]
         self.clause_words, self.language = CLAUSE_WORDS[language], language
         self.cut: list[Phrase] = []
         self.persons: list[str] = []
@@ -416,27 +313,49 @@ class _Cutter:
         self.cut.append(Phrase(self.role, tuple(self.words), self.movable))
         self.role, self.movable, self.words = role, movable, []
 
+    def _fronted(self) -> bool:
+        """Whether only phrases that may move come before (a question word here asks)."""
+        return all(phrase.movable for phrase in self.cut) and (self.movable or not self.words)
+
+    def _after_its_noun(self) -> bool:
+        """Whether the phrase is a preposition's and has words of its own yet (not only
+        persons and the preposition)."""
+        # Not after "to": "to get | a new aid" is one verb and its object.
+        started = self.role not in ("", "to") or any(word[0] == "~" for word in self.words)
+        return started and any(word[0] not in "@~" for word in self.words)
+
     def name(self, person: str) -> None:
         if f"@{person}" not in self.words:  # "I ... my booking" names one person
             self.words.append(f"@{person}")
         self.persons.append(person)
 
-    def add(self, token: str, folded: str, written: str) -> None:
-        if written.isupper() and len(written) > 1:  # a name in capitals ("NOS", "IT")
+    def add(self, token: str, folded: str, written: str, reading: str = "") -> None:
+        """``reading``: how the token reads in its text (``_readings``): ``shouted``,
+        ``named``, ``subordinate``, or ``""``."""
+        if written.isupper() and len(written) > 1 and not reading:  # a name: "NOS", "IT"
             self.words.append(folded)
         elif token[0].isdigit() or folded in NUMBER_WORDS:
             self.words.append(f"#{NUMBER_WORDS.get(folded, token)}")
-        elif self._cuts(token, folded):
-            pass
-        elif (folded == "no" and self.language == "en") or folded in NEGATIONS:
+        elif not (self._cuts(token, folded) or self._starts_clause(folded, reading)):
+            self._word(token, folded, reading)
+
+    def _word(self, token: str, folded: str, reading: str) -> None:
+        """A word that cuts nothing: a person, a negation, a name or a content word (a
+        determiner after its noun ends a preposition's phrase)."""
+        if folded in self.determiners and self._after_its_noun():
+            self.close()  # a noun phrase after the moving one: a subject or an object
+        if (folded == "no" and self.language == "en") or folded in NEGATIONS:
             self.words.append("not")
         elif folded in PERSONS:
             self.name(PERSONS[folded])
+        elif reading == "named":
+            self.words.append(f"^{folded}")
         elif folded not in STOPWORDS:
-            self.words.append(stem(token))
+            self.words.append(stem(token, self.language))
 
     def _cuts(self, token: str, folded: str) -> bool:
-        """Ends the phrase where ``token`` does (and starts the next); whether it does."""
+        """Ends the phrase where ``token`` does (and starts the next, which may move);
+        whether it does."""
         if token in JOINERS:  # by its accents: Portuguese's "e" is "and", "é" is "is"
             self.close(movable=True)
         elif folded in ("without", "sem"):  # a negation that starts a phrase
@@ -448,33 +367,124 @@ class _Cutter:
             self.close(self.roles.get(folded, ""), movable=True)
             if folded not in self.roles and folded not in ("to", "para", "pra"):
                 self.words.append(f"~{_PLACE_OF.get(folded, folded)}")
+        else:
+            return False
+        return True
+
+    def _starts_clause(self, folded: str, reading: str) -> bool:
+        """Ends the phrase where a clause or a time phrase starts; whether one does."""
+        if folded in SUBORDINATORS and (reading == "subordinate" or not self._fronted()):
+            self.close(movable=True)
         elif folded in self.clause_words:
+            if not self.cut and self.words in (["~at"], ["~in"], ["~on"], ["~em"]):
+                self.words = []  # "at what time" asks "what time"
             self.close(clause=True)
             if folded in PERSONS:  # "I", "you", "eu", "posso": a clause's subject
                 self.name(PERSONS[folded])
-        elif folded in TIME_WORDS:
-            self.close(movable=True)
-            self.words.append(folded)
+            elif folded in ASKS and f"?{ASKS[folded]}" not in self.words:
+                self.words.append(f"?{ASKS[folded]}")
+        elif folded in TIME_WORDS or (folded[-1:] == "s" and folded[:-1] in TIME_WORDS):
+            self.close(movable=True)  # "on Sundays" is "on Sunday" ("aos sábados")
+            self.words.append(folded if folded in TIME_WORDS else folded[:-1])
             self.close(movable=True)
         else:
             return False
         return True
 
 
-def read(text: str) -> Reading:
-    """``text`` cut into its phrases (``Phrase``), and the persons it names."""
-    written = unicodedata.normalize("NFC", text.translate(_APOSTROPHES))
+def _compounds_as(text: str, other: str) -> str:
+    """``text`` with a word written in parts as one where ``other`` has it as one word:
+    hyphenated ("check-out"/"checkout", "Wi-Fi"/"wifi"; but "two-factor"/"two factor" and
+    "e-books"/"e-book" stay two words) or two content words ("home banking"/"homebanking",
+    "camp site"/"campsite"; not "a part"/"apart")."""
+    theirs = {fold(word) for word in words(other)}
+
+    def hyphenated(found: regex.Match[str]) -> str:
+        one = found.group().replace("-", "")
+        return one if fold(one) in theirs else found.group()
+
+    def spaced(found: regex.Match[str]) -> str:
+        first, second = fold(found.group(1)), fold(found.group(2))
+        if first in STOPWORDS or second in STOPWORDS or first + second not in theirs:
+            return found.group()
+        return found.group(1)  # the space goes; the second word, only looked at, stays
+
+    return _TWO_WORDS.sub(spaced, _HYPHENATED.sub(hyphenated, text))
+
+
+def read(text: str, beside: str = "") -> Reading:
+    """``text`` cut into its phrases (``Phrase``), and the persons it names; read as the
+    question ``beside`` it is: in Portuguese if either is, its hyphenated words as
+    ``beside`` writes them."""
+    written = unicodedata.normalize("NFC", _compounds_as(text, beside).translate(APOSTROPHES))
     written = _POR_FAVOR.sub(",", written)
     for contracted, spelt in _CONTRACTIONS:
         written = regex.sub(contracted, spelt, written, flags=regex.IGNORECASE)
-    as_written = _TOKENS.findall(_NOT.sub(" not", written))
+    written = _INTO.sub(r"\1 to", _FOR_DOING.sub(r"to \1", written))
+    spaced = _NOT.sub(" not", written)
+    as_written = _TOKENS.findall(spaced)
     found = [token.casefold() for token in as_written]
     bare = [fold(token) for token in found]
-    cutter = _Cutter("pt" if _portuguese(bare, written.casefold()) else "en")
-    for token, folded, original in zip(found, bare, as_written, strict=True):
-        cutter.add(token, folded, original)
+    portuguese = is_portuguese(bare, written.casefold()) or language(beside) == "pt"
+    cutter = _Cutter("pt" if portuguese else "en")
+    readings = _readings(spaced, as_written, cased=any(letter.isupper() for letter in beside))
+    for index in _subordinate(bare, cutter.language):
+        readings[index] = "subordinate"
+    for token, folded, original, reading in zip(found, bare, as_written, readings, strict=True):
+        cutter.add(token, folded, original, reading)
     cutter.close()
     return Reading(cutter.cut, frozenset(cutter.persons))
+
+
+#: How many words in capitals in a row are shouted rather than names ("IF I MISS MY LESSON",
+#: "NO PERÍODO DA TARDE"; not "the NOS shop", "BBC NEWS").
+SHOUTED_RUN = 3
+
+
+def _subordinate(bare: list[str], language: str) -> list[int]:
+    """Where "when" or "quando" starts a clause rather than asks: beside another question
+    word ("When the boiler stops, who do I call?"), as the first word of a text that a comma
+    cuts ("Quando a luz faltar, para que número ligo?"), or in English before anything but
+    a verb that asks ("when I arrive", "when renewing"; not "when does", "when will")."""
+    found = [index for index, word in enumerate(bare) if word in SUBORDINATORS]
+    if any(word in QUESTION_WORDS and word not in SUBORDINATORS for word in bare):
+        return found
+    following = [*bare[1:], ""]
+    return [
+        index
+        for index in found
+        if (index == 0 and any(word in (",", ";") for word in bare))
+        or (language == "en" and following[index] not in AUXILIARIES)
+    ]
+
+
+def _readings(text: str, tokens: list[str], *, cased: bool) -> list[str]:
+    """Each token's case (``_Cutter.add``): ``shouted`` in a run of ``SHOUTED_RUN``
+    words or more written in capitals (marks and numbers neither break nor make a run);
+    ``named`` a capitalised word within a sentence of a text that is not shouted, where the
+    question beside it writes capitals too (``cased``: case says nothing of one typed all in
+    lower case)."""
+    cases = [""] * len(tokens)  # how each reads by its letters' case
+    run: list[int] = []
+    for index, token in enumerate([*tokens, "end"]):
+        if not token[0].isalpha():
+            continue
+        if token.isupper():
+            run.append(index)
+            continue
+        if len(run) >= SHOUTED_RUN:
+            cases[run[0] : run[-1] + 1] = ["shouted"] * (run[-1] + 1 - run[0])
+        run = []
+    if not cased or "shouted" in cases:
+        return cases
+    starts = {0} | {found.end() for found in _SENTENCE_END.finditer(text)}
+    at = 0
+    for index, token in enumerate(tokens):
+        at = text.index(token, at)
+        if token[0].isupper() and not token.isupper() and at not in starts:
+            cases[index] = "named"
+        at += len(token)
+    return cases
 
 
 def moved(pieces: list[Phrase], target: list[Phrase]) -> bool:
@@ -535,7 +545,7 @@ def reordered(question: str, candidate: str) -> str | None:
     same words otherwise ("Ana owes Bia"/"Bia owes Ana", "my wife ... to me"/"I ... to my
     wife"), ``wording`` if not the same words. Persons count only where both name some
     ("How do I add"/"how to add")."""
-    ours, theirs = read(question), read(candidate)
+    ours, theirs = read(question, candidate), read(candidate, question)
     if ours.persons and theirs.persons:
         our_phrases, their_phrases = ours.phrases, theirs.phrases
     else:
@@ -544,10 +554,27 @@ def reordered(question: str, candidate: str) -> str | None:
     if Counter(our_words) != Counter(their_words):
         return "wording"
     if _same_roles(our_phrases, their_phrases) and (
-        moved(our_phrases, their_phrases) or moved(their_phrases, our_phrases)
+        moved(our_phrases, their_phrases)
+        or moved(their_phrases, our_phrases)
+        or _moved_by_roles(our_phrases, their_phrases)
     ):
         return None
     return "order"
+
+
+def _moved_by_roles(ours: list[Phrase], theirs: list[Phrase]) -> bool:
+    """Whether the two are one question once the phrases their prepositions give a role are
+    set aside, each role once on each side with the same words ("flights to Paris on Monday
+    from Porto" / "flights from Porto on Monday to Paris"), the rest with at most one run
+    moved."""
+    our_roles = [(phrase.role, phrase.words) for phrase in ours if phrase.role]
+    their_roles = [(phrase.role, phrase.words) for phrase in theirs if phrase.role]
+    distinct = len({role for role, _ in our_roles}) == len(our_roles)
+    if not our_roles or not distinct or Counter(our_roles) != Counter(their_roles):
+        return False
+    our_rest = [phrase for phrase in ours if not phrase.role]
+    their_rest = [phrase for phrase in theirs if not phrase.role]
+    return moved(our_rest, their_rest) or moved(their_rest, our_rest)
 
 
 def mismatch(

@@ -1,0 +1,229 @@
+"""The words of a question, as the similarity step compares them: case-folded, with their
+accents; stopwords, negations and numbers; and one form for a word written several ways
+(its inflections, British and American or European and Brazilian spelling). Phrases, roles
+and the refusals built on them are ``questions.py``'s."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import regex
+
+from ..engine.text import fold
+
+_WORDS = regex.compile(r"[\p{L}\p{N}]+")
+_NUMBERS = regex.compile(r"\d+(?:[.,:/-]\d+)*")
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+_NT = regex.compile(r"\w+n't\b")
+_NON = regex.compile(r"\bnon-\w")
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = word_set(
+    # English
+    "a an the and or but if then so to of in on at by for with from about as into over "
+    "is are was were be been being am do does did have has had i me my you your he she it "
+    "we they them our their his her its this that these those there here what which who "
+    "whom whose when where why how can could would should will shall may might must please "
+    "just also too very really ok okay yes yeah yep sure thanks thank hi hello hey well "
+    "some any all much many s d ll ve re m want wanna like mine yours guys regarding"
+    # Portuguese (without accents: words are looked up so)
+    " o a os as um uma uns umas e ou mas se entao de do da dos das em no na nos nas por "
+    "para pra com que qual quais quem quando onde como porque por que eu me meu minha voce "
+    "voces ele ela eles elas nos nosso nossa isso isto esse essa este esta aquilo ser estar "
+    "e sao foi era tem ter ha pode podem poderia seria sim ok obrigado obrigada oi ola bom "
+    "boa muito muita ja so tambem favor ao aos pelo pela pelos pelas num numa "
+    "meus minhas teu tua teus tuas seu sua seus suas nossos nossas posso podia consigo quero "
+    "queria gostaria existe existem partir faco fazer faz fazem devo deve devemos ta vc vcs"
+)
+
+NEGATIONS = word_set(
+    "not never none nobody nothing nor neither without cannot cant dont doesnt didnt isnt "
+    "arent wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt neednt "
+    "shant mightnt aint nao nunca nem sem jamais nenhum nenhuma nada ninguem"
+)
+#: Words that only Portuguese uses among the stopwords: a text with one reads "no" as "in
+#: the" ("no restaurante"), one without as English's "no".
+_PORTUGUESE = word_set(
+    "os uma da das dos em na nas para com que qual voce ele ela isso esse essa este "
+    "esta nao sao tem pode obrigado ola tambem meu minha seu sua posso quero estou quando "
+    "onde quanto quanta quantos quantas pelo pela"
+)
+_PORTUGUESE_LETTERS = frozenset("ãõçâêôáéíóú")
+
+
+def _counted(words: str) -> dict[str, str]:
+    """Number words, from zero, as digits."""
+    return {word: str(value) for value, word in enumerate(words.split())}
+
+
+NUMBER_WORDS = {
+    **_counted("zero one two three four five six seven eight nine ten eleven twelve"),
+    **_counted("zero um dois tres quatro cinco seis sete oito nove dez onze doze"),
+    "duas": "2",
+    "hundred": "100",
+    "thousand": "1000",
+    "million": "1000000",
+    "cem": "100",
+    "cento": "100",
+    "mil": "1000",
+    "milhao": "1000000",
+    "milhoes": "1000000",
+}
+# "a"/"an" more often than 1: "one borrows", "uma mala" / "as malas" (1 in digits stays 1).
+for _article in ("one", "um"):
+    del NUMBER_WORDS[_article]
+
+#: Endings of inflected forms, longest first; a stem keeps at least four letters.
+SUFFIXES = tuple(
+    sorted(
+        word_set(
+            "ations ation ments ment ings ing ies ied ers er ed es s ly e "
+            "acoes acao amentos amento mente ando endo indo ados adas idos idas ado ada ido "
+            "ida ar ir as os a o"
+        ),
+        key=len,
+        reverse=True,
+    )
+)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, case-folded, accents kept."""
+    return _WORDS.findall(unicodedata.normalize("NFC", text.casefold()))
+
+
+#: People whose last vowel is who they are, not an inflection: "o meu filho" is not "a
+#: minha filha" ("cancelo" and "cancelar" are one act).
+PEOPLE = word_set(
+    "filho filha irmao irma tio tia neto neta sobrinho sobrinha primo prima amigo amiga "
+    "namorado namorada aluno aluna menino menina senhor senhora medico medica enfermeiro "
+    "enfermeira vizinho vizinha dono dona avo chefe moco moca rapaz rapariga"
+)
+
+
+def stem(word: str, language: str = "") -> str:
+    """``word`` without its inflection, judged by its accent-free spelling (a word with no
+    ending to take off keeps its accents; a person in ``PEOPLE`` keeps all but a plural's
+    "s"). In a Portuguese text (``language="pt"``) a plural in "-ões", "-ães", "-éis" or
+    "-ns" and a verb's "-m" ("abrem"/"abre") are inflections too."""
+    bare = fold(word)
+    if bare in PEOPLE:  # with its accents: "avó" is not "avô"
+        return word
+    if bare.endswith("s") and bare[:-1] in PEOPLE:
+        return word[:-1]
+    if language == "pt" and (singular := _portuguese_singular(bare)) != bare:
+        word = bare = singular
+    if (spelt := _one_spelling(bare, language)) != bare:
+        word = bare = spelt
+    return _without_ending(word, bare)
+
+
+def _without_ending(word: str, bare: str) -> str:
+    """``bare`` (``word`` folded) without its inflected ending, or ``word`` when it has
+    none to take off."""
+    if bare.endswith(("ies", "ied")) and len(bare) > 6:  # "balconies", "balcony"
+        return bare[:-3] + "y"
+    if bare.endswith("ais") and len(bare) > 5:  # "animais", "animal"
+        return bare[:-2] + "l"
+    for suffix in SUFFIXES:
+        if bare.endswith(suffix) and len(bare) - len(suffix) >= 4 and bare[-2:] != "ss":
+            stemmed = bare[: -len(suffix)]
+            return _single(stemmed) if suffix in ("ing", "ed") else stemmed
+    if bare.endswith("s") and not bare.endswith("ss") and len(bare) > 3:  # "bags", "pets"
+        return bare[:-1]
+    return word
+
+
+def _portuguese_singular(bare: str) -> str:
+    """A Portuguese word's accent-free spelling without its plural or its verb's "-m"
+    ("cartões" "cartao", "hotéis" "hotel", "viagens" "viage", "abrem" "abre"), accents
+    typed or not."""
+    if len(bare) <= 4:
+        return bare
+    if bare.endswith(("oes", "aes")):
+        return bare[:-3] + "ao"
+    if bare.endswith("eis"):
+        return bare[:-3] + "el"
+    if bare.endswith("ns") and bare[-3] in "aeiou":
+        return bare[:-2]
+    if bare.endswith("m") and bare[-2] in "aeiou":
+        return bare[:-1]
+    return bare
+
+
+#: A consonant European Portuguese writes and Brazilian does not ("óptica"/"ótica",
+#: "receção"/"recepção", "contacto"/"contato"), in a word long enough not to be another.
+_SILENT = regex.compile(r"(?<=[aeiou])[pc](?=[ct])")
+
+
+def _one_spelling(bare: str, language: str) -> str:
+    """One spelling for a word written two ways: British and American ("instalment"/
+    "installment", "colour"/"color"), European and Brazilian Portuguese."""
+    if language == "en":
+        if len(bare) >= 6 and bare.endswith("our"):
+            bare = bare[:-3] + "or"
+        return bare.replace("ll", "l")
+    if language == "pt" and len(bare) >= 6:
+        return _SILENT.sub("", bare)
+    return bare
+
+
+def _single(stemmed: str) -> str:
+    """A verb's stem without the last letter "-ing" and "-ed" double: "submitting" and
+    "cancelled" are "submit" and "cancel" (not "planner" "plan", nor "hammer" "ham")."""
+    if len(stemmed) > 3 and stemmed[-1] == stemmed[-2] and stemmed[-1].isalpha():
+        return stemmed[:-1]
+    return stemmed
+
+
+def content_words(text: str) -> list[str]:
+    """The words that carry meaning (not stopwords, negations or numbers), stemmed, each
+    once, in the order they first appear."""
+    seen: list[str] = []
+    for word in words(text):
+        bare = fold(word)
+        if bare in STOPWORDS or bare in NEGATIONS or bare.isdigit() or bare in NUMBER_WORDS:
+            continue
+        stemmed = stem(word)
+        if stemmed not in seen:
+            seen.append(stemmed)
+    return seen
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers of ``text`` in the order they appear: digits as written ("10.5", "05/03")
+    and number words as digits ("two" is "2")."""
+    found = [(match.start(), match.group()) for match in _NUMBERS.finditer(text)]
+    for match in _WORDS.finditer(text.casefold()):
+        bare = fold(match.group())
+        if bare in NUMBER_WORDS:
+            found.append((match.start(), NUMBER_WORDS[bare]))
+    return [number for _, number in sorted(found)]
+
+
+def is_portuguese(bare: list[str], plain: str) -> bool:
+    """Whether a text's accent-free words (or its letters) are Portuguese's."""
+    return any(word in _PORTUGUESE for word in bare) or bool(_PORTUGUESE_LETTERS & set(plain))
+
+
+def negations(text: str) -> int:
+    """How many negations ``text`` holds ("not", "n't", "non-", "não", and "no" in a text
+    that is not Portuguese)."""
+    plain = text.translate(APOSTROPHES).casefold()
+    bare = [fold(word) for word in _WORDS.findall(plain.replace("'", ""))]
+    count = sum(1 for word in bare if word in NEGATIONS)
+    count += sum(1 for found in _NT.findall(plain) if fold(found.replace("'", "")) not in NEGATIONS)
+    count += len(_NON.findall(plain))
+    if "no" in bare and not is_portuguese(bare, plain):
+        count += bare.count("no")
+    return count
+
+
+def language(text: str) -> str:
+    """``"pt"`` for a text in Portuguese (by its stopwords or letters), else ``"en"``."""
+    plain = text.casefold()
+    return "pt" if is_portuguese([fold(word) for word in _WORDS.findall(plain)], plain) else "en"
