@@ -34,8 +34,8 @@ from .words import (
     NUMBER_WORDS,
     STOPWORDS,
     content_words,
-    is_portuguese,
     language,
+    language_of,
     negations,
     numbers,
     stem,
@@ -254,7 +254,7 @@ _TOKENS = regex.compile(r"\d+(?:[.,:/-]\d+)*|[\p{L}\p{N}]+|[,;!?]")
 _CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"))
 _NOT = regex.compile(r"n't\b")
 _POR_FAVOR = regex.compile(r"\bpor favor\b", regex.IGNORECASE)  # "please", not "by favour"
-_HYPHENATED = regex.compile(r"\p{L}+(?:-\p{L}+)+")
+_HYPHENATED = regex.compile(r"\b(?!re-)\p{L}+(?:-\p{L}+)+")  # not "re-sign", "re-cover"
 _TWO_WORDS = regex.compile(r"\b(\p{L}+) (?=(\p{L}+)\b)")
 _SENTENCE_END = regex.compile(r"[.!?:]\s*|^\W+")
 #: "for" and a verb's "-ing" with its object: a purpose, as "to" and the verb ("the deadline
@@ -376,7 +376,7 @@ class _Cutter:
         if folded in SUBORDINATORS and (reading == "subordinate" or not self._fronted()):
             self.close(movable=True)
         elif folded in self.clause_words:
-            if not self.cut and self.words in (["~at"], ["~in"], ["~on"], ["~em"]):
+            if not self.cut and self.words in (["~at"], ["~em"]):
                 self.words = []  # "at what time" asks "what time"
             self.close(clause=True)
             if folded in PERSONS:  # "I", "you", "eu", "posso": a clause's subject
@@ -417,7 +417,7 @@ def read(text: str, beside: str = "") -> Reading:
     question ``beside`` it is: in Portuguese if either is, its hyphenated words as
     ``beside`` writes them."""
     written = unicodedata.normalize("NFC", _compounds_as(text, beside).translate(APOSTROPHES))
-    written = _POR_FAVOR.sub(",", written)
+    written = _POR_FAVOR.sub(" please ", written)
     for contracted, spelt in _CONTRACTIONS:
         written = regex.sub(contracted, spelt, written, flags=regex.IGNORECASE)
     written = _INTO.sub(r"\1 to", _FOR_DOING.sub(r"to \1", written))
@@ -425,9 +425,9 @@ def read(text: str, beside: str = "") -> Reading:
     as_written = _TOKENS.findall(spaced)
     found = [token.casefold() for token in as_written]
     bare = [fold(token) for token in found]
-    portuguese = is_portuguese(bare, written.casefold()) or language(beside) == "pt"
-    cutter = _Cutter("pt" if portuguese else "en")
-    readings = _readings(spaced, as_written, cased=any(letter.isupper() for letter in beside))
+    # Its own words decide; one that has none of either ("Aceitam Pix?") reads as the other.
+    cutter = _Cutter(language_of(bare, written.casefold()) or language(beside) or "en")
+    readings = _readings(spaced, as_written, beside)
     for index in _subordinate(bare, cutter.language):
         readings[index] = "subordinate"
     for token, folded, original, reading in zip(found, bare, as_written, readings, strict=True):
@@ -458,24 +458,12 @@ def _subordinate(bare: list[str], language: str) -> list[int]:
     ]
 
 
-def _readings(text: str, tokens: list[str], *, cased: bool) -> list[str]:
-    """Each token's case (``_Cutter.add``): ``shouted`` in a run of ``SHOUTED_RUN``
-    words or more written in capitals (marks and numbers neither break nor make a run);
-    ``named`` a capitalised word within a sentence of a text that is not shouted, where the
-    question beside it writes capitals too (``cased``: case says nothing of one typed all in
-    lower case)."""
-    cases = [""] * len(tokens)  # how each reads by its letters' case
-    run: list[int] = []
-    for index, token in enumerate([*tokens, "end"]):
-        if not token[0].isalpha():
-            continue
-        if token.isupper():
-            run.append(index)
-            continue
-        if len(run) >= SHOUTED_RUN:
-            cases[run[0] : run[-1] + 1] = ["shouted"] * (run[-1] + 1 - run[0])
-        run = []
-    if not cased or "shouted" in cases:
+def _readings(text: str, tokens: list[str], beside: str) -> list[str]:
+    """Each token's case (``_Cutter.add``): ``shouted`` (``_shouted``), or ``named``: a
+    capitalised word within a sentence of a text that is not shouted, where ``beside``
+    writes capitals too (case says nothing of a question typed all in lower case)."""
+    cases = _shouted(tokens, beside)
+    if not any(letter.isupper() for letter in beside) or "shouted" in cases:
         return cases
     starts = {0} | {found.end() for found in _SENTENCE_END.finditer(text)}
     at = 0
@@ -484,6 +472,29 @@ def _readings(text: str, tokens: list[str], *, cased: bool) -> list[str]:
         if token[0].isupper() and not token.isupper() and at not in starts:
             cases[index] = "named"
         at += len(token)
+    return cases
+
+
+def _shouted(tokens: list[str], beside: str) -> list[str]:
+    """``shouted`` for each token in a run of ``SHOUTED_RUN`` words or more written in
+    capitals, one of them of four letters or more (numbers neither break nor make a run; a
+    comma does: "US, UK, EU" and "NOS TV HD" are names), but a word of three letters or
+    fewer only where the question ``beside`` has it too ("THE US EMBASSY" beside "the
+    embassy": "US" is a name); ``""`` for the others."""
+    cases = [""] * len(tokens)
+    theirs = {fold(word) for word in words(beside)}
+    run: list[int] = []
+    for index, token in enumerate([*tokens, "end"]):
+        if token[0].isdigit():
+            continue
+        if token.isupper():
+            run.append(index)
+            continue
+        if len(run) >= SHOUTED_RUN and any(len(tokens[word]) >= 4 for word in run):
+            for word in run:
+                if len(tokens[word]) > 3 or fold(tokens[word]) in theirs:
+                    cases[word] = "shouted"
+        run = []
     return cases
 
 

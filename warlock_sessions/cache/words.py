@@ -14,7 +14,7 @@ from ..engine.text import fold
 _WORDS = regex.compile(r"[\p{L}\p{N}]+")
 _NUMBERS = regex.compile(r"\d+(?:[.,:/-]\d+)*")
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-_NT = regex.compile(r"\w+n't\b")
+_NT = regex.compile(r"\b\w+n't\b")
 _NON = regex.compile(r"\bnon-\w")
 
 
@@ -37,7 +37,9 @@ STOPWORDS = word_set(
     "e sao foi era tem ter ha pode podem poderia seria sim ok obrigado obrigada oi ola bom "
     "boa muito muita ja so tambem favor ao aos pelo pela pelos pelas num numa "
     "meus minhas teu tua teus tuas seu sua seus suas nossos nossas posso podia consigo quero "
-    "queria gostaria existe existem partir faco fazer faz fazem devo deve devemos ta vc vcs"
+    "queria gostaria existe existem partir faco devo deve devemos ta vc vcs algum alguma "
+    "alguns algumas sou somos eram foram seja sejam fosse estou estamos estao estava estavam "
+    "esteve estiver estiverem esteja estejam"
 )
 
 NEGATIONS = word_set(
@@ -53,6 +55,12 @@ _PORTUGUESE = word_set(
     "onde quanto quanta quantos quantas pelo pela"
 )
 _PORTUGUESE_LETTERS = frozenset("ãõçâêôáéíóú")
+#: Words that only English uses among the stopwords, weighed against Portuguese's: "Is the
+#: shuttle to the airport free? Obrigado!" is English, "Do you fly to São Paulo?" too.
+_ENGLISH = word_set(
+    "the is are was were to of for with from can could does did you your my what which who "
+    "where when why how this that there and or an it its be will would should have has"
+)
 
 
 def _counted(words: str) -> dict[str, str]:
@@ -77,18 +85,23 @@ NUMBER_WORDS = {
 for _article in ("one", "um"):
     del NUMBER_WORDS[_article]
 
-#: Endings of inflected forms, longest first; a stem keeps at least four letters.
-SUFFIXES = tuple(
-    sorted(
-        word_set(
-            "ations ation ments ment ings ing ies ied ers er ed es s ly e "
-            "acoes acao amentos amento mente ando endo indo ados adas idos idas ado ada ido "
-            "ida ar ir as os a o"
-        ),
-        key=len,
-        reverse=True,
-    )
+
+def _longest_first(endings: str) -> tuple[str, ...]:
+    return tuple(sorted(word_set(endings), key=len, reverse=True))
+
+
+_ENGLISH_ENDINGS = "ations ation ments ment ings ing ies ied ers er ed es s ly e"
+_PORTUGUESE_ENDINGS = (
+    "acoes acao amentos amento mente ando endo indo ados adas idos idas ado ada ido ida ar ir "
+    "as os a o es s e"
 )
+#: Endings of inflected forms, longest first, by the text's language (English's "repair" is
+#: no infinitive in "-ir"); both for a text of either. A stem keeps at least four letters.
+SUFFIXES = {
+    "en": _longest_first(_ENGLISH_ENDINGS),
+    "pt": _longest_first(_PORTUGUESE_ENDINGS),
+    "": _longest_first(f"{_ENGLISH_ENDINGS} {_PORTUGUESE_ENDINGS}"),
+}
 
 
 def words(text: str) -> list[str]:
@@ -119,17 +132,19 @@ def stem(word: str, language: str = "") -> str:
         word = bare = singular
     if (spelt := _one_spelling(bare, language)) != bare:
         word = bare = spelt
-    return _without_ending(word, bare)
+    return _without_ending(word, bare, language)
 
 
-def _without_ending(word: str, bare: str) -> str:
+def _without_ending(word: str, bare: str, language: str) -> str:
     """``bare`` (``word`` folded) without its inflected ending, or ``word`` when it has
-    none to take off."""
+    none to take off. A word in "-ão" keeps it: "botão" is not "bota", nor "limão" "lima"."""
+    if bare.endswith("ao") and not bare.endswith("acao"):
+        return bare
     if bare.endswith(("ies", "ied")) and len(bare) > 6:  # "balconies", "balcony"
         return bare[:-3] + "y"
     if bare.endswith("ais") and len(bare) > 5:  # "animais", "animal"
         return bare[:-2] + "l"
-    for suffix in SUFFIXES:
+    for suffix in SUFFIXES[language]:
         if bare.endswith(suffix) and len(bare) - len(suffix) >= 4 and bare[-2:] != "ss":
             stemmed = bare[: -len(suffix)]
             return _single(stemmed) if suffix in ("ing", "ed") else stemmed
@@ -150,14 +165,15 @@ def _portuguese_singular(bare: str) -> str:
         return bare[:-3] + "el"
     if bare.endswith("ns") and bare[-3] in "aeiou":
         return bare[:-2]
-    if bare.endswith("m") and bare[-2] in "aeiou":
-        return bare[:-1]
+    if bare.endswith(("am", "em")) and not bare.endswith(("aram", "eram", "iram")):
+        return bare[:-1]  # "abrem" "abre"; not "abriram", which is another tense
     return bare
 
 
 #: A consonant European Portuguese writes and Brazilian does not ("óptica"/"ótica",
-#: "receção"/"recepção", "contacto"/"contato"), in a word long enough not to be another.
-_SILENT = regex.compile(r"(?<=[aeiou])[pc](?=[ct])")
+#: "recepção"/"receção", "acção"/"ação"), in a word long enough not to be another; not
+#: "ct" ("contacto"/"contato"), which would make "bactérias" "baterias".
+_SILENT = regex.compile(r"(?<=[aeiou])(?:p(?=[ct])|c(?=c))")
 
 
 def _one_spelling(bare: str, language: str) -> str:
@@ -166,7 +182,7 @@ def _one_spelling(bare: str, language: str) -> str:
     if language == "en":
         if len(bare) >= 6 and bare.endswith("our"):
             bare = bare[:-3] + "or"
-        return bare.replace("ll", "l")
+        return bare.replace("llment", "lment")  # "installment"; not "filling" "filing"
     if language == "pt" and len(bare) >= 6:
         return _SILENT.sub("", bare)
     return bare
@@ -205,9 +221,21 @@ def numbers(text: str) -> list[str]:
     return [number for _, number in sorted(found)]
 
 
+def language_of(bare: list[str], plain: str) -> str | None:
+    """``"pt"`` or ``"en"``, by which language's own stopwords (and, for Portuguese, words
+    with its letters) a text's accent-free words and case-folded text hold more of;
+    ``None`` when neither has more ("Aceitam Pix?")."""
+    portuguese = sum(word in _PORTUGUESE for word in bare) + sum(
+        bool(_PORTUGUESE_LETTERS & set(word)) for word in _WORDS.findall(plain)
+    )
+    english = sum(word in _ENGLISH for word in bare)
+    if portuguese == english:
+        return None
+    return "pt" if portuguese > english else "en"
+
+
 def is_portuguese(bare: list[str], plain: str) -> bool:
-    """Whether a text's accent-free words (or its letters) are Portuguese's."""
-    return any(word in _PORTUGUESE for word in bare) or bool(_PORTUGUESE_LETTERS & set(plain))
+    return language_of(bare, plain) == "pt"
 
 
 def negations(text: str) -> int:
@@ -223,7 +251,7 @@ def negations(text: str) -> int:
     return count
 
 
-def language(text: str) -> str:
-    """``"pt"`` for a text in Portuguese (by its stopwords or letters), else ``"en"``."""
+def language(text: str) -> str | None:
+    """``language_of`` a text."""
     plain = text.casefold()
-    return "pt" if is_portuguese([fold(word) for word in _WORDS.findall(plain)], plain) else "en"
+    return language_of([fold(word) for word in _WORDS.findall(plain)], plain)
