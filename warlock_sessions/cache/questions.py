@@ -4,18 +4,21 @@ The similarity step serves the *same question asked again*: the same content wor
 other filler words, inflections ("hour"/"hours", "cancelo"/"cancelar"), case or
 punctuation, and the same *phrases* in another order ("Tonight, book a table for 2 people"
 / "Book a table for 2 people tonight"), asked after a similar assistant turn. A question is
-cut into phrases where a preposition, a time word ("tonight", "amanhã"), "and" or a comma
-starts one; words keep their order inside a phrase and a phrase keeps its preposition when
-that preposition gives it a role ("from", "to", "than", "de", "para"). So a phrase may move,
+cut into phrases where a preposition, a time word ("tonight", "amanhã"), "and", "when" that
+does not ask, or a comma starts one, and where an article or a possessive starts a subject
+after such a phrase; words keep their order inside a phrase and a phrase keeps its
+preposition when that preposition gives it a role ("from", "to", "than", "de", "para"), and
+its question word what it asks for ("where", "when", "who", "why"). So a phrase may move,
 but "Ana owes Bia" is not "Bia owes Ana", nor "from savings to checking" "from checking to
 savings". Anything else is another question to it, however close the two embed: another
 content word, one more or one less, other numbers (in the question or in the turn before it),
-a negation more or less. Questions of fewer than three distinct content words, and questions
+a negation more or less. Questions of fewer than two distinct content words, and questions
 that point back at the conversation ("do the same for the other one"), are not looked up by
 similarity at all.
 
-English and Portuguese. Words are compared case-folded, with their accents ("avó" is not
-"avô"); stopwords and negations are recognised with or without them.
+English and Portuguese, each question read in its own language. What a word is (its
+inflections, its spellings, case and accents) is ``words.py``'s; how capitals read (a
+shout, a name) and a word written in parts are read here, beside the other question.
 """
 
 from __future__ import annotations
@@ -230,6 +233,7 @@ ASKS = {
     **dict.fromkeys(("when", "quando"), "when"),
     **dict.fromkeys(("why",), "why"),
 }
+#: Words that ask: beside one, "when" starts a clause ("When it rains, who do I call?").
 QUESTION_WORDS = word_set(
     "what which who whom whose where when why how qual quais quem onde quando porque como "
     "quanto quanta quantos quantas"
@@ -254,7 +258,7 @@ _TOKENS = regex.compile(r"\d+(?:[.,:/-]\d+)*|[\p{L}\p{N}]+|[,;!?]")
 _CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"))
 _NOT = regex.compile(r"n't\b")
 _POR_FAVOR = regex.compile(r"\bpor favor\b", regex.IGNORECASE)  # "please", not "by favour"
-_HYPHENATED = regex.compile(r"\b(?!re-)\p{L}+(?:-\p{L}+)+")  # not "re-sign", "re-cover"
+_HYPHENATED = regex.compile(r"\b(?!re-)\p{L}+(?:-\p{L}+)+", regex.IGNORECASE)  # not "re-sign"
 _TWO_WORDS = regex.compile(r"\b(\p{L}+) (?=(\p{L}+)\b)")
 _SENTENCE_END = regex.compile(r"[.!?:]\s*|^\W+")
 #: "for" and a verb's "-ing" with its object: a purpose, as "to" and the verb ("the deadline
