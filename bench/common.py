@@ -10,6 +10,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -240,3 +241,35 @@ def raw_jsonb_load_save(connection: psycopg.Connection, blob: dict) -> Callable[
         assert updated == 1
 
     return load_save
+
+
+#: What /proc counts CPU time in.
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids: list[int], *, reaped: bool = False) -> float:
+    """The user and system CPU time of ``pids`` so far (a process gone counts nothing), and
+    with ``reaped`` that of their children that have ended (PostgreSQL's backends: one per
+    connection, gone when the servers close theirs)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+        if reaped:
+            total += int(fields[13]) + int(fields[14])
+    return total / TICK
+
+
+def pids_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

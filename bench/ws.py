@@ -35,7 +35,7 @@ import sys
 import time
 from typing import Any
 
-from bench.common import verdict
+from bench.common import cpu_seconds, pids_named, verdict
 
 CHATS = 200
 MESSAGES = 20
@@ -217,54 +217,10 @@ async def session_chat(
             problems.append(("replies", index, len(checks.replies)))
 
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int, *, children: bool = False) -> float:
-    """A process's CPU time so far (with ``children``: that of its ended children too)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except FileNotFoundError:  # ended meanwhile: its parent counts it now
-        return 0.0
-    used = (
-        int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
-    )
-    return used / TICKS
-
-
-def postgres_cpu() -> float:
-    """PostgreSQL's CPU time so far: its postmaster's, with its ended backends', and its
-    running processes'."""
-    total = 0.0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        name, rest = text.split("(", 1)[1].rsplit(")", 1)
-        if name != "postgres":
-            continue
-        parent = int(rest.split()[1])
-        postmaster = not _is_postgres(parent)
-        total += cpu_seconds(int(entry), children=postmaster)
-    return total
-
-
-def _is_postgres(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm") as comm:
-            return comm.read().strip() == "postgres"
-    except OSError:
-        return False
-
-
 def cpu_now(server: subprocess.Popen[bytes]) -> tuple[float, float, float]:
     """CPU seconds so far of the server, PostgreSQL and this client."""
-    return cpu_seconds(server.pid), postgres_cpu(), time.process_time()
+    postgres = cpu_seconds(pids_named("postgres"), reaped=True)
+    return cpu_seconds([server.pid]), postgres, time.process_time()
 
 
 def rss_kib(pid: int) -> int:

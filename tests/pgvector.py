@@ -40,16 +40,22 @@ def alias_settings() -> dict[str, Any]:
     }
 
 
-def start(database: dict[str, Any]) -> None:
-    """Start this process's server and point ``database`` (the alias's settings) at it."""
+def server() -> Any:
+    """A PostgreSQL with pgvector of this process's own, deleted at exit (its ``get_uri()``
+    for a connection string; ``bench/cache_index.py`` runs on one too)."""
     # pgserver keeps its lock under the user's runtime directory, which root has none of.
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="warlock-runtime-"))
     from pgserver.postgres_server import get_server
 
-    server = get_server(tempfile.mkdtemp(prefix="warlock-pgvector-"), cleanup_mode="delete")
-    running = server.get_postmaster_info()
+    started = get_server(tempfile.mkdtemp(prefix="warlock-pgvector-"), cleanup_mode="delete")
+    _servers.append(started)  # kept, or it would be stopped when collected
+    return started
+
+
+def start(database: dict[str, Any]) -> None:
+    """Start this process's server and point ``database`` (the alias's settings) at it."""
+    running = server().get_postmaster_info()
     database["HOST"], database["PORT"] = str(running.socket_dir), str(running.port)
-    _servers.append(server)  # kept, or it would be stopped when collected
 
 
 _servers: list[Any] = []

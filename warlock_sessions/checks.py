@@ -408,6 +408,15 @@ PGBOUNCER_PORT = 6432
 PSYCOPG_PREPARE_THRESHOLD = 5
 
 
+def _validated(name: str) -> Any:
+    """Setting ``name`` as its validator makes it, or ``None`` where it is refused
+    (``check_settings`` reports that)."""
+    try:
+        return VALIDATORS[name](name, configured_settings().get(name, DEFAULTS[name]))
+    except SettingError:
+        return None
+
+
 @register(Tags.database, deploy=True)
 def check_transaction_pooler(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """A deployment check: a PostgreSQL database behind a transaction pooler (PgBouncer's
@@ -415,12 +424,7 @@ def check_transaction_pooler(app_configs: Any = None, **kwargs: Any) -> list[Che
     transaction whichever server connection is free, so what lives on one server connection
     across transactions breaks: prepared statements and server-side binding, server-side
     cursors, and a session-level advisory lock (``PostgresAdvisoryLock``)."""
-    try:
-        lock = VALIDATORS["CONVERSATION_LOCK"](
-            "CONVERSATION_LOCK", configured_settings().get("CONVERSATION_LOCK")
-        )
-    except SettingError:  # check_settings reports it
-        lock = None
+    lock = _validated("CONVERSATION_LOCK")
     advisory = lock is not None and lock.cls.__name__ == "PostgresAdvisoryLock"
     messages: list[CheckMessage] = []
     for alias, database in settings.DATABASES.items():
@@ -606,11 +610,7 @@ def check_cache_index(
     must still run, and the command needs its tables."""
     if not databases:
         return []
-    try:
-        name = "CACHE_STORE"
-        component = VALIDATORS[name](name, configured_settings().get(name, DEFAULTS[name]))
-    except SettingError:  # check_settings reports it
-        return []
+    component = _validated("CACHE_STORE")
     if component is None:
         return []
     try:  # the module needs the [cache] extra's numpy, which a project without a cache lacks
@@ -634,8 +634,8 @@ def check_cache_index(
     has = "no pgvector index" if found is None else f"an index of {found} dimensions"
     return [
         Warning(
-            f"{_setting(name)} is a PgVectorCacheStore of {store.dimensions} dimensions, and "
-            f"database {store.using!r} has {has}: its puts and lookups would fail.",
+            f"{_setting('CACHE_STORE')} is a PgVectorCacheStore of {store.dimensions} "
+            f"dimensions, and database {store.using!r} has {has}: its puts and lookups would fail.",
             hint=f"Run manage.py warlock_cache_index --dimensions {store.dimensions} "
             f"--database {store.using} (docs/cache.md#pgvector).",
             id="warlock_sessions.W011",

@@ -503,7 +503,8 @@ def test_a_crashed_windowed_turn_resumes_after_every_earlier_message(
         chat.send(text)
     # What a process that died mid-run leaves: its pending mark and the run's snapshot.
     sender = session("resumed-window", chat.store, FakeAgent(history_window=crashed))
-    _, run_id, history, _ = sender._begin("q4")
+    record, run_id, start = sender._begin("q4")
+    history = record["messages"][start:]
     FakeAgent(durable=durable)._checkpoint(
         run_id, [*history, {"role": "user", "content": "q4"}], "running"
     )

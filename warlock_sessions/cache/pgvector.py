@@ -75,11 +75,7 @@ class PgVectorCacheStore(DjangoCacheStore):
         if vector is None or len(vector) != self.dimensions:
             return
         with connections[self.using].cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {entries_table(self.using)} SET {COLUMN} = %s::vector "
-                "WHERE scope = %s AND id = %s",
-                [vector_literal(vector), row.scope, row.pk],
-            )
+            cursor.execute(_set_vector(self.using), [vector_literal(vector), row.scope, row.pk])
 
     def _similar(
         self, namespace: str, scope: str, vector: list[float], top_k: int, at: float
@@ -133,6 +129,12 @@ class PgVectorCacheStore(DjangoCacheStore):
             [query, scope, namespace, _moment(at), query, top_k],
         )
         return [(float(row[-1]), _entry(entry_values(row))) for row in cursor.fetchall()]
+
+
+def _set_vector(using: str) -> str:
+    """The statement that puts an answer's vector (its text form, a scope, an id) in the
+    indexed column."""
+    return f"UPDATE {entries_table(using)} SET {COLUMN} = %s::vector WHERE scope = %s AND id = %s"
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -223,7 +225,7 @@ def _fill(using: str, dimensions: int) -> int:
                 return filled
             last = batch[-1][0]
             cursor.executemany(
-                f"UPDATE {table} SET {COLUMN} = %s::vector WHERE scope = %s AND id = %s",
+                _set_vector(using),
                 [(vector_literal(stored_vector(vector)), scope, pk) for pk, scope, vector in batch],
             )
         filled += len(batch)

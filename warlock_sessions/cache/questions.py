@@ -31,6 +31,7 @@ import regex
 
 from ..engine.text import fold
 from ..providers.embedders import plain_words
+from ..providers.text import word_set
 from .words import (
     APOSTROPHES,
     NEGATIONS,
@@ -42,7 +43,6 @@ from .words import (
     negations,
     numbers,
     stem,
-    word_set,
     words,
 )
 
@@ -159,11 +159,13 @@ ROLES = {
 STRICT_ROLES = frozenset({"from", "than", "before", "after", "until", "over", "under"})
 #: Words that start a clause, so end the phrase before them: "From the dashboard | how can I
 #: export my data", "Na pizzaria | tem opção sem glúten".
+#: English verbs that ask after a question word ("when does", "when will").
+AUXILIARIES = word_set(
+    "do does did is are was were will would can could should shall may might must has have had"
+)
 CLAUSE_WORDS = {
-    "en": word_set(
-        "how what when where which who whom whose why can could would should will shall may "
-        "might must do does did is are was were am have has had i you we they he she"
-    ),
+    "en": word_set("how what when where which who whom whose why am i you we they he she")
+    | AUXILIARIES,
     "pt": word_set(
         "como que qual quais quando onde quem quanto quanta quantos quantas posso pode podem "
         "podemos consigo quero queria "
@@ -233,14 +235,11 @@ ASKS = {
     **dict.fromkeys(("when", "quando"), "when"),
     **dict.fromkeys(("why",), "why"),
 }
-#: Words that ask: beside one, "when" starts a clause ("When it rains, who do I call?").
+#: Words that ask, but "when": beside one, "when" starts a clause ("When it rains, who do
+#: I call?").
 QUESTION_WORDS = word_set(
-    "what which who whom whose where when why how qual quais quem onde quando porque como "
-    "quanto quanta quantos quantas"
-)
-#: English verbs that ask after a question word ("when does", "when will").
-AUXILIARIES = word_set(
-    "do does did is are was were will would can could should shall may might must has have had"
+    "what which who whom whose where why how qual quais quem onde porque como quanto quanta "
+    "quantos quantas"
 )
 #: Words that start a clause that may move when they do not ask the question: "Who do I
 #: call | when the boiler stops?", "When the boiler stops, | who do I call?" (but "When does
@@ -396,12 +395,12 @@ class _Cutter:
         return True
 
 
-def _compounds_as(text: str, other: str) -> str:
-    """``text`` with a word written in parts as one where ``other`` has it as one word:
+def _compounds_as(text: str, theirs: frozenset[str]) -> str:
+    """``text`` with a word written in parts as one where the other question has it as one
+    word (``theirs``: its words, folded):
     hyphenated ("check-out"/"checkout", "Wi-Fi"/"wifi"; but "two-factor"/"two factor" and
     "e-books"/"e-book" stay two words) or two content words ("home banking"/"homebanking",
     "camp site"/"campsite"; not "a part"/"apart")."""
-    theirs = {fold(word) for word in words(other)}
 
     def hyphenated(found: regex.Match[str]) -> str:
         one = found.group().replace("-", "")
@@ -417,10 +416,11 @@ def _compounds_as(text: str, other: str) -> str:
 
 
 def read(text: str, beside: str = "") -> Reading:
-    """``text`` cut into its phrases (``Phrase``), and the persons it names; read as the
-    question ``beside`` it is: in Portuguese if either is, its hyphenated words as
-    ``beside`` writes them."""
-    written = unicodedata.normalize("NFC", _compounds_as(text, beside).translate(APOSTROPHES))
+    """``text`` cut into its phrases (``Phrase``), and the persons it names; read beside the
+    question it is compared with: in that one's language where ``text`` has no stopwords of
+    either, its words written in parts and its capitals as ``beside`` has them."""
+    theirs = frozenset(fold(word) for word in words(beside))
+    written = unicodedata.normalize("NFC", _compounds_as(text, theirs).translate(APOSTROPHES))
     written = _POR_FAVOR.sub(" please ", written)
     for contracted, spelt in _CONTRACTIONS:
         written = regex.sub(contracted, spelt, written, flags=regex.IGNORECASE)
@@ -431,7 +431,7 @@ def read(text: str, beside: str = "") -> Reading:
     bare = [fold(token) for token in found]
     # Its own words decide; one that has none of either ("Aceitam Pix?") reads as the other.
     cutter = _Cutter(language_of(bare, written.casefold()) or language(beside) or "en")
-    readings = _readings(spaced, as_written, beside)
+    readings = _readings(spaced, as_written, beside, theirs)
     for index in _subordinate(bare, cutter.language):
         readings[index] = "subordinate"
     for token, folded, original, reading in zip(found, bare, as_written, readings, strict=True):
@@ -451,7 +451,7 @@ def _subordinate(bare: list[str], language: str) -> list[int]:
     cuts ("Quando a luz faltar, para que número ligo?"), or in English before anything but
     a verb that asks ("when I arrive", "when renewing"; not "when does", "when will")."""
     found = [index for index, word in enumerate(bare) if word in SUBORDINATORS]
-    if any(word in QUESTION_WORDS and word not in SUBORDINATORS for word in bare):
+    if any(word in QUESTION_WORDS for word in bare):
         return found
     following = [*bare[1:], ""]
     return [
@@ -462,11 +462,11 @@ def _subordinate(bare: list[str], language: str) -> list[int]:
     ]
 
 
-def _readings(text: str, tokens: list[str], beside: str) -> list[str]:
+def _readings(text: str, tokens: list[str], beside: str, theirs: frozenset[str]) -> list[str]:
     """Each token's case (``_Cutter.add``): ``shouted`` (``_shouted``), or ``named``: a
     capitalised word within a sentence of a text that is not shouted, where ``beside``
     writes capitals too (case says nothing of a question typed all in lower case)."""
-    cases = _shouted(tokens, beside)
+    cases = _shouted(tokens, theirs)
     if not any(letter.isupper() for letter in beside) or "shouted" in cases:
         return cases
     starts = {0} | {found.end() for found in _SENTENCE_END.finditer(text)}
@@ -479,14 +479,13 @@ def _readings(text: str, tokens: list[str], beside: str) -> list[str]:
     return cases
 
 
-def _shouted(tokens: list[str], beside: str) -> list[str]:
+def _shouted(tokens: list[str], theirs: frozenset[str]) -> list[str]:
     """``shouted`` for each token in a run of ``SHOUTED_RUN`` words or more written in
     capitals, one of them of four letters or more (numbers neither break nor make a run; a
     comma does: "US, UK, EU" and "NOS TV HD" are names), but a word of three letters or
-    fewer only where the question ``beside`` has it too ("THE US EMBASSY" beside "the
-    embassy": "US" is a name); ``""`` for the others."""
+    fewer only where the other question has it too (``theirs``: its words, folded; "THE US
+    EMBASSY" beside "the embassy": "US" is a name); ``""`` for the others."""
     cases = [""] * len(tokens)
-    theirs = {fold(word) for word in words(beside)}
     run: list[int] = []
     for index, token in enumerate([*tokens, "end"]):
         if token[0].isdigit():

@@ -10,16 +10,13 @@ import unicodedata
 import regex
 
 from ..engine.text import fold
+from ..providers.text import word_set
 
 _WORDS = regex.compile(r"[\p{L}\p{N}]+")
 _NUMBERS = regex.compile(r"\d+(?:[.,:/-]\d+)*")
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 _NT = regex.compile(r"\b\w+n't\b")
 _NON = regex.compile(r"\bnon-\w")
-
-
-def word_set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
 
 
 STOPWORDS = word_set(
@@ -224,7 +221,9 @@ def numbers(text: str) -> list[str]:
 def language_of(bare: list[str], plain: str) -> str | None:
     """``"pt"`` or ``"en"``, by which language's own stopwords (and, for Portuguese, words
     with its letters) a text's accent-free words and case-folded text hold more of;
-    ``None`` when neither has more ("Aceitam Pix?")."""
+    ``None`` when neither has more ("Aceitam Pix?"). The recognisers' ``language_of``
+    (``providers/recognisers/language.py``) weighs a reply with lists of its own; these are
+    the ones the cache's labelled set holds to its figures."""
     portuguese = sum(word in _PORTUGUESE for word in bare) + sum(
         bool(_PORTUGUESE_LETTERS & set(word)) for word in _WORDS.findall(plain)
     )
@@ -232,10 +231,6 @@ def language_of(bare: list[str], plain: str) -> str | None:
     if portuguese == english:
         return None
     return "pt" if portuguese > english else "en"
-
-
-def is_portuguese(bare: list[str], plain: str) -> bool:
-    return language_of(bare, plain) == "pt"
 
 
 def negations(text: str) -> int:
@@ -246,7 +241,7 @@ def negations(text: str) -> int:
     count = sum(1 for word in bare if word in NEGATIONS)
     count += sum(1 for found in _NT.findall(plain) if fold(found.replace("'", "")) not in NEGATIONS)
     count += len(_NON.findall(plain))
-    if "no" in bare and not is_portuguese(bare, plain):
+    if "no" in bare and language_of(bare, plain) != "pt":
         count += bare.count("no")
     return count
 

@@ -20,7 +20,7 @@ from ..models import Conversation, ConversationMessage, tenant_of_parent
 from ..models.quotas import check_quota, create_counted
 from ..redaction import redact_value
 from .seen import seen_histories
-from .stores import RECORD_PREFIX, RECORD_TYPE, kept_text
+from .stores import RECORD_PREFIX, RECORD_TYPE, is_window, kept_text
 
 
 def as_stored(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -81,7 +81,7 @@ class DjangoConversationStore:
         return self.header(id)  # the policy decides on one made meanwhile
 
     def load(self, id: str, window: int | None = None) -> dict[str, Any] | None:
-        if window is not None and (type(window) is not int or window < 1):
+        if window is not None and not is_window(window):
             raise ValueError(f"a window is a whole number of messages above 0, not {window!r}")
         header = self.header(id)
         if header is None:

@@ -24,7 +24,7 @@ from ..locks import InProcessLock, NoLock, SessionLock, check_lease
 from ..snapshots import SnapshotStore
 from ..workflows.runs import iso_after, logger, new_run_id, now_iso
 from .agent import AgentResult, ConversationAgent, EventStream, stream_threads
-from .stores import ConversationStore, RecordConversationStore, appended, new_record
+from .stores import ConversationStore, RecordConversationStore, appended, is_window, new_record
 
 #: How long a resume's claim on the pending mark keeps other resumes off, in seconds: a
 #: resumer that died is taken over after it.
@@ -160,17 +160,16 @@ class ConversationSession:
     def _window(self) -> int | None:
         """The agent's ``history_window``: how many of the newest messages it is given."""
         window = getattr(self.agent, "history_window", None)
-        if window is not None and (type(window) is not int or window < 1):
+        if window is not None and not is_window(window):
             raise ValueError(
                 f"the history_window of agent {getattr(self.agent, 'name', '?')!r} is "
                 f"{window!r}: a whole number of messages above 0, or None"
             )
         return window
 
-    def _begin(self, input: Any) -> tuple[dict[str, Any], str, list[dict[str, Any]], int]:
-        """The record, under a pending mark for a new run; the run's id; the history the
-        agent is given (its messages are shared: the agent copies) and where in the record's
-        messages it starts."""
+    def _begin(self, input: Any) -> tuple[dict[str, Any], str, int]:
+        """The record, under a pending mark for a new run; the run's id; and where in the
+        record's messages the history the agent is given starts."""
         window = self._window()
         found = (
             self.records.load(self.id)
@@ -185,27 +184,29 @@ class ConversationSession:
         start = window_start(record["messages"], window)
         run_id = new_run_id("agent")
         pending = {"runId": run_id, "input": input, "startedAt": now_iso()}
-        if record.get("offset", 0) + start:  # a resume gives back what this run was given
-            pending["historyFrom"] = record.get("offset", 0) + start
+        if given_from := record.get("offset", 0) + start:  # what a resume gives back
+            pending["historyFrom"] = given_from
         check_lease()
         self.records.set_pending(record, pending)  # if this fails, the agent does not run
-        return record, run_id, record["messages"][start:], start
+        return record, run_id, start
 
     def _send(self, input: Any, options: dict[str, Any]) -> AgentResult:
-        record, run_id, history, start = self._begin(input)
+        record, run_id, start = self._begin(input)
+        history = record["messages"][start:]  # its messages are shared: the agent copies
         self.records.idle()  # the model may take seconds
         try:
-            result = self.agent.execute(input, history=list(history), run_id=run_id, **options)
+            result = self.agent.execute(input, history=history, run_id=run_id, **options)
         except BaseException:
             self._drop_pending(record)
             raise
-        return self._settle(record, result, history, start)
+        return self._settle(record, result, start)
 
     def _stream(self, input: Any, options: dict[str, Any], out: EventStream) -> AgentResult:
-        record, run_id, history, start = self._begin(input)
+        record, run_id, start = self._begin(input)
+        history = record["messages"][start:]  # its messages are shared: the agent copies
         self.records.idle()
         try:
-            events = self.agent.stream(input, history=list(history), run_id=run_id, **options)
+            events = self.agent.stream(input, history=history, run_id=run_id, **options)
             if isinstance(events, EventStream):  # straight from the agent's thread
                 events.forward(lambda event: None if event is None else out.put(event))
             else:
@@ -215,7 +216,7 @@ class ConversationSession:
         except BaseException:
             self._drop_pending(record)
             raise
-        return self._settle(record, result, history, start)
+        return self._settle(record, result, start)
 
     def _resume(self, options: dict[str, Any]) -> AgentResult | None:
         record = self.records.load(self.id)
@@ -243,7 +244,7 @@ class ConversationSession:
         # The run continues from the history its send gave it, whatever the window is now.
         given = pending.get("historyFrom", 0)
         start = min(given, len(record["messages"])) if type(given) is int and given > 0 else 0
-        return self._settle(record, result, record["messages"][start:], start)
+        return self._settle(record, result, start)
 
     def _unclaim(self, record: dict[str, Any], pending: dict[str, Any]) -> None:
         """A resume that raised keeps the pending mark, without its claim: a resume may be
@@ -253,19 +254,14 @@ class ConversationSession:
         except Exception:
             logger.warning("could not release the resume claim of %s", self.key, exc_info=True)
 
-    def _settle(
-        self,
-        record: dict[str, Any],
-        result: AgentResult,
-        history: list[dict[str, Any]],
-        start: int,
-    ) -> AgentResult:
-        """Store the turn: what the agent returned follows what it was not given, so a
-        windowed agent's turn (and its compaction) keeps every earlier message."""
+    def _settle(self, record: dict[str, Any], result: AgentResult, start: int) -> AgentResult:
+        """Store the turn: what the agent returned follows the messages before ``start``,
+        which it was not given, so a windowed agent's turn (and its compaction) keeps every
+        earlier message."""
         if result.error is not None:
             self._drop_pending(record)
             return result
-        added = appended(history, result.messages)
+        added = appended(record["messages"][start:], result.messages)
         messages = [*record["messages"][:start], *result.messages]
         check_lease()  # a lock lost while the agent ran: the next holder's turn stands
         self.records.append_turn(record, messages, added)  # a failure keeps the mark

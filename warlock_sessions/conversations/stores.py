@@ -73,6 +73,11 @@ class ConversationStore(Protocol):
         ...
 
 
+def is_window(value: object) -> bool:
+    """Whether ``value`` is a history window: a whole number of messages above 0."""
+    return type(value) is int and value >= 1
+
+
 def new_record(id: str) -> dict[str, Any]:
     now = now_iso()
     return {

@@ -41,6 +41,7 @@ from ..workflows.runs import (
 from ..workflows.signature import agent_signature
 from .agent import AgentResult, EventStream
 from .attachments import resolve_content
+from .stores import is_window
 from .tools import Tool, as_tool
 
 Emit = Callable[[dict[str, Any]], None]
@@ -112,7 +113,7 @@ class ToolAgent:
             raise ValueError("an agent needs a name")
         if type(max_trips) is not int or max_trips < 1:
             raise ValueError("max_trips is a whole number above 0")
-        if history_window is not None and (type(history_window) is not int or history_window < 1):
+        if history_window is not None and not is_window(history_window):
             raise ValueError("history_window is a whole number of messages above 0, or None")
         self.model = model
         self.system_prompt = system_prompt

@@ -499,12 +499,17 @@ def json_problem(value: Any, depth: int = MAX_JSON_DEPTH) -> tuple[str, str] | N
     return None
 
 
+def described(path: str, why: str, whole: str = "the value") -> str:
+    """A ``json_problem`` as a sentence: where (``whole`` for the value itself) and why."""
+    return f"{path.lstrip('.') or whole} {why}"
+
+
 class NotJsonError(ValueError):
     """A value ``json_text`` refuses: ``path`` (``.state.items[2]``, empty for the value
     itself) and ``why`` are ``json_problem``'s."""
 
     def __init__(self, path: str, why: str) -> None:
-        super().__init__(f"{path.lstrip('.') or 'the value'} {why}")
+        super().__init__(described(path, why))
         self.path = path
         self.why = why
 
@@ -551,8 +556,7 @@ def _not_json_error(session_id: str, blob: Any) -> InvalidSessionError | None:
     problem = json_problem(blob)
     if problem is None:
         return None
-    path, why = problem
-    return InvalidSessionError(session_id, f"{path.lstrip('.') or 'the session'} {why}")
+    return InvalidSessionError(session_id, described(*problem, whole="the session"))
 
 
 def _refuse_unknown_type(value: Any) -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
@@ -30,13 +30,15 @@ from ..engine.turn import INPUT_KINDS, Clock, duplicate_input
 from ..errors import SessionConflictError, UnnamedAgentError
 from ..redaction import redact_value
 from ..stores import Store, default_store
-from ..stores.db import SaveCondition
 from ..tracing import Recorder, span
 from .commit import committer_for
 from .events import turn_events
 from .inputs import applied_key, forget_applied, input_identity, was_applied
 from .notify import announce, apush, push
 from .records import TurnRecords
+
+if TYPE_CHECKING:  # a store's statement part, which the host only hands on
+    from ..stores.db import SaveCondition
 from .redacted import redacted_for_storage
 from .threads import ProcessThreads, in_worker_thread, threads_for_database_pool
 
@@ -282,8 +284,7 @@ class Host:
             if made is None:
                 return None, outcome
             saved, first_seq = made
-            hosted.session = saved
-            hosted.events = changes.numbered(first_seq)
+            _saved(hosted, saved, changes, first_seq)
             announce(session_id=session_id, result=hosted, version=saved["version"])
             _traced_turn(traced, hosted)
             return hosted, outcome
@@ -367,8 +368,7 @@ class Host:
             return None
         except IntegrityError:
             return None  # applied before: the thread path tells the duplicate apart
-        hosted.session = saved
-        hosted.events = changes.numbered(first_seq)
+        _saved(hosted, saved, changes, first_seq)
         announce(session_id=session_id, result=hosted, version=saved["version"])
         return hosted
 
@@ -511,8 +511,7 @@ class Host:
             saved, first_seq = self.committer.commit(
                 hosted.session, expected, changes, agent=self.agent_name
             )
-        hosted.session = saved
-        hosted.events = events = changes.numbered(first_seq)
+        events = _saved(hosted, saved, changes, first_seq)
 
         def after_commit() -> None:
             announce(session_id=session_id, result=hosted, version=saved["version"])
@@ -520,6 +519,15 @@ class Host:
                 push_events(session_id, events)
 
         transaction.on_commit(after_commit, using=self.using)
+
+
+def _saved(
+    hosted: HostedTurn, saved: Session, changes: TurnRecords, first_seq: int
+) -> list[dict[str, Any]]:
+    """The turn as it was saved: its session and its events, numbered from ``first_seq``."""
+    hosted.session = saved
+    hosted.events = changes.numbered(first_seq)
+    return hosted.events
 
 
 def _traced_turn(traced: Recorder, hosted: HostedTurn) -> None:

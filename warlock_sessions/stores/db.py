@@ -299,10 +299,11 @@ class DjangoStore(Store):
         """
         expected, save_params = self._prepare(session, expected_version, agent)
         sql = self._scoped()[0]
-        ctes = [] if condition is None else [condition.ctes]
         if condition is None:
+            ctes, condition_params = [], []
             saved = sql["insert" if expected == 0 else "update"]
         elif expected == 0:
+            ctes, condition_params = [condition.ctes], list(condition.params)
             saved = f"{sql['insert_gated']}{condition.gate}"
             select = f"{select}, {condition.select}"
         else:
@@ -314,7 +315,7 @@ class DjangoStore(Store):
             session=session,
             expected=expected,
             statement=f"WITH {', '.join(ctes)} SELECT (SELECT {version} FROM saved), {select}",
-            values=[*(condition.params if condition else []), *save_params, *params],
+            values=[*condition_params, *save_params, *params],
         )
 
     def run_combined(self, combined: CombinedSave) -> tuple[Session, tuple[Any, ...]]:
@@ -343,8 +344,10 @@ class DjangoStore(Store):
         ``None`` when nothing was written (the condition's writes were not made), and the
         values of the ``select`` and the condition's. A session stored under the id meanwhile
         fails the statement with ``IntegrityError``: nothing is written then either."""
-        with database(self.using).wrap_database_errors:
-            row = await (await connection.execute(combined.statement, combined.values)).fetchone()
+        return await self._arun(connection, self._first(combined))
+
+    def _first(self, combined: CombinedSave) -> Plan[tuple[Session | None, tuple[Any, ...]]]:
+        row = yield combined.statement, combined.values
         return (None if row[0] is None else combined.saved()), tuple(row[1:])
 
     # A plan is the statements of one operation, each sent the row its predecessor read: run
